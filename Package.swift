@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Herald: a durable outbound push-delivery queue. No package dependencies: the toolchain's own modules
+/// plus SQLite and libcurl through small system-library modules.
+let package = Package(
+    name: "Herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+    ],
+    targets: [
+        // MARK: - C libraries
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+
+        // MARK: - Pipeline stages
+        .target(name: "Support"),
+        .target(name: "HTTP", dependencies: ["Support"]),
+        .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
+        .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
+        .target(name: "Classify", dependencies: ["Support"]),
+        .target(name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "CCurl"]),
+        .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
+
+        // MARK: - Build tooling: migrations/*.sql are compiled into the binary
+        .executableTarget(name: "EmbedMigrationsTool", path: "Sources/EmbedMigrationsTool"),
+        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedMigrationsTool"]),
+
+        // MARK: - Tests
+        .testTarget(name: "SupportTests", dependencies: ["Support"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
+        .testTarget(name: "ClassifyTests", dependencies: ["Classify"]),
+        .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// Pure classification of FCM answers and the retry policy.

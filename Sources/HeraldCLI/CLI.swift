@@ -1,0 +1,7 @@
+import Foundation
+
+public enum HeraldCLI {
+    public static func main() {
+        exit(0)
+    }
+}

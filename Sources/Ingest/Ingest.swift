@@ -1,0 +1,1 @@
+// Message validation and the ingest API.

@@ -1,0 +1,3 @@
+import HeraldCLI
+
+HeraldCLI.main()

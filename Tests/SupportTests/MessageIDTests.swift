@@ -1,0 +1,23 @@
+import Support
+import Testing
+
+@Suite struct MessageIDTests {
+    @Test func idsAreTwentySixCrockfordCharacters() {
+        let id = MessageID.make()
+        #expect(id.count == 26)
+        #expect(id.allSatisfy { "0123456789ABCDEFGHJKMNPQRSTVWXYZ".contains($0) })
+    }
+
+    @Test func idsSortInCreationOrderWithinAndAcrossMilliseconds() {
+        let sameMillisecond = (0..<1000).map { _ in MessageID.make(now: 1_700_000_000_000) }
+        #expect(sameMillisecond == sameMillisecond.sorted())
+        #expect(Set(sameMillisecond).count == 1000)
+        let later = MessageID.make(now: 1_700_000_000_001)
+        #expect(later > sameMillisecond.last!)
+    }
+
+    @Test func timePrefixEncodesMilliseconds() {
+        // ULID spec example: 1469918176385 ms → "01ARYZ6S41".
+        #expect(MessageID.make(now: 1_469_918_176_385).hasPrefix("01ARYZ6S41"))
+    }
+}
