@@ -21,11 +21,15 @@ public enum MessageID {
             }
             return (millis, last.random)
         }
+        return format(millis: millis, high: random.0, low: random.1)
+    }
+
+    static func format(millis: UInt64, high: UInt16, low: UInt64) -> String {
         var bytes = [UInt8](repeating: 0, count: 16)
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: millis >> (8 * (5 - index))) }
-        bytes[6] = UInt8(truncatingIfNeeded: random.0 >> 8)
-        bytes[7] = UInt8(truncatingIfNeeded: random.0)
-        for index in 0..<8 { bytes[8 + index] = UInt8(truncatingIfNeeded: random.1 >> (8 * (7 - index))) }
+        bytes[6] = UInt8(truncatingIfNeeded: high >> 8)
+        bytes[7] = UInt8(truncatingIfNeeded: high)
+        for index in 0..<8 { bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (8 * (7 - index))) }
         return encode(bytes)
     }
 

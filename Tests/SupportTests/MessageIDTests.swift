@@ -1,4 +1,4 @@
-import Support
+@testable import Support
 import Testing
 
 @Suite struct MessageIDTests {
@@ -16,8 +16,10 @@ import Testing
         #expect(later > sameMillisecond.last!)
     }
 
-    @Test func timePrefixEncodesMilliseconds() {
-        // ULID spec example: 1469918176385 ms → "01ARYZ6S41".
-        #expect(MessageID.make(now: 1_469_918_176_385).hasPrefix("01ARYZ6S41"))
+    @Test func layoutIsMillisecondsThenRandomBits() {
+        // ULID's example time, 1469918176385 ms, is "01ARYZ6S41"; the random bits follow.
+        #expect(MessageID.format(millis: 1_469_918_176_385, high: 0, low: 0) == "01ARYZ6S410000000000000000")
+        #expect(MessageID.format(millis: 1_469_918_176_385, high: 0, low: 1) == "01ARYZ6S410000000000000001")
+        #expect(MessageID.format(millis: 0, high: 0xFFFF, low: .max) == "0000000000ZZZZZZZZZZZZZZZZ")
     }
 }
