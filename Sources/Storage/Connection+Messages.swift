@@ -1,0 +1,114 @@
+import Support
+
+/// How long an `Idempotency-Key` keeps answering with its first message.
+public let idempotencyWindowMillis: Int64 = 24 * 3600 * 1000
+
+extension Connection {
+    /// Stores a message and one queued delivery per target. Call inside a write transaction.
+    /// A repeated idempotency key within the window returns the first message instead.
+    public func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
+        if let key = message.idempotencyKey {
+            let earlier = try queryOne(
+                "SELECT id, created_at FROM messages WHERE idempotency_key = ?", [.text(key)]
+            ) { (id: $0.string(0), createdAt: $0.int64(1)) }
+            if let earlier {
+                if earlier.createdAt > now - idempotencyWindowMillis {
+                    let count = try queryOne(
+                        "SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(earlier.id)]) { $0.int(0) } ?? 0
+                    return AcceptedMessage(id: earlier.id, deliveries: count, isRepeat: true)
+                }
+                // An expired key is free again; the old message keeps its rows.
+                try run("UPDATE messages SET idempotency_key = NULL WHERE id = ?", .text(earlier.id))
+            }
+        }
+
+        let targets: [String]
+        switch message.target {
+        case .tokens(let tokens): targets = tokens
+        case .topic(let topic): targets = [topic]
+        case .condition(let condition): targets = [condition]
+        case .users(let users): targets = try tokens(ofUsers: users, app: message.app)
+        }
+
+        let id = MessageID.make(now: now)
+        let expiresAt = now + Int64(message.ttlSeconds) * 1000
+        try run("INSERT OR IGNORE INTO apps (name) VALUES (?)", .text(message.app))
+        try run(
+            """
+            INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority,
+                                  ttl_seconds, dry_run, created_at, expires_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            .text(id), .text(message.app), .optional(message.idempotencyKey), .text(message.payload),
+            .text(message.target.kind), .optional(message.collapseKey), .text(message.priority),
+            .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt))
+        let insert = try statement(
+            """
+            INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+            VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)
+            """)
+        let rank: Int64 = message.priority == "high" ? 0 : 1
+        for target in targets {
+            try insert.execute([
+                .text(id), .text(message.app), .text(target), .integer(now), .integer(now), .integer(rank), .integer(now),
+            ])
+        }
+        return AcceptedMessage(id: id, deliveries: targets.count, isRepeat: false)
+    }
+
+    /// Every registered token of these users in `app`, each once.
+    func tokens(ofUsers users: [String], app: String) throws -> [String] {
+        var seen = Set<String>()
+        var tokens: [String] = []
+        for user in users {
+            let found = try query(
+                "SELECT token FROM tokens WHERE app = ? AND user = ? ORDER BY created_at, token",
+                [.text(app), .text(user)]) { $0.string(0) }
+            for token in found where seen.insert(token).inserted { tokens.append(token) }
+        }
+        return tokens
+    }
+
+    /// The message and its deliveries, or nil.
+    public func message(id: String) throws -> MessageRecord? {
+        guard
+            var record = try queryOne(
+                """
+                SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at
+                FROM messages WHERE id = ?
+                """, [.text(id)],
+                row: {
+                    MessageRecord(
+                        id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
+                        collapseKey: $0.optionalString(4), priority: $0.string(5), ttlSeconds: $0.int(6),
+                        dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
+                })
+        else { return nil }
+        record.deliveries = try query(
+            """
+            SELECT id, token, state, reason, attempts, next_attempt_at, fcm_message_id, canonical_token, last_status,
+                   updated_at
+            FROM deliveries WHERE message_id = ? ORDER BY id
+            """, [.text(id)]
+        ) {
+            DeliveryRecord(
+                id: $0.int64(0), token: $0.string(1), state: $0.string(2), reason: $0.optionalString(3),
+                attempts: $0.int(4), nextAttemptAt: $0.int64(5), fcmMessageID: $0.optionalString(6),
+                canonicalToken: $0.optionalString(7), lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
+        }
+        return record
+    }
+
+    /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;
+    /// otherwise how many were cancelled (deliveries already in flight or finished are left alone).
+    public func cancelMessage(id: String, now: Int64) throws -> Int? {
+        guard try queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) != nil else {
+            return nil
+        }
+        return try run(
+            """
+            UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = ?
+            WHERE message_id = ? AND state = 'queued'
+            """, .integer(now), .text(id))
+    }
+}

@@ -1,0 +1,115 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection. Not thread-safe: exactly one thread uses it at a time (the writer thread,
+/// a reader thread, or a CLI command), which is why it is not `Sendable`.
+///
+/// Related SQLite documentation: https://sqlite.org/c3ref/open.html
+public final class Connection {
+    public enum Mode { case readWrite, readOnly }
+
+    let handle: OpaquePointer
+    public let path: String
+    private var statements: [String: Statement] = [:]
+
+    /// Opens (and for `.readWrite` creates, with mode 0600) the database at `path`.
+    public init(path: String, mode: Mode = .readWrite, busyTimeoutMillis: Int32 = 5_000) throws {
+        self.path = path
+        if mode == .readWrite, path != ":memory:" {
+            // SQLite creates files with the process umask (usually 0644); a queue of push tokens is private.
+            // The -wal and -shm files copy the main file's mode.
+            let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+        }
+        var handle: OpaquePointer?
+        let flags = (mode == .readWrite ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY)
+            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+            sqlite3_close_v2(handle)
+            throw SQLiteError(code: code & 0xff, extendedCode: code, message: "cannot open \(path): \(message)")
+        }
+        self.handle = handle
+        sqlite3_busy_timeout(handle, busyTimeoutMillis)
+        var ignored: Int32 = 0
+        herald_sqlite_db_config_int(handle, SQLITE_DBCONFIG_ENABLE_FKEY, 1, &ignored)
+        herald_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DEFENSIVE, 1, &ignored)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs SQL that takes no arguments and returns no rows (pragmas, DDL, transaction control).
+    public func execute(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &error)
+        if code != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
+            sqlite3_free(error)
+            throw SQLiteError(code: code & 0xff, extendedCode: code, message: message, sql: sql)
+        }
+    }
+
+    /// A prepared statement for `sql`, cached on this connection and reset for reuse.
+    public func statement(_ sql: String) throws -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        let statement = try Statement(connection: self, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Prepares, binds and steps a statement that returns no rows; returns the number of rows changed.
+    @discardableResult
+    public func run(_ sql: String, _ arguments: SQLValue...) throws -> Int {
+        let statement = try statement(sql)
+        try statement.bind(arguments)
+        while try statement.step() {}
+        return changes
+    }
+
+    /// All rows of a query, each mapped by `row`.
+    public func query<T>(_ sql: String, _ arguments: [SQLValue] = [], row: (Statement) throws -> T) throws -> [T] {
+        let statement = try statement(sql)
+        try statement.bind(arguments)
+        var rows: [T] = []
+        while try statement.step() { rows.append(try row(statement)) }
+        return rows
+    }
+
+    /// The first row of a query, mapped by `row`, or nil.
+    public func queryOne<T>(_ sql: String, _ arguments: [SQLValue] = [], row: (Statement) throws -> T) throws -> T? {
+        let statement = try statement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        return try statement.step() ? row(statement) : nil
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    public var changes: Int { Int(sqlite3_changes64(handle)) }
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    func error(_ code: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(
+            code: code & 0xff, extendedCode: sqlite3_extended_errcode(handle),
+            message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+}

@@ -1,0 +1,100 @@
+import CSQLite
+
+/// A value bound to a statement parameter.
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    public static func optional(_ value: String?) -> SQLValue { value.map(SQLValue.text) ?? .null }
+    public static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }
+}
+
+extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+}
+
+/// A prepared statement. Arguments are always bound, never spliced into SQL.
+public final class Statement {
+    let handle: OpaquePointer
+    private unowned let connection: Connection
+    public let sql: String
+
+    init(connection: Connection, sql: String) throws {
+        var handle: OpaquePointer?
+        let code = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        guard code == SQLITE_OK, let handle else { throw connection.error(code, sql: sql) }
+        self.handle = handle
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    public func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    public func bind(_ arguments: [SQLValue]) throws {
+        for (offset, value) in arguments.enumerated() { try bind(value, at: Int32(offset + 1)) }
+    }
+
+    public func bind(_ value: SQLValue, at index: Int32) throws {
+        let code: Int32
+        switch value {
+        case .null: code = sqlite3_bind_null(handle, index)
+        case .integer(let integer): code = sqlite3_bind_int64(handle, index, integer)
+        case .real(let real): code = sqlite3_bind_double(handle, index, real)
+        case .text(let text):
+            code = text.utf8.withContiguousStorageIfAvailable { bytes in
+                sqlite3_bind_text(
+                    handle, index, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
+                    Int32(bytes.count), herald_sqlite_transient())
+            } ?? sqlite3_bind_text(handle, index, text, -1, herald_sqlite_transient())
+        }
+        guard code == SQLITE_OK else { throw connection.error(code, sql: sql) }
+    }
+
+    /// Steps once: true when a row is available, false when the statement is done.
+    @discardableResult
+    public func step() throws -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code:
+            let error = connection.error(code, sql: sql)
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    /// Binds, steps to completion and resets; for statements that return no rows.
+    public func execute(_ arguments: [SQLValue]) throws {
+        reset()
+        try bind(arguments)
+        while try step() {}
+    }
+
+    // MARK: - Columns of the current row
+
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    public func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+
+    public func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+
+    public func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+
+    public func string(_ column: Int32) -> String {
+        guard let text = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    public func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Storage
+
+@Suite struct DatabaseWriterTests {
+    @Test func databaseIsInWALMode() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"))
+        let mode = try writer.write { try $0.queryOne("PRAGMA journal_mode") { $0.string(0) } }
+        writer.close()
+        #expect(mode == "wal")
+    }
+
+    @Test func concurrentWritesAreAllCommittedAndVisibleToReaders() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("herald.db")
+        let writer = try DatabaseWriter(path: path)
+        let done = DispatchGroup()
+        let failures = Atomic<Int>(0)
+        for index in 0..<200 {
+            done.enter()
+            writer.enqueue({ connection in
+                try connection.run("INSERT INTO apps (name) VALUES (?)", .text("app-\(index)"))
+            }, completion: { result in
+                if case .failure = result { failures.add(1, ordering: .relaxed) }
+                done.leave()
+            })
+        }
+        done.wait()
+        #expect(failures.load(ordering: .relaxed) == 0)
+        let readers = try DatabaseReaders(path: path, count: 1)
+        let count = try readers.read { try $0.queryOne("SELECT count(*) FROM apps") { $0.int(0) } }
+        readers.close()
+        writer.close()
+        #expect(count == 200)
+    }
+
+    @Test func aFailingJobUndoesOnlyItsOwnWrites() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"))
+        struct Refused: Error {}
+        let results = Mutex<[String: Bool]>([:])
+        let done = DispatchGroup()
+        // Hold the writer busy so the three jobs below are committed as one group.
+        let gate = DispatchSemaphore(value: 0)
+        done.enter()
+        writer.enqueue({ _ in gate.wait() }, completion: { _ in done.leave() })
+        for name in ["kept-1", "undone", "kept-2"] {
+            done.enter()
+            writer.enqueue({ connection in
+                try connection.run("INSERT INTO apps (name) VALUES (?)", .text(name))
+                if name == "undone" { throw Refused() }
+            }, completion: { result in
+                results.withLock { $0[name] = (try? result.get()) != nil }
+                done.leave()
+            })
+        }
+        gate.signal()
+        done.wait()
+        let names = try writer.write { try $0.query("SELECT name FROM apps ORDER BY name") { $0.string(0) } }
+        writer.close()
+        #expect(names == ["kept-1", "kept-2"])
+        #expect(results.withLock { $0 } == ["kept-1": true, "undone": false, "kept-2": true])
+    }
+
+    @Test func writesAfterCloseFailInsteadOfVanishing() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"))
+        writer.close()
+        #expect(throws: SQLiteError.self) { try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('x')") } }
+    }
+}

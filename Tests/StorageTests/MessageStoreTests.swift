@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@testable import Storage
+
+@Suite struct MessageStoreTests {
+    let directory = TemporaryDirectory()
+    let writer: DatabaseWriter
+
+    init() throws {
+        writer = try DatabaseWriter(path: directory.path("herald.db"))
+    }
+
+    private func insert(_ message: NewMessage, now: Int64 = 1_700_000_000_000) throws -> AcceptedMessage {
+        try writer.write { try $0.insertMessage(message, now: now) }
+    }
+
+    @Test func aMessageGetsOneQueuedDeliveryPerToken() throws {
+        let accepted = try insert(NewMessage(
+            app: "default", payload: #"{"data":{"a":"b"}}"#, target: .tokens(["t1", "t2", "t3"]),
+            collapseKey: "score", priority: "high", ttlSeconds: 60))
+        #expect(accepted.deliveries == 3)
+        #expect(!accepted.isRepeat)
+        let record = try #require(try writer.write { try $0.message(id: accepted.id) })
+        #expect(record.payload == #"{"data":{"a":"b"}}"#)
+        #expect(record.targetKind == "tokens")
+        #expect(record.collapseKey == "score")
+        #expect(record.expiresAt == record.createdAt + 60_000)
+        #expect(record.deliveries.map(\.token) == ["t1", "t2", "t3"])
+        #expect(record.deliveries.allSatisfy { $0.state == "queued" && $0.attempts == 0 })
+        let ranks = try writer.write { try $0.query("SELECT DISTINCT priority_rank FROM deliveries") { $0.int(0) } }
+        #expect(ranks == [0])
+    }
+
+    @Test func aRepeatedIdempotencyKeyReturnsTheFirstMessage() throws {
+        let message = NewMessage(app: "default", idempotencyKey: "k-1", payload: "{}", target: .tokens(["a", "b"]))
+        let first = try insert(message)
+        let second = try insert(message, now: 1_700_000_000_000 + 1000)
+        #expect(second == AcceptedMessage(id: first.id, deliveries: 2, isRepeat: true))
+        let count = try writer.write { try $0.queryOne("SELECT count(*) FROM deliveries") { $0.int(0) } }
+        #expect(count == 2)
+    }
+
+    @Test func anIdempotencyKeyOlderThanTheWindowStartsANewMessage() throws {
+        let message = NewMessage(app: "default", idempotencyKey: "k-2", payload: "{}", target: .tokens(["a"]))
+        let first = try insert(message)
+        let later = try insert(message, now: 1_700_000_000_000 + idempotencyWindowMillis + 1)
+        #expect(later.id != first.id)
+        #expect(!later.isRepeat)
+    }
+
+    @Test func usersExpandToTheirRegisteredTokensOfTheSameApp() throws {
+        try writer.write { connection in
+            _ = try connection.upsertToken("phone", app: "default", user: "alice", now: 1)
+            _ = try connection.upsertToken("tablet", app: "default", user: "alice", now: 2)
+            _ = try connection.upsertToken("other-app", app: "second", user: "alice", now: 3)
+            _ = try connection.upsertToken("bob-phone", app: "default", user: "bob", now: 4)
+        }
+        let accepted = try insert(NewMessage(app: "default", payload: "{}", target: .users(["alice", "nobody"])))
+        let tokens = try writer.write { try $0.message(id: accepted.id)!.deliveries.map(\.token) }
+        #expect(tokens == ["phone", "tablet"])
+    }
+
+    @Test func cancellingDropsOnlyQueuedDeliveries() throws {
+        let accepted = try insert(NewMessage(app: "default", payload: "{}", target: .tokens(["a", "b"])))
+        try writer.write { try $0.run("UPDATE deliveries SET state = 'delivered' WHERE token = 'a'") }
+        let cancelled = try writer.write { try $0.cancelMessage(id: accepted.id, now: 5) }
+        #expect(cancelled == 1)
+        let states = try writer.write { try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason ?? "")" } }
+        #expect(states == ["delivered/", "dropped/Cancelled"])
+        #expect(try writer.write { try $0.cancelMessage(id: "missing", now: 5) } == nil)
+    }
+}
