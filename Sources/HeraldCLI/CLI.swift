@@ -1,7 +1,108 @@
 import Foundation
+import Storage
+import Support
 
+/// `herald <command> ...`: dispatches to a command and turns its outcome into an exit code
+/// (0 ok, 1 error, 2 usage).
 public enum HeraldCLI {
-    public static func main() {
-        exit(0)
+    struct Command {
+        var name: String
+        var summary: String
+        var run: ([String]) throws -> Int32
+    }
+
+    static let commands: [Command] = [
+        Command(name: "serve", summary: "run the ingest API and the delivery workers", run: ServeCommand.run),
+        Command(name: "migrate", summary: "create or upgrade the database schema, then exit", run: MigrateCommand.run),
+        Command(name: "help", summary: "show help for a command", run: { arguments in
+            guard let name = arguments.first else {
+                print(usage)
+                return 0
+            }
+            guard let command = commands.first(where: { $0.name == name }) else {
+                throw Arguments.UsageError(description: "unknown command \"\(name)\"")
+            }
+            return try command.run(["--help"])
+        }),
+    ]
+
+    static var usage: String {
+        let width = commands.map(\.name.count).max() ?? 0
+        let lines = commands.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary)" }
+        return """
+            herald — a durable outbound push-delivery queue for Firebase Cloud Messaging
+
+            Usage: herald <command> [options]
+
+            Commands:
+            \(lines.joined(separator: "\n"))
+
+            Run `herald <command> --help` for a command's options.
+            """
+    }
+
+    public static func main() -> Never {
+        exit(run(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// Runs one command line; returns the exit code.
+    public static func run(_ arguments: [String]) -> Int32 {
+        guard let name = arguments.first else {
+            printError(usage)
+            return 2
+        }
+        if name == "--help" || name == "-h" {
+            print(usage)
+            return 0
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            printError("herald: unknown command \"\(name)\"; run `herald --help` for the list")
+            return 2
+        }
+        do {
+            return try command.run(Array(arguments.dropFirst()))
+        } catch let error as Arguments.UsageError {
+            printError("herald \(name): \(error); run `herald \(name) --help`")
+            return 2
+        } catch {
+            printError("herald \(name): \(error)")
+            return 1
+        }
+    }
+
+    static func printError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}
+
+/// `herald migrate [--db PATH]`
+enum MigrateCommand {
+    static func run(_ arguments: [String]) throws -> Int32 {
+        let parsed = try Arguments(arguments, options: [.init(name: "db", takesValue: true), .init(name: "help", takesValue: false)])
+        if parsed.flag("help") {
+            print("""
+                Usage: herald migrate [--db PATH]
+
+                Creates the database (mode 0600) or applies the migrations it lacks, in order, each in its own
+                transaction, then exits. Refuses a database whose schema is newer than this herald.
+
+                Options:
+                  --db PATH   SQLite database (default: herald.db, or HERALD_DB)
+
+                Example:
+                  herald migrate --db /var/lib/herald/herald.db
+                """)
+            return 0
+        }
+        guard parsed.positional.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(parsed.positional[0])") }
+        let path = parsed.value("db") ?? ProcessInfo.processInfo.environment["HERALD_DB"] ?? "herald.db"
+        let connection = try Storage.Connection(path: path)
+        try connection.execute("PRAGMA journal_mode = WAL")
+        let before = try Migrator.currentVersion(connection)
+        let applied = try Migrator.migrate(connection)
+        print(applied.isEmpty
+            ? "\(path): schema is at version \(before), nothing to do"
+            : "\(path): applied \(applied.map(String.init).joined(separator: ", ")); schema is at version \(Migrator.latestVersion)")
+        return 0
     }
 }

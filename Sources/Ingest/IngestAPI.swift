@@ -1,0 +1,364 @@
+import Foundation
+import HTTP
+import Storage
+import Support
+
+/// The HTTP API of SPEC §3: validates on the event loop, stores through the group-commit writer, reads through
+/// the reader pool, and answers only after the commit.
+public final class IngestAPI: HTTPHandler {
+    public static let bodyLimit = 1 << 20
+    public static let batchBodyLimit = 16 << 20
+
+    private let writer: DatabaseWriter
+    private let readers: DatabaseReaders
+    private let apiToken: [UInt8]?
+    private let isShuttingDown: @Sendable () -> Bool
+    private let committed: @Sendable () -> Void
+
+    /// - Parameters:
+    ///   - apiToken: when set, every call but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`.
+    ///   - isShuttingDown: makes `/readyz` answer 503 while the service stops.
+    ///   - committed: called after messages were committed (wakes the claimer).
+    public init(
+        writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?,
+        isShuttingDown: @escaping @Sendable () -> Bool = { false },
+        committed: @escaping @Sendable () -> Void = {}
+    ) {
+        self.writer = writer
+        self.readers = readers
+        self.apiToken = apiToken.map { Array($0.utf8) }
+        self.isShuttingDown = isShuttingDown
+        self.committed = committed
+    }
+
+    public func bodyLimit(method: String, path: String) -> Int {
+        path == "/v1/messages/batch" ? Self.batchBodyLimit : Self.bodyLimit
+    }
+
+    public func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
+        let path = request.path
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        switch (request.method, segments.first ?? "") {
+        case ("GET", "healthz") where segments.count == 1:
+            return responder.respond(.json(200, #"{"status":"ok"}"#))
+        case ("GET", "readyz") where segments.count == 1:
+            return ready(responder)
+        default:
+            break
+        }
+        guard isAuthorized(request) else {
+            return responder.respond(error(APIError(status: 401, code: "Unauthorized", message: "missing or wrong API token")))
+        }
+        switch (request.method, segments) {
+        case ("POST", ["v1", "messages"]):
+            postMessage(request, responder)
+        case ("POST", ["v1", "messages", "batch"]):
+            postBatch(request, responder)
+        case ("GET", ["v1", "messages", let id]) where !id.isEmpty:
+            getMessage(id, responder)
+        case ("DELETE", ["v1", "messages", let id]) where !id.isEmpty:
+            cancelMessage(id, responder)
+        case ("PUT", ["v1", "tokens", let token]) where !token.isEmpty:
+            putToken(token, request, responder)
+        case ("GET", ["v1", "tokens", let token]) where !token.isEmpty:
+            getToken(token, responder)
+        case ("DELETE", ["v1", "tokens", let token]) where !token.isEmpty:
+            deleteToken(token, responder)
+        case ("GET", ["v1", "token-events"]):
+            tokenEvents(request, responder)
+        case (_, ["v1", "messages"]), (_, ["v1", "messages", _]), (_, ["v1", "tokens", _]), (_, ["v1", "token-events"]),
+            (_, ["healthz"]), (_, ["readyz"]):
+            responder.respond(error(APIError(status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(path)")))
+        default:
+            responder.respond(error(APIError(status: 404, code: "NotFound", message: "no such endpoint: \(path)")))
+        }
+    }
+
+    // MARK: - Messages
+
+    private func postMessage(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+        let key = request.header("idempotency-key")
+        if let key, key.isEmpty || key.utf8.count > 255 {
+            return responder.respond(error(APIError(
+                status: 400, code: "InvalidParameters", message: "Idempotency-Key must be 1 to 255 bytes")))
+        }
+        switch MessageValidator.validate(body: request.body) {
+        case .failure(let failure):
+            responder.respond(error(failure))
+        case .success(let message):
+            let stored = message.stored(idempotencyKey: key)
+            writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed] result in
+                switch result {
+                case .success(let accepted):
+                    if !accepted.isRepeat && accepted.deliveries > 0 { committed() }
+                    responder.respond(.json(202, Self.acceptedJSON(accepted).serialized()))
+                case .failure(let failure):
+                    responder.respond(Self.unavailable(failure))
+                }
+            }
+        }
+    }
+
+    private func postBatch(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+        switch MessageValidator.validateBatch(body: request.body) {
+        case .failure(let failure):
+            responder.respond(error(failure))
+        case .success(let items):
+            let messages = items.map { try? $0.get().stored(idempotencyKey: nil) }
+            writer.enqueue({ connection in
+                let now = Clock.nowMillis()
+                return try messages.map { message in try message.map { try connection.insertMessage($0, now: now) } }
+            }) { [committed] result in
+                switch result {
+                case .success(let accepted):
+                    if accepted.contains(where: { ($0?.deliveries ?? 0) > 0 }) { committed() }
+                    let results: [JSON] = zip(items, accepted).map { item, stored in
+                        switch item {
+                        case .success: Self.acceptedJSON(stored!)
+                        case .failure(let failure): failure.json
+                        }
+                    }
+                    responder.respond(.json(200, JSON.object([("results", .array(results))]).serialized()))
+                case .failure(let failure):
+                    responder.respond(Self.unavailable(failure))
+                }
+            }
+        }
+    }
+
+    private func getMessage(_ id: String, _ responder: any HTTPResponder) {
+        readers.enqueue({ try $0.message(id: id) }) { result in
+            switch result {
+            case .success(let record?): responder.respond(.json(200, Self.messageJSON(record).serialized()))
+            case .success(nil): responder.respond(Self.notFound("message", id))
+            case .failure(let failure): responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    private func cancelMessage(_ id: String, _ responder: any HTTPResponder) {
+        writer.enqueue({ try $0.cancelMessage(id: id, now: Clock.nowMillis()) }) { result in
+            switch result {
+            case .success(let cancelled?):
+                let body = JSON.object([("id", .string(id)), ("cancelled", .int(Int64(cancelled)))])
+                responder.respond(.json(200, body.serialized()))
+            case .success(nil): responder.respond(Self.notFound("message", id))
+            case .failure(let failure): responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    // MARK: - Token registry
+
+    private func putToken(_ token: String, _ request: HTTPRequest, _ responder: any HTTPResponder) {
+        let registration: (app: String, user: String?)
+        switch TokenRegistration.validate(token: token, body: request.body) {
+        case .failure(let failure): return responder.respond(error(failure))
+        case .success(let valid): registration = valid
+        }
+        writer.enqueue({ try $0.upsertToken(token, app: registration.app, user: registration.user, now: Clock.nowMillis()) }) {
+            result in
+            switch result {
+            case .success(let (record, created)):
+                responder.respond(.json(created ? 201 : 200, Self.tokenJSON(record).serialized()))
+            case .failure(let failure):
+                responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    private func getToken(_ token: String, _ responder: any HTTPResponder) {
+        readers.enqueue({ try $0.token(token) }) { result in
+            switch result {
+            case .success(let record?): responder.respond(.json(200, Self.tokenJSON(record).serialized()))
+            case .success(nil): responder.respond(Self.notFound("token", token))
+            case .failure(let failure): responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    private func deleteToken(_ token: String, _ responder: any HTTPResponder) {
+        writer.enqueue({ try $0.deleteToken(token) }) { result in
+            switch result {
+            case .success(true): responder.respond(HTTPResponse(status: 204))
+            case .success(false): responder.respond(Self.notFound("token", token))
+            case .failure(let failure): responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    private func tokenEvents(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+        let query = request.query
+        let after = query["after"].map { Int64($0) } ?? 0
+        let limit = query["limit"].map { Int($0) } ?? 100
+        guard let after, after >= 0, let limit, (1...1000).contains(limit) else {
+            return responder.respond(error(APIError(
+                status: 400, code: "InvalidParameters",
+                message: "after must be a non-negative integer and limit an integer in 1...1000")))
+        }
+        readers.enqueue({ try $0.tokenEvents(after: after, limit: limit) }) { result in
+            switch result {
+            case .success(let events):
+                let body = JSON.object([
+                    ("events", .array(events.map(Self.tokenEventJSON))),
+                    ("next", .int(events.last?.id ?? after)),
+                ])
+                responder.respond(.json(200, body.serialized()))
+            case .failure(let failure):
+                responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    // MARK: - Health
+
+    private func ready(_ responder: any HTTPResponder) {
+        guard !isShuttingDown() else {
+            return responder.respond(error(APIError(status: 503, code: "Unavailable", message: "shutting down"),
+                                           headers: [("Retry-After", "1")]))
+        }
+        // A job on the writer runs inside BEGIN IMMEDIATE: its success proves the database takes writes.
+        writer.enqueue({ _ in }) { result in
+            switch result {
+            case .success: responder.respond(.json(200, #"{"status":"ready"}"#))
+            case .failure(let failure): responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func isAuthorized(_ request: HTTPRequest) -> Bool {
+        guard let apiToken else { return true }
+        guard let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return false }
+        return constantTimeEquals(Array(header.utf8.dropFirst(7)), apiToken)
+    }
+
+    private func error(_ failure: APIError, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        .json(failure.status, failure.jsonBody, headers: headers)
+    }
+
+    private static func unavailable(_ failure: Error) -> HTTPResponse {
+        Log.warn("storage unavailable", ["error": .string("\(failure)")])
+        let body = APIError(status: 503, code: "Unavailable", message: "the database is unavailable; retry later")
+        return .json(503, body.jsonBody, headers: [("Retry-After", "1")])
+    }
+
+    private static func notFound(_ kind: String, _ id: String) -> HTTPResponse {
+        let body = APIError(status: 404, code: "NotFound", message: "no \(kind) \(id)")
+        return .json(404, body.jsonBody)
+    }
+
+    static func acceptedJSON(_ accepted: AcceptedMessage) -> JSON {
+        .object([("id", .string(accepted.id)), ("deliveries", .int(Int64(accepted.deliveries)))])
+    }
+
+    static func messageJSON(_ record: MessageRecord) -> JSON {
+        var counts: [(key: String, value: JSON)] = []
+        for state in ["queued", "inflight", "delivered", "dead", "dropped"] {
+            counts.append((state, .int(Int64(record.deliveries.count(where: { $0.state == state })))))
+        }
+        let deliveries: [JSON] = record.deliveries.map { delivery in
+            .object([
+                ("token", .string(delivery.token)),
+                ("state", .string(delivery.state)),
+                ("reason", delivery.reason.map(JSON.string) ?? .null),
+                ("attempts", .int(Int64(delivery.attempts))),
+                ("next_attempt_at", .int(delivery.nextAttemptAt)),
+                ("fcm_message_id", delivery.fcmMessageID.map(JSON.string) ?? .null),
+                ("canonical_token", delivery.canonicalToken.map(JSON.string) ?? .null),
+                ("last_status", delivery.lastStatus.map(JSON.int) ?? .null),
+            ])
+        }
+        return .object([
+            ("id", .string(record.id)),
+            ("app", .string(record.app)),
+            ("target_kind", .string(record.targetKind)),
+            ("collapse_key", record.collapseKey.map(JSON.string) ?? .null),
+            ("priority", .string(record.priority)),
+            ("ttl_seconds", .int(Int64(record.ttlSeconds))),
+            ("dry_run", .bool(record.dryRun)),
+            ("created_at", .int(record.createdAt)),
+            ("expires_at", .int(record.expiresAt)),
+            ("payload", (try? JSON.parse(Array(record.payload.utf8))) ?? .string(record.payload)),
+            ("counts", .object(counts)),
+            ("deliveries", .array(deliveries)),
+        ])
+    }
+
+    static func tokenJSON(_ record: TokenRecord) -> JSON {
+        .object([
+            ("token", .string(record.token)),
+            ("app", .string(record.app)),
+            ("user", record.user.map(JSON.string) ?? .null),
+            ("created_at", .int(record.createdAt)),
+            ("updated_at", .int(record.updatedAt)),
+        ])
+    }
+
+    static func tokenEventJSON(_ event: TokenEventRecord) -> JSON {
+        .object([
+            ("id", .int(event.id)),
+            ("at", .int(event.at)),
+            ("app", .string(event.app)),
+            ("token", .string(event.token)),
+            ("kind", .string(event.kind)),
+            ("replacement", event.replacement.map(JSON.string) ?? .null),
+            ("reason", event.reason.map(JSON.string) ?? .null),
+            ("message_id", event.messageID.map(JSON.string) ?? .null),
+        ])
+    }
+}
+
+/// Compares two secrets in time that depends only on their lengths, not on where they differ.
+func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    var difference = UInt8(lhs.count == rhs.count ? 0 : 1)
+    for index in 0..<max(lhs.count, rhs.count) {
+        difference |= (index < lhs.count ? lhs[index] : 0) ^ (index < rhs.count ? rhs[index] : 0)
+    }
+    return difference == 0
+}
+
+extension IncomingMessage {
+    /// The storage form: payload as JSON text, users expanded later inside the ingest transaction.
+    func stored(idempotencyKey: String?) -> NewMessage {
+        let target: StoredTarget
+        switch self.target {
+        case .tokens(let tokens): target = .tokens(tokens)
+        case .topic(let topic): target = .topic(topic)
+        case .condition(let condition): target = .condition(condition)
+        case .users(let users): target = .users(users)
+        }
+        return NewMessage(
+            app: app, idempotencyKey: idempotencyKey, payload: payload.serialized(), target: target,
+            collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds, dryRun: dryRun)
+    }
+}
+
+/// The body of `PUT /v1/tokens/{token}`: `{"app": "default", "user": "u1"}`, both optional.
+enum TokenRegistration {
+    static func validate(token: String, body: [UInt8]) -> Result<(app: String, user: String?), APIError> {
+        func invalid(_ message: String) -> Result<(app: String, user: String?), APIError> {
+            .failure(APIError(status: 400, code: "InvalidParameters", message: message))
+        }
+        guard token.utf8.count <= 4096 else { return invalid("a token is at most 4096 bytes") }
+        if body.isEmpty { return .success(("default", nil)) }
+        guard let object = (try? JSON.parse(body)), let fields = object.objectValue else {
+            return .failure(APIError(status: 400, code: "InvalidJson", message: "the body must be a JSON object"))
+        }
+        if let unknown = fields.first(where: { $0.key != "app" && $0.key != "user" }) {
+            return invalid("unknown field \"\(unknown.key)\"")
+        }
+        var app = "default"
+        if let value = object["app"] {
+            guard let name = value.stringValue, !name.isEmpty else { return invalid("\"app\" must be a non-empty string") }
+            app = name
+        }
+        var user: String?
+        if let value = object["user"], value != .null {
+            guard let name = value.stringValue, !name.isEmpty else { return invalid("\"user\" must be a non-empty string") }
+            user = name
+        }
+        return .success((app, user))
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A real `herald` process (the binary built next to the test bundle) on an ephemeral loopback port.
+final class HeraldProcess: @unchecked Sendable {
+    struct StartFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let process = Process()
+    let directory: URL
+    private let stderrPipe = Pipe()
+    private let output = NSMutableData()
+    private let lock = NSLock()
+    private(set) var baseURL: URL!
+
+    /// The `herald` executable built beside the test bundle.
+    static var executable: URL {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("herald")
+    }
+
+    static func makeDirectory() -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("herald-it-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    var databasePath: String { directory.appendingPathComponent("herald.db").path }
+
+    /// Starts `herald serve` with `arguments` added, and waits for its "listening" log line.
+    init(directory: URL? = nil, arguments: [String] = ["--fcm-key", "test-key-not-secret-0123"],
+         environment: [String: String] = [:]) throws {
+        self.directory = directory ?? Self.makeDirectory()
+        process.executableURL = Self.executable
+        process.arguments = ["serve", "--db", self.directory.appendingPathComponent("herald.db").path,
+                             "--listen", "127.0.0.1:0", "--log-level", "debug"] + arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
+        env.merge(environment) { $1 }
+        process.environment = env
+        process.standardError = stderrPipe
+        process.standardOutput = FileHandle.nullDevice
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.output.append(data)
+            self.lock.unlock()
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let address = listeningAddress() {
+                baseURL = URL(string: "http://\(address)")!
+                return
+            }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        process.terminate()
+        throw StartFailure(description: "herald did not start listening; stderr:\n\(log)")
+    }
+
+    var log: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: output as Data, as: UTF8.self)
+    }
+
+    /// Log lines as JSON objects.
+    var logLines: [[String: Any]] {
+        log.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    private func listeningAddress() -> String? {
+        logLines.first(where: { $0["msg"] as? String == "listening" })?["address"] as? String
+    }
+
+    /// Sends a signal and waits for the process to end; returns its exit status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+    }
+
+    // MARK: - HTTP
+
+    struct Reply {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    func request(
+        _ method: String, _ path: String, body: String? = nil, headers: [String: String] = [:]
+    ) async throws -> Reply {
+        var request = URLRequest(url: URL(string: path, relativeTo: baseURL)!)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        var replyHeaders: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            replyHeaders[String(describing: name).lowercased()] = String(describing: value)
+        }
+        return Reply(status: http.statusCode, headers: replyHeaders, body: data)
+    }
+}
+
+/// Runs `herald` with `arguments` to completion and returns its exit code and standard error.
+func runHerald(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stderr: String, stdout: String) {
+    let process = Process()
+    process.executableURL = HeraldProcess.executable
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
+    env.merge(environment) { $1 }
+    process.environment = env
+    let errors = Pipe()
+    let output = Pipe()
+    process.standardError = errors
+    process.standardOutput = output
+    try process.run()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: errorData, as: UTF8.self), String(decoding: outputData, as: UTF8.self))
+}
