@@ -167,7 +167,9 @@ private struct ExactKey: Hashable {
     static func == (lhs: ExactKey, rhs: ExactKey) -> Bool { sameBytes(lhs.string, rhs.string) }
 
     func hash(into hasher: inout Hasher) {
-        let hashed: Void? = string.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        let hashed: Void? = string.utf8.withContiguousStorageIfAvailable {
+            hasher.combine(bytes: UnsafeRawBufferPointer($0))
+        }
         if hashed == nil { for byte in string.utf8 { hasher.combine(byte) } }
     }
 }
