@@ -1,1 +1,0 @@
-// Message validation and the ingest API.
