@@ -20,7 +20,8 @@ let package = Package(
         .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
-        .target(name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "CCurl"]),
+        .target(name: "FCMSimulator", dependencies: ["HTTP", "Support"]),
+        .target(name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "CCurl", "FCMSimulator"]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
         // MARK: - Build tooling: migrations/*.sql are compiled into the binary
@@ -33,6 +34,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify"]),
+        .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support"]),
     ],

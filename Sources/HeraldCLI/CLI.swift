@@ -5,10 +5,10 @@ import Support
 /// `herald <command> ...`: dispatches to a command and turns its outcome into an exit code
 /// (0 ok, 1 error, 2 usage).
 public enum HeraldCLI {
-    struct Command {
+    struct Command: Sendable {
         var name: String
         var summary: String
-        var run: ([String]) throws -> Int32
+        var run: @Sendable ([String]) throws -> Int32
     }
 
     static let commands: [Command] = [

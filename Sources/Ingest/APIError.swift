@@ -21,15 +21,13 @@ public struct APIError: Error, Sendable, Equatable {
         self.message = message
     }
 
-    /// The response body, always in step with `code` and `message`.
-    public var jsonBody: String {
-        var body = #"{"error":{"code":"#
-        appendJSONString(code, to: &body)
-        body += #","message":"#
-        appendJSONString(message, to: &body)
-        body += "}}"
-        return body
+    /// The response body as a value, for embedding (batch results).
+    public var json: JSON {
+        .object([("error", .object([("code", .string(code)), ("message", .string(message))]))])
     }
+
+    /// The response body, always in step with `code` and `message`.
+    public var jsonBody: String { json.serialized() }
 }
 
 // MARK: - Validation errors (FCM's names, status 400)

@@ -49,26 +49,21 @@ public final class IngestAPI: HTTPHandler {
         guard isAuthorized(request) else {
             return responder.respond(error(APIError(status: 401, code: "Unauthorized", message: "missing or wrong API token")))
         }
-        switch (request.method, segments) {
-        case ("POST", ["v1", "messages"]):
-            postMessage(request, responder)
-        case ("POST", ["v1", "messages", "batch"]):
-            postBatch(request, responder)
-        case ("GET", ["v1", "messages", let id]) where !id.isEmpty:
-            getMessage(id, responder)
-        case ("DELETE", ["v1", "messages", let id]) where !id.isEmpty:
-            cancelMessage(id, responder)
-        case ("PUT", ["v1", "tokens", let token]) where !token.isEmpty:
-            putToken(token, request, responder)
-        case ("GET", ["v1", "tokens", let token]) where !token.isEmpty:
-            getToken(token, responder)
-        case ("DELETE", ["v1", "tokens", let token]) where !token.isEmpty:
-            deleteToken(token, responder)
-        case ("GET", ["v1", "token-events"]):
-            tokenEvents(request, responder)
-        case (_, ["v1", "messages"]), (_, ["v1", "messages", _]), (_, ["v1", "tokens", _]), (_, ["v1", "token-events"]),
-            (_, ["healthz"]), (_, ["readyz"]):
-            responder.respond(error(APIError(status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(path)")))
+        // Routes: /v1/<resource>[/<id>[/...]]
+        let resource = segments.count >= 2 && segments[0] == "v1" ? segments[1] : ""
+        let id = segments.count == 3 && !segments[2].isEmpty ? segments[2] : nil
+        switch (request.method, resource, segments.count, id) {
+        case ("POST", "messages", 2, _): postMessage(request, responder)
+        case ("POST", "messages", 3, "batch"): postBatch(request, responder)
+        case ("GET", "messages", 3, let id?): getMessage(id, responder)
+        case ("DELETE", "messages", 3, let id?): cancelMessage(id, responder)
+        case ("PUT", "tokens", 3, let token?): putToken(token, request, responder)
+        case ("GET", "tokens", 3, let token?): getToken(token, responder)
+        case ("DELETE", "tokens", 3, let token?): deleteToken(token, responder)
+        case ("GET", "token-events", 2, _): tokenEvents(request, responder)
+        case (_, "messages", 2, _), (_, "messages", 3, _?), (_, "tokens", 3, _?), (_, "token-events", 2, _):
+            responder.respond(error(APIError(
+                status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(path)")))
         default:
             responder.respond(error(APIError(status: 404, code: "NotFound", message: "no such endpoint: \(path)")))
         }
@@ -105,7 +100,7 @@ public final class IngestAPI: HTTPHandler {
             responder.respond(error(failure))
         case .success(let items):
             let messages = items.map { try? $0.get().stored(idempotencyKey: nil) }
-            writer.enqueue({ connection in
+            writer.enqueue({ connection -> [AcceptedMessage?] in
                 let now = Clock.nowMillis()
                 return try messages.map { message in try message.map { try connection.insertMessage($0, now: now) } }
             }) { [committed] result in
@@ -113,9 +108,10 @@ public final class IngestAPI: HTTPHandler {
                 case .success(let accepted):
                     if accepted.contains(where: { ($0?.deliveries ?? 0) > 0 }) { committed() }
                     let results: [JSON] = zip(items, accepted).map { item, stored in
-                        switch item {
-                        case .success: Self.acceptedJSON(stored!)
-                        case .failure(let failure): failure.json
+                        switch (item, stored) {
+                        case (.failure(let failure), _): failure.json
+                        case (.success, let stored?): Self.acceptedJSON(stored)
+                        case (.success, nil): APIError.unavailable("not stored").json
                         }
                     }
                     responder.respond(.json(200, JSON.object([("results", .array(results))]).serialized()))
