@@ -1,0 +1,249 @@
+/// A delivery leased by the claimer.
+public struct ClaimedDelivery: Sendable, Equatable {
+    public var id: Int64
+    public var messageID: String
+    public var token: String
+    /// Attempts already charged before this one.
+    public var attempts: Int
+}
+
+/// What the sender needs of a claimed delivery's message.
+public struct ClaimedMessage: Sendable, Equatable {
+    public var id: String
+    public var app: String
+    public var payload: String
+    public var targetKind: String
+    public var ttlSeconds: Int
+    public var dryRun: Bool
+    public var expiresAt: Int64
+}
+
+public struct ClaimResult: Sendable {
+    /// Leased rows to send, oldest of the high-priority lane first.
+    public var deliveries: [ClaimedDelivery] = []
+    public var messages: [String: ClaimedMessage] = [:]
+    /// Rows whose TTL ran out before they could be sent: now `dead`/`Expired`.
+    public var expired = 0
+    /// When the claim was short: the earliest `next_attempt_at` still queued for the app, if any.
+    public var nextDueAt: Int64?
+    /// The app as stored when the claim ran; a paused or gated app gets nothing.
+    public var app: AppState?
+}
+
+/// The new state of one leased delivery after its attempt.
+public enum DeliveryUpdate: Sendable, Equatable {
+    case delivered(id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?)
+    /// Terminal with nothing to do: `NotRegistered`, `Collapsed`, `Replaced`, `Cancelled`.
+    case dropped(id: Int64, reason: String, status: Int?)
+    /// A dead letter; the attempt is charged.
+    case dead(id: Int64, reason: String, status: Int?)
+    /// Back to `queued` at `at`; the attempt is charged.
+    case retry(id: Int64, at: Int64, reason: String, status: Int?)
+    /// Back to `queued` now without charging an attempt (paused app, shutdown).
+    case release(id: Int64)
+
+    public var id: Int64 {
+        switch self {
+        case .delivered(let id, _, _, _), .dropped(let id, _, _), .dead(let id, _, _), .retry(let id, _, _, _),
+            .release(let id):
+            id
+        }
+    }
+}
+
+/// An app's delivery switches as stored in `apps`.
+public struct AppState: Sendable, Equatable {
+    public var name: String
+    public var paused: Bool
+    public var pauseReason: String?
+    public var gateUntil: Int64
+}
+
+extension Connection {
+    // MARK: - Claim
+
+    /// Leases up to `limit` ready deliveries of `app` (high priority first, then oldest `next_attempt_at`) with one
+    /// `UPDATE … RETURNING` per priority lane. Call inside a write transaction (`BEGIN IMMEDIATE`).
+    /// Rows whose message expired are not leased for sending: they become `dead`/`Expired` here.
+    public func claim(app: String, limit: Int, owner: String, leaseMillis: Int64, now: Int64) throws -> ClaimResult {
+        var result = ClaimResult()
+        // The apps row is the source of truth: a `pause` from the CLI holds even before the service has seen it.
+        result.app = try appState(app)
+        if let state = result.app, state.paused || state.gateUntil > now { return result }
+        for rank: Int64 in [0, 1] where result.deliveries.count < limit {
+            let claimed = try query(
+                """
+                UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
+                WHERE id IN (
+                    SELECT id FROM deliveries
+                    WHERE app = ? AND priority_rank = ? AND state = 'queued' AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at LIMIT ?)
+                RETURNING id, message_id, token, attempts
+                """,
+                [.text(owner), .integer(now + leaseMillis), .integer(now), .text(app), .integer(rank), .integer(now),
+                 .integer(Int64(limit - result.deliveries.count))]
+            ) { ClaimedDelivery(id: $0.int64(0), messageID: $0.string(1), token: $0.string(2), attempts: $0.int(3)) }
+            // RETURNING gives no order guarantee: restore the claim order (ids grow with next_attempt_at for new rows).
+            result.deliveries += claimed.sorted { $0.id < $1.id }
+        }
+        for delivery in result.deliveries where result.messages[delivery.messageID] == nil {
+            result.messages[delivery.messageID] = try queryOne(
+                "SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at FROM messages WHERE id = ?",
+                [.text(delivery.messageID)]
+            ) {
+                ClaimedMessage(
+                    id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
+                    ttlSeconds: $0.int(4), dryRun: $0.int(5) != 0, expiresAt: $0.int64(6))
+            }
+        }
+        // A TTL of 0 means "now or never": its first attempt is always made.
+        let expired = result.deliveries.filter { delivery in
+            guard let message = result.messages[delivery.messageID] else { return true }
+            return message.ttlSeconds > 0 && message.expiresAt <= now
+        }
+        if !expired.isEmpty {
+            let ids = Set(expired.map(\.id))
+            try apply(expired.map { .dead(id: $0.id, reason: "Expired", status: nil) }, owner: owner, now: now,
+                      chargeAttempt: false)
+            result.deliveries.removeAll { ids.contains($0.id) }
+            result.expired = expired.count
+        }
+        if result.deliveries.count + result.expired < limit {
+            result.nextDueAt = try nextDue(app: app)
+        }
+        return result
+    }
+
+    /// The earliest `next_attempt_at` of the app's queued deliveries (two index probes, one per lane).
+    public func nextDue(app: String) throws -> Int64? {
+        var earliest: Int64?
+        for rank: Int64 in [0, 1] {
+            let due = try queryOne(
+                """
+                SELECT next_attempt_at FROM deliveries
+                WHERE app = ? AND priority_rank = ? AND state = 'queued' ORDER BY next_attempt_at LIMIT 1
+                """, [.text(app), .integer(rank)]) { $0.int64(0) }
+            if let due { earliest = min(earliest ?? due, due) }
+        }
+        return earliest
+    }
+
+    // MARK: - Outcomes
+
+    /// Writes the outcome of each leased delivery. A row is only touched while it is still `inflight` under
+    /// `owner`'s lease, so a late answer can never overwrite a row that was rescued and finished meanwhile.
+    /// Returns the ids that were updated.
+    @discardableResult
+    public func apply(_ updates: [DeliveryUpdate], owner: String, now: Int64, chargeAttempt: Bool = true) throws -> [Int64] {
+        let charge: Int64 = chargeAttempt ? 1 : 0
+        let guardClause = "WHERE id = ? AND state = 'inflight' AND lease_owner = ?"
+        let lease = "lease_owner = NULL, lease_expires_at = NULL"
+        var updated: [Int64] = []
+        for update in updates {
+            let changed: Int
+            switch update {
+            case .delivered(let id, let fcmMessageID, let canonicalToken, let status):
+                changed = try run(
+                    """
+                    UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, \(lease),
+                        fcm_message_id = ?, canonical_token = ?, last_status = ?, updated_at = ? \(guardClause)
+                    """, .integer(charge), .optional(fcmMessageID), .optional(canonicalToken),
+                    .optional(status.map(Int64.init)), .integer(now), .integer(id), .text(owner))
+            case .dropped(let id, let reason, let status), .dead(let id, let reason, let status):
+                let state = if case .dropped = update { "dropped" } else { "dead" }
+                changed = try run(
+                    """
+                    UPDATE deliveries SET state = ?, reason = ?, attempts = attempts + ?, \(lease), last_status = ?,
+                        updated_at = ? \(guardClause)
+                    """, .text(state), .text(reason), .integer(charge), .optional(status.map(Int64.init)),
+                    .integer(now), .integer(id), .text(owner))
+            case .retry(let id, let at, let reason, let status):
+                changed = try run(
+                    """
+                    UPDATE deliveries SET state = 'queued', reason = ?, attempts = attempts + ?, next_attempt_at = ?,
+                        \(lease), last_status = ?, updated_at = ? \(guardClause)
+                    """, .text(reason), .integer(charge), .integer(at), .optional(status.map(Int64.init)),
+                    .integer(now), .integer(id), .text(owner))
+            case .release(let id):
+                changed = try run(
+                    "UPDATE deliveries SET state = 'queued', \(lease), updated_at = ? \(guardClause)",
+                    .integer(now), .integer(id), .text(owner))
+            }
+            if changed > 0 { updated.append(update.id) }
+        }
+        return updated
+    }
+
+    // MARK: - Leases
+
+    /// Returns to `queued` every delivery whose lease expired before `now` (the process that held it died
+    /// mid-send). Each row is reset only if it is still `inflight` under the very lease that was read.
+    @discardableResult
+    public func rescueExpiredLeases(now: Int64) throws -> Int {
+        let expired = try query(
+            "SELECT id, lease_owner, lease_expires_at FROM deliveries WHERE state = 'inflight' AND lease_expires_at <= ?",
+            [.integer(now)]
+        ) { (id: $0.int64(0), owner: $0.string(1), expiresAt: $0.int64(2)) }
+        var rescued = 0
+        for lease in expired {
+            rescued += try run(
+                """
+                UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                WHERE id = ? AND state = 'inflight' AND lease_owner = ? AND lease_expires_at = ?
+                """, .integer(now), .integer(lease.id), .text(lease.owner), .integer(lease.expiresAt))
+        }
+        return rescued
+    }
+
+    /// Returns to `queued` every lease not held by `owner`: at start-up, with the database locked to this process,
+    /// they belong to a process that is gone.
+    @discardableResult
+    public func releaseForeignLeases(owner: String, now: Int64) throws -> Int {
+        try run(
+            """
+            UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+            WHERE state = 'inflight' AND lease_owner IS NOT ?
+            """, .integer(now), .text(owner))
+    }
+
+    // MARK: - Apps
+
+    public func ensureApp(_ name: String) throws {
+        try run("INSERT OR IGNORE INTO apps (name) VALUES (?)", .text(name))
+    }
+
+    public func appState(_ name: String) throws -> AppState? {
+        try queryOne("SELECT name, paused, pause_reason, gate_until FROM apps WHERE name = ?", [.text(name)]) {
+            AppState(name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2), gateUntil: $0.int64(3))
+        }
+    }
+
+    public func apps() throws -> [AppState] {
+        try query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name") {
+            AppState(name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2), gateUntil: $0.int64(3))
+        }
+    }
+
+    /// Pauses `app`; returns false when it was already paused.
+    @discardableResult
+    public func pauseApp(_ app: String, reason: String, now: Int64) throws -> Bool {
+        try ensureApp(app)
+        return try run(
+            "UPDATE apps SET paused = 1, pause_reason = ?, paused_at = ? WHERE name = ? AND paused = 0",
+            .text(reason), .integer(now), .text(app)) > 0
+    }
+
+    /// Resumes `app` and opens its gate; returns false when it was not paused.
+    @discardableResult
+    public func resumeApp(_ app: String) throws -> Bool {
+        try run(
+            "UPDATE apps SET paused = 0, pause_reason = NULL, paused_at = NULL, gate_until = 0 WHERE name = ? AND paused = 1",
+            .text(app)) > 0
+    }
+
+    /// Closes the app's gate until `until` (never shortens a gate already closed for longer).
+    public func closeGate(_ app: String, until: Int64) throws {
+        try ensureApp(app)
+        try run("UPDATE apps SET gate_until = max(gate_until, ?) WHERE name = ?", .integer(until), .text(app))
+    }
+}
