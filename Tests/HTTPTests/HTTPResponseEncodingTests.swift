@@ -27,7 +27,8 @@ import Testing
 
     @Test func framingHeadersFromTheHandlerAreReplaced() {
         let response = HTTPResponse(
-            status: 200, headers: [("content-length", "99"), ("Connection", "upgrade"), ("Transfer-Encoding", "chunked")],
+            status: 200,
+            headers: [("content-length", "99"), ("Connection", "upgrade"), ("Transfer-Encoding", "chunked")],
             body: Array("ok".utf8))
         #expect(encode(response) == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
     }
