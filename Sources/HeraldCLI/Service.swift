@@ -11,7 +11,7 @@ final class Service: Sendable {
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
     private let server: HTTPServer
-    private let stopping = Atomic<Bool>(false)
+    private let stopping = StopFlag()
 
     init(_ configuration: ServeConfiguration) throws {
         self.configuration = configuration
@@ -20,7 +20,7 @@ final class Service: Sendable {
         let stopping = self.stopping
         let api = IngestAPI(
             writer: writer, readers: readers, apiToken: configuration.apiToken,
-            isShuttingDown: { stopping.load(ordering: .relaxed) })
+            isShuttingDown: { stopping.isSet })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         server = HTTPServer(configuration: serverConfiguration, handler: api)
@@ -37,9 +37,16 @@ final class Service: Sendable {
 
     /// Stop accepting, let open requests finish, then close the database (checkpointing its WAL).
     func stop() {
-        stopping.store(true, ordering: .relaxed)
+        stopping.set()
         server.shutdown(gracePeriod: 10)
         readers.close()
         writer.close()
     }
+}
+
+/// Set once when the service begins to stop; read from any thread.
+final class StopFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
 }

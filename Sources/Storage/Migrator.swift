@@ -43,7 +43,11 @@ public enum Migrator {
         return applied
     }
 
+    /// The schema version recorded in the database; 0 for a database Herald never migrated.
     public static func currentVersion(_ connection: Connection) throws -> Int {
-        try connection.queryOne("SELECT coalesce(max(version), 0) FROM schema_migrations") { $0.int(0) } ?? 0
+        let tracked = try connection.queryOne(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") { _ in true }
+        guard tracked != nil else { return 0 }
+        return try connection.queryOne("SELECT coalesce(max(version), 0) FROM schema_migrations") { $0.int(0) } ?? 0
     }
 }

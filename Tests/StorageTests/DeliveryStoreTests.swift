@@ -3,10 +3,11 @@ import Testing
 
 @testable import Storage
 
+private let t0: Int64 = 1_700_000_000_000
+
 @Suite struct DeliveryStoreTests {
     let directory = TemporaryDirectory()
     let writer: DatabaseWriter
-    let t0: Int64 = 1_700_000_000_000
 
     init() throws {
         writer = try DatabaseWriter(path: directory.path("herald.db"))
