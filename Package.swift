@@ -21,6 +21,7 @@ let package = Package(
         .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "Support"]),
+        .target(name: "Send", dependencies: ["CCurl", "Support"]),
         .target(name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "CCurl", "FCMSimulator"]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
@@ -36,6 +37,7 @@ let package = Package(
         .testTarget(name: "ClassifyTests", dependencies: ["Classify"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
+        .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
         .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,1 @@
+// HTTP requests to FCM over libcurl multi.
