@@ -22,7 +22,8 @@ let package = Package(
         .target(name: "Classify", dependencies: ["Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "Support"]),
-        .target(name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "CCurl", "FCMSimulator"]),
+        .target(name: "Delivery", dependencies: ["Storage", "Classify", "Send", "Support"]),
+        .target(name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "FCMSimulator", "Delivery"]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
         // MARK: - Build tooling: migrations/*.sql are compiled into the binary
@@ -37,6 +38,7 @@ let package = Package(
         .testTarget(name: "ClassifyTests", dependencies: ["Classify"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
+        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Storage", "Classify", "Send", "Support"]),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
         .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support"]),
     ],

@@ -14,6 +14,9 @@ public enum HeraldCLI {
     static let commands: [Command] = [
         Command(name: "serve", summary: "run the ingest API and the delivery workers", run: ServeCommand.run),
         Command(name: "migrate", summary: "create or upgrade the database schema, then exit", run: MigrateCommand.run),
+        Command(name: "pause", summary: "stop sending for an app until it is resumed", run: AppSwitchCommand.pause),
+        Command(name: "resume", summary: "resume sending for a paused app", run: AppSwitchCommand.resume),
+        Command(name: "fcm-sim", summary: "run the FCM simulator (for tests, demos and benchmarks)", run: SimulatorCommand.run),
         Command(name: "help", summary: "show help for a command", run: { arguments in
             guard let name = arguments.first else {
                 print(usage)
@@ -61,6 +64,9 @@ public enum HeraldCLI {
         }
         do {
             return try command.run(Array(arguments.dropFirst()))
+        } catch let error as CommandError {
+            printError("herald \(name): \(error)")
+            return 1
         } catch let error as Arguments.UsageError {
             printError("herald \(name): \(error); run `herald \(name) --help`")
             return 2

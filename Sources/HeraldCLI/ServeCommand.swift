@@ -25,11 +25,7 @@ enum ServeCommand {
 
         // SIGTERM and SIGINT are taken by sigwait below: block them before any thread starts, so every
         // thread inherits the mask and none is interrupted.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        var signals = blockTerminationSignals()
 
         let service = try Service(configuration)
         try service.start()

@@ -1,3 +1,5 @@
+import Delivery
+import FCMSimulator
 import Foundation
 import HTTP
 import Ingest
@@ -8,25 +10,55 @@ import Synchronization
 /// The running parts of `herald serve` and the order they start and stop in.
 final class Service: Sendable {
     private let configuration: ServeConfiguration
+    private let lock: DatabaseLock
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
+    private let simulator: HTTPServer?
+    private let engine: DeliveryEngine
     private let server: HTTPServer
     private let stopping = StopFlag()
 
     init(_ configuration: ServeConfiguration) throws {
         self.configuration = configuration
+        lock = try DatabaseLock(databasePath: configuration.databasePath)
         writer = try DatabaseWriter(path: configuration.databasePath, durability: configuration.durability)
         readers = try DatabaseReaders(path: configuration.databasePath)
-        let stopping = self.stopping
+
+        var apps = configuration.apps
+        if configuration.sandbox {
+            let simulator = HTTPServer(
+                configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)),
+                handler: FCMSimulator())
+            let address = try simulator.start()
+            let endpoint = SimulatorCommand.endpointURL(address)
+            for index in apps.indices {
+                apps[index].endpoint = endpoint
+                apps[index].serverKey = "sandbox"
+            }
+            Log.warn("SANDBOX MODE: every push goes to the built-in FCM simulator, none reaches a device", [
+                "simulator": .string(endpoint),
+            ])
+            self.simulator = simulator
+        } else {
+            simulator = nil
+        }
+        engine = DeliveryEngine(writer: writer, apps: apps.map { app in
+            DeliveryEngine.App(
+                name: app.name,
+                provider: LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? ""),
+                concurrency: app.concurrency)
+        })
+        let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
             writer: writer, readers: readers, apiToken: configuration.apiToken,
-            isShuttingDown: { stopping.isSet })
+            isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         server = HTTPServer(configuration: serverConfiguration, handler: api)
     }
 
     func start() throws {
+        try engine.start()
         let address = try server.start()
         Log.info("listening", [
             "address": .string("\(address)"), "db": .string(configuration.databasePath),
@@ -35,12 +67,16 @@ final class Service: Sendable {
         ])
     }
 
-    /// Stop accepting, let open requests finish, then close the database (checkpointing its WAL).
+    /// Stop accepting and answer open requests; stop claiming, wait for requests at FCM (releasing what does not
+    /// finish in time); then close the database, checkpointing its WAL.
     func stop() {
         stopping.set()
         server.shutdown(gracePeriod: 10)
+        engine.stop(gracePeriod: 10)
+        simulator?.shutdown(gracePeriod: 1)
         readers.close()
         writer.close()
+        lock.release()
     }
 }
 
@@ -49,4 +85,27 @@ final class StopFlag: Sendable {
     private let value = Atomic<Bool>(false)
     var isSet: Bool { value.load(ordering: .acquiring) }
     func set() { value.store(true, ordering: .releasing) }
+}
+
+/// One `serve` per database: an exclusive `flock` on `<db>.lock`. With it held, every lease in the database
+/// that is not this process's belongs to a process that is gone, so start-up can release them at once.
+final class DatabaseLock: Sendable {
+    private let descriptor: Int32
+
+    init(databasePath: String) throws {
+        let path = databasePath + ".lock"
+        descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw CommandError(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw CommandError(description: "another herald serve is running on \(databasePath) (\(path) is locked)")
+        }
+    }
+
+    func release() {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
 }

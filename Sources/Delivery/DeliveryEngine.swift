@@ -1,0 +1,314 @@
+import Classify
+import Dispatch
+import Foundation
+import Send
+import Storage
+import Support
+
+/// Claims ready deliveries, sends them through each app's provider, and writes back what FCM answered.
+///
+/// All scheduling state lives on one serial dispatch queue; SQLite work goes to the writer and reader threads and
+/// HTTP to the client pool's thread, so nothing here blocks. Ingest wakes the engine after each commit; otherwise
+/// it sleeps until the earliest `next_attempt_at` or gate it knows of, with a one-second look at the `apps` table
+/// so a `herald resume` or a requeue from the CLI is seen within a second.
+public final class DeliveryEngine: @unchecked Sendable {
+    public struct App: Sendable {
+        public var name: String
+        public var provider: any Provider
+        public var concurrency: Int
+
+        public init(name: String, provider: any Provider, concurrency: Int) {
+            self.name = name
+            self.provider = provider
+            self.concurrency = concurrency
+        }
+    }
+
+    public struct Options: Sendable {
+        /// Rows leased per claim (one multicast request's worth).
+        public var claimLimit = 1000
+        /// How long a lease lasts before the rescuer may hand the row out again.
+        public var leaseMillis: Int64 = 120_000
+        public var policy = RetryPolicy()
+        /// Gate after a 5xx or transport failure without Retry-After: 1 s doubling per consecutive failure, capped.
+        public var gateBaseMillis: Int64 = 1_000
+        public var gateCapMillis: Int64 = 60_000
+        /// How often the `apps` table and due rows are looked at, and expired leases rescued.
+        public var tickMillis = 1_000
+        public var rescueEveryTicks = 30
+
+        public init() {}
+    }
+
+    /// Per-app scheduling state; only touched on `queue` (hence unchecked).
+    private final class Runtime: @unchecked Sendable {
+        let app: App
+        var inFlight = 0
+        var pending: [PreparedRequest] = []
+        var claiming = false
+        var mayHaveReady = true
+        var paused = false
+        var gateUntil: Int64 = 0
+        var wakeAt: Int64?
+        var consecutiveFailures = 0
+
+        init(app: App) { self.app = app }
+    }
+
+    private let queue = DispatchQueue(label: "herald-delivery")
+    private let writer: DatabaseWriter
+    private let pool: HTTPClientPool
+    private let options: Options
+    private let runtimes: [String: Runtime]
+    private var random = SystemRandomNumberGenerator()
+    private var stopping = false
+    private var ticks = 0
+    /// Identifies this process's leases.
+    public let owner: String
+
+    public init(writer: DatabaseWriter, apps: [App], options: Options = Options()) {
+        self.writer = writer
+        self.options = options
+        self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let connections = apps.map(\.concurrency).reduce(0, +)
+        self.pool = HTTPClientPool(maxConnectionsPerHost: max(1, connections), name: "herald-sender")
+        self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0)) })
+    }
+
+    /// Releases leases left by a previous process, registers the apps, and starts delivering.
+    /// The caller guarantees no other process delivers from this database (`serve` holds a lock on it).
+    public func start() throws {
+        let names = Array(runtimes.keys)
+        let owner = self.owner
+        let released = try writer.write { connection -> Int in
+            for name in names { try connection.ensureApp(name) }
+            return try connection.releaseForeignLeases(owner: owner, now: Clock.nowMillis())
+        }
+        if released > 0 { Log.info("released leases of a previous run", ["deliveries": .int(Int64(released))]) }
+        queue.async { self.tick() }
+    }
+
+    /// New deliveries were committed: claim now rather than at the next timer.
+    public func wake() {
+        queue.async {
+            for runtime in self.runtimes.values {
+                runtime.mayHaveReady = true
+                self.pump(runtime)
+            }
+        }
+    }
+
+    /// Stops claiming, releases what was claimed but not sent, waits up to `gracePeriod` seconds for requests in
+    /// flight (the rest are cancelled and released without charging an attempt), and waits for every outcome to
+    /// be written.
+    public func stop(gracePeriod: Double) {
+        let unsent = queue.sync { () -> [DeliveryUpdate] in
+            stopping = true
+            var releases: [DeliveryUpdate] = []
+            for runtime in runtimes.values {
+                releases += runtime.pending.flatMap { $0.deliveries.map { .release(id: $0.id) } }
+                runtime.pending.removeAll()
+            }
+            return releases
+        }
+        let owner = self.owner
+        if !unsent.isEmpty {
+            _ = try? writer.write { try $0.apply(unsent, owner: owner, now: Clock.nowMillis()) }
+        }
+        pool.shutdown(gracePeriod: gracePeriod)
+        queue.sync {}  // completions posted by the pool have been planned and handed to the writer
+        _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
+    }
+
+    // MARK: - Scheduling (on `queue`)
+
+    private func pump(_ runtime: Runtime) {
+        guard !stopping, !runtime.paused else { return }
+        let now = Clock.nowMillis()
+        if runtime.gateUntil > now {
+            schedule(runtime, at: runtime.gateUntil)
+            return
+        }
+        while runtime.inFlight < runtime.app.concurrency, !runtime.pending.isEmpty {
+            send(runtime.pending.removeFirst(), on: runtime)
+        }
+        if !runtime.claiming, runtime.mayHaveReady, runtime.pending.count < runtime.app.concurrency {
+            claim(runtime)
+        }
+    }
+
+    private func claim(_ runtime: Runtime) {
+        runtime.claiming = true
+        let (app, limit, owner, lease) = (runtime.app.name, options.claimLimit, self.owner, options.leaseMillis)
+        writer.enqueue({ try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
+            result in
+            self.queue.async { self.claimed(result, on: runtime, limit: limit) }
+        }
+    }
+
+    private func claimed(_ result: Result<ClaimResult, Error>, on runtime: Runtime, limit: Int) {
+        runtime.claiming = false
+        let claim: ClaimResult
+        switch result {
+        case .success(let value):
+            claim = value
+        case .failure(let error):
+            Log.warn("claim failed", ["app": .string(runtime.app.name), "error": .string("\(error)")])
+            schedule(runtime, at: Clock.nowMillis() + 1_000)
+            return
+        }
+        if let state = claim.app {
+            runtime.paused = state.paused
+            runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)
+        }
+        if claim.expired > 0 {
+            Log.info("deliveries expired before sending", ["app": .string(runtime.app.name), "count": .int(Int64(claim.expired))])
+        }
+        runtime.mayHaveReady = claim.deliveries.count + claim.expired >= limit
+        if let due = claim.nextDueAt { schedule(runtime, at: due) }
+
+        if stopping {
+            let releases = claim.deliveries.map { DeliveryUpdate.release(id: $0.id) }
+            write(releases, plan: nil, on: runtime)
+            return
+        }
+        let now = Clock.nowMillis()
+        var order: [String] = []
+        var byMessage: [String: [ClaimedDelivery]] = [:]
+        for delivery in claim.deliveries {
+            if byMessage[delivery.messageID] == nil { order.append(delivery.messageID) }
+            byMessage[delivery.messageID, default: []].append(delivery)
+        }
+        for id in order {
+            guard let message = claim.messages[id], let deliveries = byMessage[id] else { continue }
+            runtime.pending += runtime.app.provider.requests(for: message, deliveries: deliveries, now: now)
+        }
+        pump(runtime)
+    }
+
+    private func send(_ request: PreparedRequest, on runtime: Runtime) {
+        runtime.inFlight += 1
+        pool.submit(request.outbound) { result, seconds in
+            self.queue.async { self.completed(request, result: result, seconds: seconds, on: runtime) }
+        }
+    }
+
+    private func completed(_ request: PreparedRequest, result: TransportResult, seconds: Double, on runtime: Runtime) {
+        runtime.inFlight -= 1
+        let now = Clock.nowMillis()
+        if case .failure("cancelled") = result {
+            write(request.deliveries.map { .release(id: $0.id) }, plan: nil, on: runtime)
+            return
+        }
+        let classification = runtime.app.provider.classify(result, of: request, now: now)
+        let status: Int? = if case .response(let status, _, _, _) = result { status } else { nil }
+        let fallback = min(
+            options.gateCapMillis,
+            options.gateBaseMillis << Int64(min(runtime.consecutiveFailures, 20)))
+        let plan = OutcomePlanner.plan(
+            classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
+            now: now, using: &random)
+        Log.debug("fcm answered", [
+            "app": .string(runtime.app.name), "status": .int(Int64(status ?? 0)),
+            "deliveries": .int(Int64(request.deliveries.count)), "seconds": .double(seconds),
+        ])
+
+        var updates = plan.updates
+        if let reason = plan.pauseReason, !runtime.paused {
+            runtime.paused = true
+            Log.warn("app paused: FCM refused the sender", ["app": .string(runtime.app.name), "reason": .string(reason)])
+        }
+        if let until = plan.gateUntil {
+            runtime.consecutiveFailures += 1
+            if until > runtime.gateUntil {
+                runtime.gateUntil = until
+                Log.warn("app gate closed", [
+                    "app": .string(runtime.app.name), "until_ms": .int(until), "status": .int(Int64(status ?? 0)),
+                ])
+            }
+        } else if status.map({ $0 < 500 }) ?? false {
+            runtime.consecutiveFailures = 0
+        }
+        if runtime.paused || runtime.gateUntil > now {
+            // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
+            updates += runtime.pending.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+            runtime.pending.removeAll()
+        }
+        write(updates, plan: plan, on: runtime)
+        pump(runtime)
+    }
+
+    /// Commits updates (and the app switches of `plan`) in one write job.
+    private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, on runtime: Runtime) {
+        let (owner, app) = (self.owner, runtime.app.name)
+        let pauseReason = plan?.pauseReason
+        let gateUntil = plan?.gateUntil
+        writer.enqueue({ connection in
+            let now = Clock.nowMillis()
+            try connection.apply(updates, owner: owner, now: now)
+            if let pauseReason { try connection.pauseApp(app, reason: pauseReason, now: now) }
+            if let gateUntil { try connection.closeGate(app, until: gateUntil) }
+        }) { result in
+            if case .failure(let error) = result {
+                // The leases stay; the rescuer hands the rows out again when they expire.
+                Log.error("writing outcomes failed", ["app": .string(app), "error": .string("\(error)")])
+            }
+        }
+        if let earliest = updates.compactMap({ if case .retry(_, let at, _, _) = $0 { at } else { nil } }).min() {
+            schedule(runtime, at: earliest)
+        }
+    }
+
+    /// Makes sure the app is looked at again at `at` (keeps only the earliest pending wake-up).
+    private func schedule(_ runtime: Runtime, at: Int64) {
+        if let existing = runtime.wakeAt, existing <= at { return }
+        runtime.wakeAt = at
+        let delay = max(0, at - Clock.nowMillis())
+        queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay))) {
+            guard runtime.wakeAt == at else { return }
+            runtime.wakeAt = nil
+            runtime.mayHaveReady = true
+            self.pump(runtime)
+        }
+    }
+
+    /// Once a tick: pick up changes made outside this process (pause/resume, requeues) and rescue expired leases.
+    private func tick() {
+        guard !stopping else { return }
+        ticks += 1
+        let names = Array(runtimes.keys)
+        // Read through the writer, not a reader: it runs after every outcome already queued, so a pause or gate
+        // this process decided is never undone by a read that predates its commit.
+        writer.enqueue({ connection in
+            try connection.apps().filter { names.contains($0.name) }.map { state in
+                (state, try connection.nextDue(app: state.name))
+            }
+        }) { result in
+            self.queue.async {
+                if case .success(let states) = result {
+                    let now = Clock.nowMillis()
+                    for (state, due) in states {
+                        guard let runtime = self.runtimes[state.name] else { continue }
+                        if runtime.paused && !state.paused {
+                            Log.info("app resumed", ["app": .string(state.name)])
+                            runtime.gateUntil = state.gateUntil
+                        }
+                        runtime.paused = state.paused
+                        runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)
+                        if let due, due <= now { runtime.mayHaveReady = true }
+                        self.pump(runtime)
+                    }
+                }
+                self.queue.asyncAfter(deadline: .now() + .milliseconds(self.options.tickMillis)) { self.tick() }
+            }
+        }
+        if ticks % options.rescueEveryTicks == 0 {
+            writer.enqueue({ try $0.rescueExpiredLeases(now: Clock.nowMillis()) }) { result in
+                if case .success(let rescued) = result, rescued > 0 {
+                    Log.warn("rescued expired leases", ["deliveries": .int(Int64(rescued))])
+                    self.wake()
+                }
+            }
+        }
+    }
+}

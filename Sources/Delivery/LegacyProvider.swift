@@ -1,0 +1,74 @@
+import Classify
+import Send
+import Storage
+import Support
+
+/// FCM's legacy HTTP protocol: `Authorization: key=…`, one request per message and up to 1000 tokens.
+public struct LegacyProvider: Provider {
+    public static let maxTokensPerRequest = 1000
+
+    public let app: String
+    public let endpoint: String
+    private let headers: [(name: String, value: String)]
+    public let timeoutMillis: Int
+
+    public init(app: String, endpoint: String, serverKey: String, timeoutMillis: Int = 30_000) {
+        self.app = app
+        self.endpoint = endpoint
+        self.headers = [("Content-Type", "application/json"), ("Authorization", "key=\(serverKey)")]
+        self.timeoutMillis = timeoutMillis
+    }
+
+    public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
+        let kind: TargetKind = switch message.targetKind {
+        case "topic": .topic
+        case "condition": .condition
+        default: .tokens
+        }
+        // Topics and conditions have one delivery each; tokens share requests of up to 1000.
+        let size = kind == .tokens ? Self.maxTokensPerRequest : 1
+        return stride(from: 0, to: deliveries.count, by: size).map { start in
+            let chunk = Array(deliveries[start..<min(start + size, deliveries.count)])
+            let body = Self.body(for: message, targets: chunk.map(\.token), kind: kind, now: now)
+            return PreparedRequest(
+                app: app, message: message, deliveries: chunk,
+                outbound: OutboundRequest(url: endpoint, headers: headers, body: body, timeoutMillis: timeoutMillis),
+                kind: kind, format: .json)
+        }
+    }
+
+    public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
+        switch result {
+        case .response(let status, let headers, let body, _):
+            Classifier.classify(
+                status: status, headers: headers, body: body, targetCount: request.deliveries.count,
+                kind: request.kind, format: request.format, now: now)
+        case .failure(let reason):
+            Classifier.transportFailure(reason: reason, targetCount: request.deliveries.count)
+        }
+    }
+
+    /// The request body: the stored message with its target put back and `time_to_live` set to what remains.
+    static func body(for message: ClaimedMessage, targets: [String], kind: TargetKind, now: Int64) -> [UInt8] {
+        var members: [(key: String, value: JSON)] = []
+        switch kind {
+        case .tokens where targets.count == 1: members.append(("to", .string(targets[0])))
+        case .tokens: members.append(("registration_ids", .array(targets.map(JSON.string))))
+        case .topic: members.append(("to", .string(targets[0])))
+        case .condition: members.append(("condition", .string(targets[0])))
+        }
+        let stored = (try? JSON.parse(Array(message.payload.utf8)))?.objectValue ?? []
+        members += stored.filter { $0.key != "time_to_live" }
+        members.append(("time_to_live", .int(Int64(remainingTTL(message, now: now)))))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(message.payload.utf8.count + 64 + targets.count * 160)
+        JSON.object(members).append(to: &bytes)
+        return bytes
+    }
+
+    /// Whole seconds left of the message's TTL; never the original TTL once time has passed.
+    static func remainingTTL(_ message: ClaimedMessage, now: Int64) -> Int {
+        guard message.ttlSeconds > 0 else { return 0 }
+        return Int(max(0, (message.expiresAt - now) / 1000))
+    }
+}

@@ -1,0 +1,56 @@
+import Classify
+import Storage
+
+/// What one FCM answer does to the queue: one update per delivery of the request, and maybe an app switch.
+public struct OutcomePlan: Sendable, Equatable {
+    public var updates: [DeliveryUpdate] = []
+    /// Set when the whole sender is refused (401, InvalidApnsCredential): the app is paused with this reason.
+    public var pauseReason: String?
+    /// Set when the app's gate closes (a 5xx, a timeout, or any Retry-After): no request before then.
+    public var gateUntil: Int64?
+}
+
+/// Turns a classification into row updates. Pure: the same inputs and random source give the same plan.
+public enum OutcomePlanner {
+    /// - Parameters:
+    ///   - status: the HTTP status answered, nil for a transport failure.
+    ///   - fallbackGateMillis: how long a 5xx or transport failure without `Retry-After` closes the gate.
+    public static func plan(
+        _ classification: Classification, for request: PreparedRequest, status: Int?, policy: RetryPolicy,
+        fallbackGateMillis: Int64, now: Int64, using random: inout some RandomNumberGenerator
+    ) -> OutcomePlan {
+        var plan = OutcomePlan()
+        let message = request.message
+        for (delivery, outcome) in zip(request.deliveries, classification.outcomes) {
+            switch outcome {
+            case .delivered(let fcmMessageID, let canonicalToken):
+                plan.updates.append(.delivered(
+                    id: delivery.id, fcmMessageID: fcmMessageID, canonicalToken: canonicalToken, status: status))
+            case .notRegistered:
+                plan.updates.append(.dropped(id: delivery.id, reason: "NotRegistered", status: status))
+            case .deadToken(let reason), .deadMessage(let reason):
+                plan.updates.append(.dead(id: delivery.id, reason: reason, status: status))
+            case .retry(let reason), .retrySlow(let reason):
+                let slow = if case .retrySlow = outcome { true } else { false }
+                let decision = policy.next(
+                    attempts: delivery.attempts + 1, slow: slow, retryAfterUntil: classification.retryAfterUntil,
+                    ttlSeconds: message.ttlSeconds, expiresAt: message.expiresAt, now: now, using: &random)
+                switch decision {
+                case .retry(let at): plan.updates.append(.retry(id: delivery.id, at: at, reason: reason, status: status))
+                case .dead(let deadReason): plan.updates.append(.dead(id: delivery.id, reason: deadReason, status: status))
+                }
+            case .pauseApp(let reason):
+                plan.updates.append(.release(id: delivery.id))
+                plan.pauseReason = plan.pauseReason ?? reason
+            }
+        }
+        // A reply with fewer outcomes than deliveries is a classifier bug; never leave a lease dangling.
+        for delivery in request.deliveries.dropFirst(classification.outcomes.count) {
+            plan.updates.append(.release(id: delivery.id))
+        }
+        if classification.closesGate {
+            plan.gateUntil = max(classification.retryAfterUntil ?? 0, now + fallbackGateMillis)
+        }
+        return plan
+    }
+}
