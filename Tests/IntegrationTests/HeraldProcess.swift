@@ -31,9 +31,16 @@ final class HeraldProcess: @unchecked Sendable {
     var databasePath: String { directory.appendingPathComponent("herald.db").path }
 
     /// Starts `herald serve` with `arguments` added, and waits for its "listening" log line.
-    init(directory: URL? = nil, arguments: [String] = ["--fcm-key", "test-key-not-secret-0123"],
+    /// `paused`: app `default` is paused before the start, so what is posted stays queued for inspection.
+    init(directory: URL? = nil, arguments: [String] = ["--sandbox"], paused: Bool = false,
          environment: [String: String] = [:]) throws {
         self.directory = directory ?? Self.makeDirectory()
+        if paused {
+            let path = self.directory.appendingPathComponent("herald.db").path
+            _ = try runHerald(["migrate", "--db", path])
+            let pause = try runHerald(["pause", "default", "--db", path, "--reason", "test inspects the queue"])
+            guard pause.status == 0 else { throw StartFailure(description: "pause failed: \(pause.stderr)") }
+        }
         process.executableURL = Self.executable
         process.arguments = ["serve", "--db", self.directory.appendingPathComponent("herald.db").path,
                              "--listen", "127.0.0.1:0", "--log-level", "debug"] + arguments
