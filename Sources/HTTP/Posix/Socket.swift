@@ -1,0 +1,166 @@
+import Glibc
+
+/// Listening sockets and the options Herald sets on sockets.
+enum Socket {
+    /// A bound, listening, non-blocking socket and the address it really has (the port the kernel chose for 0).
+    static func listen(on address: ListenAddress, backlog: Int) throws -> (fd: CInt, bound: ListenAddress) {
+        BrokenPipe.ignoreOnce()
+        switch address {
+        case .tcp(let host, let port):
+            return try listenTCP(host: host, port: port, backlog: backlog)
+        case .unix(let path):
+            return (try listenUnix(path: path, backlog: backlog), address)
+        }
+    }
+
+    private static let streamFlags = CInt(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)
+
+    static func setNoDelay(_ fd: CInt) {
+        var on: CInt = 1
+        _ = setsockopt(fd, CInt(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<CInt>.size))
+    }
+
+    /// Removes the socket file of a Unix listener; anything else at the path is left alone.
+    static func unlinkSocketFile(_ path: String) {
+        var info = stat()
+        if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK {
+            unlink(path)
+        }
+    }
+
+    // MARK: - TCP
+
+    private static func listenTCP(host: String, port: Int, backlog: Int) throws -> (fd: CInt, bound: ListenAddress) {
+        var storage = sockaddr_storage()
+        let length = try resolve(host: host, port: port, into: &storage)
+        let fd = try blockingSyscall("socket") { Glibc.socket(CInt(storage.ss_family), streamFlags, 0) }
+        do {
+            var on: CInt = 1
+            try blockingSyscall("setsockopt") {
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<CInt>.size))
+            }
+            _ = try withUnsafePointer(to: &storage) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(IOError) in
+                    try blockingSyscall("bind") { bind(fd, address, length) }
+                }
+            }
+            try blockingSyscall("listen") { Glibc.listen(fd, CInt(clamping: backlog)) }
+            var bound = sockaddr_storage()
+            var boundLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            _ = try withUnsafeMutablePointer(to: &bound) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(IOError) in
+                    try blockingSyscall("getsockname") { getsockname(fd, address, &boundLength) }
+                }
+            }
+            return (fd, .tcp(host: host, port: Int(boundPort(bound))))
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Fills `storage` with the address to bind; numeric addresses need no lookup, `localhost` is 127.0.0.1.
+    private static func resolve(host: String, port: Int, into storage: inout sockaddr_storage) throws -> socklen_t {
+        let name = host.lowercased() == "localhost" ? "127.0.0.1" : host
+        var v4 = in_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 {
+            return withUnsafeMutableBytes(of: &storage) { raw in
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                address.sin_addr = v4
+                raw.storeBytes(of: address, as: sockaddr_in.self)
+                return socklen_t(MemoryLayout<sockaddr_in>.size)
+            }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, name, &v6) == 1 {
+            return withUnsafeMutableBytes(of: &storage) { raw in
+                var address = sockaddr_in6()
+                address.sin6_family = sa_family_t(AF_INET6)
+                address.sin6_port = in_port_t(UInt16(port).bigEndian)
+                address.sin6_addr = v6
+                raw.storeBytes(of: address, as: sockaddr_in6.self)
+                return socklen_t(MemoryLayout<sockaddr_in6>.size)
+            }
+        }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = CInt(SOCK_STREAM.rawValue)
+        var results: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(name, nil, &hints, &results)
+        guard status == 0, let first = results, let found = first.pointee.ai_addr else {
+            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
+            throw HTTPServerError("cannot resolve listen host \"\(host)\": \(reason)")
+        }
+        defer { freeaddrinfo(results) }
+        let length = first.pointee.ai_addrlen
+        withUnsafeMutableBytes(of: &storage) { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: found, count: Int(length)))
+        }
+        guard CInt(storage.ss_family) == AF_INET || CInt(storage.ss_family) == AF_INET6 else {
+            throw HTTPServerError("listen host \"\(host)\" resolved to an address that is neither IPv4 nor IPv6")
+        }
+        // sin_port and sin6_port both sit right after the 2-byte family.
+        withUnsafeMutableBytes(of: &storage) { raw in
+            raw.storeBytes(of: in_port_t(UInt16(port).bigEndian), toByteOffset: 2, as: in_port_t.self)
+        }
+        return length
+    }
+
+    private static func boundPort(_ storage: sockaddr_storage) -> UInt16 {
+        var storage = storage
+        return withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self)) }
+    }
+
+    // MARK: - Unix
+
+    private static func listenUnix(path: String, backlog: Int) throws -> CInt {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        guard pathBytes.count <= ListenAddress.maxUnixPathBytes else {
+            throw HTTPServerError("unix socket path is longer than \(ListenAddress.maxUnixPathBytes) bytes: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        try removeStaleSocket(path: path, address: address)
+        let fd = try blockingSyscall("socket") { Glibc.socket(AF_UNIX, streamFlags, 0) }
+        do {
+            _ = try withUnsafePointer(to: &address) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(IOError) in
+                    try blockingSyscall("bind") { bind(fd, raw, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+            try blockingSyscall("chmod") { chmod(path, 0o660) }
+            try blockingSyscall("listen") { Glibc.listen(fd, CInt(clamping: backlog)) }
+            return fd
+        } catch {
+            close(fd)
+            unlinkSocketFile(path)
+            throw error
+        }
+    }
+
+    /// A socket file left by a process that died is removed; one a live server still answers on is not.
+    private static func removeStaleSocket(path: String, address: sockaddr_un) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+            throw HTTPServerError("\(path) exists and is not a socket; refusing to replace it")
+        }
+        let probe = socket(AF_UNIX, CInt(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { return }
+        defer { close(probe) }
+        var address = address
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+        if connected { throw HTTPServerError("another server is listening on \(path)") }
+        unlink(path)
+    }
+}

@@ -1,0 +1,356 @@
+import Dispatch
+import Glibc
+import Support
+import Synchronization
+
+/// One thread, one epoll set, and the connections assigned to it.
+///
+/// Everything below `// MARK: - Loop thread only` is touched by the loop's own thread and nothing else;
+/// other threads reach the loop through `post`, which puts a task in the mailbox and wakes the loop
+/// through its `eventfd`. The first loop also owns the listening socket and hands accepted connections
+/// round-robin to all loops.
+final class EventLoop: @unchecked Sendable {
+    enum Task: Sendable {
+        case adopt(fd: CInt)
+        case respond(fd: CInt, connectionID: UInt64, response: HTTPResponse)
+        /// Graceful shutdown has begun: stop accepting, close idle connections, close after each response.
+        case drain
+        /// Close whatever is left and leave the thread.
+        case stop
+    }
+
+    private struct Mailbox {
+        var tasks: [Task] = []
+        var closed = false
+    }
+
+    let index: Int
+    let context: ServerContext
+    private let epoll: CInt
+    private let wakeFD: CInt
+    private let mailbox = Mutex(Mailbox())
+    /// Set by the first `post` after the loop last drained its mailbox, so a burst of posts costs one write.
+    private let wakePending = Atomic<Bool>(false)
+    private let thread = Atomic<UInt>(0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(index: Int, context: ServerContext) throws(IOError) {
+        self.index = index
+        self.context = context
+        epoll = try Linux.epollCreate()
+        do {
+            wakeFD = try Linux.eventFD()
+        } catch {
+            close(epoll)
+            throw error
+        }
+        do {
+            try Linux.epollAdd(epoll, wakeFD, events: Linux.epollIn | Linux.epollEdgeTriggered)
+        } catch {
+            close(wakeFD)
+            close(epoll)
+            throw error
+        }
+    }
+
+    /// The descriptors live as long as any responder can still `post` here, so a late wake-up never
+    /// writes into a descriptor number that has been reused.
+    deinit {
+        close(wakeFD)
+        close(epoll)
+    }
+
+    // MARK: - Any thread
+
+    /// Queues `task` for the loop. A response posted from the loop's own thread (a handler answering
+    /// inside `handle`) skips the lock and the wake-up. Returns false once the loop has stopped.
+    @discardableResult
+    func post(_ task: Task) -> Bool {
+        if pthread_self() == thread.load(ordering: .relaxed) {
+            localTasks.append(task)
+            return true
+        }
+        let accepted = mailbox.withLock { mailbox in
+            guard !mailbox.closed else { return false }
+            mailbox.tasks.append(task)
+            return true
+        }
+        if accepted && !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+        return accepted
+    }
+
+    /// Blocks until the loop's thread has left `run`. Called once, by the server's shutdown.
+    func waitUntilFinished() {
+        finished.wait()
+    }
+
+    // MARK: - Loop thread only
+
+    /// Indexed by file descriptor.
+    private var connections: [Connection?] = []
+    private var liveConnections = 0
+    private var nextConnectionID: UInt64 = 0
+    private var localTasks: [Task] = []
+    private var spareTasks: [Task] = []
+    private var dirty: [Connection] = []
+    private var spareDirty: [Connection] = []
+    private(set) var now = Clock.monotonicSeconds()
+    private(set) var draining = false
+    private var running = true
+    private var nextTick = 0.0
+    /// Bytes read from a socket land here before the parser copies what it needs.
+    private(set) var readBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+
+    // Acceptor state, used by the loop that owns the listener.
+    private var listener: CInt = -1
+    private var peers: [EventLoop] = []
+    private var nextPeer = 0
+    private var acceptPausedUntil: Double?
+    private var rejecting = 0
+
+    static let tickInterval = 0.25
+    static let readBufferSize = 64 * 1024
+    /// Connections being answered 503 at once; beyond this an over-limit connection is just closed.
+    static let maxRejecting = 64
+
+    /// Makes this loop the acceptor. Called before the threads start.
+    func own(listener: CInt, peers: [EventLoop]) throws(IOError) {
+        self.listener = listener
+        self.peers = peers
+        try Linux.epollAdd(epoll, listener, events: Linux.epollIn | Linux.epollEdgeTriggered)
+    }
+
+    func run() {
+        thread.store(pthread_self(), ordering: .relaxed)
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+        let capacity = 256
+        let events = UnsafeMutableRawPointer.allocate(byteCount: capacity * Linux.epollEventSize, alignment: 8)
+        defer {
+            events.deallocate()
+            readBuffer.deallocate()
+            thread.store(0, ordering: .relaxed)
+            finished.signal()
+        }
+        while running {
+            let count: Int
+            do {
+                count = try Linux.epollWait(epoll, events, capacity: capacity, timeoutMillis: 250)
+            } catch {
+                Log.error("http event loop cannot wait", ["error": .string("\(error)")])
+                break
+            }
+            now = Clock.monotonicSeconds()
+            var woken = false
+            for slot in 0..<count {
+                let (flags, fd) = Linux.event(in: events, at: slot)
+                if fd == wakeFD {
+                    woken = true
+                } else if fd == listener {
+                    acceptConnections()
+                } else if fd >= 0 && Int(fd) < connections.count, let connection = connections[Int(fd)] {
+                    connection.handle(events: flags)
+                }
+                settle()
+            }
+            if woken { drainMailbox() }
+            if now >= nextTick {
+                nextTick = now + Self.tickInterval
+                tick()
+            }
+        }
+        stopNow()
+    }
+
+    /// Delivers what handlers answered on this thread and writes what is waiting, until neither is left.
+    private func settle() {
+        while !localTasks.isEmpty || !dirty.isEmpty {
+            while !localTasks.isEmpty {
+                swap(&localTasks, &spareTasks)
+                for task in spareTasks { perform(task) }
+                spareTasks.removeAll(keepingCapacity: true)
+            }
+            swap(&dirty, &spareDirty)
+            for connection in spareDirty { connection.flushIfDirty() }
+            spareDirty.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func drainMailbox() {
+        var counter: UInt64 = 0
+        _ = read(wakeFD, &counter, 8)
+        wakePending.store(false, ordering: .releasing)
+        mailbox.withLock { swap(&$0.tasks, &spareTasks) }
+        for task in spareTasks { perform(task) }
+        spareTasks.removeAll(keepingCapacity: true)
+        settle()
+    }
+
+    private func perform(_ task: Task) {
+        switch task {
+        case .respond(let fd, let connectionID, let response):
+            // A response for a connection that closed meanwhile (or whose descriptor was reused) is dropped.
+            guard Int(fd) < connections.count, let connection = connections[Int(fd)],
+                  connection.id == connectionID
+            else { return }
+            connection.deliver(response)
+        case .adopt(let fd):
+            adopt(fd, counted: true)
+        case .drain:
+            beginDrain()
+        case .stop:
+            running = false
+        }
+    }
+
+    /// Called by a connection that has output to write at the end of this step.
+    func markDirty(_ connection: Connection) {
+        dirty.append(connection)
+    }
+
+    func dispatch(_ request: HTTPRequest, on connection: Connection) {
+        let responder = ConnectionResponder(loop: self, fd: connection.fd, connectionID: connection.id)
+        context.handler.handle(request, responder: responder)
+    }
+
+    // MARK: - Connections
+
+    private func adopt(_ fd: CInt, counted: Bool) {
+        if draining && counted {
+            close(fd)
+            context.openConnections.subtract(1, ordering: .relaxed)
+            return
+        }
+        nextConnectionID &+= 1
+        let connection = Connection(fd: fd, id: nextConnectionID, loop: self, counted: counted)
+        do {
+            try Linux.epollAdd(
+                epoll, fd,
+                events: Linux.epollIn | Linux.epollOut | Linux.epollRdHup | Linux.epollEdgeTriggered)
+        } catch {
+            Log.warn("http cannot watch a connection", ["error": .string("\(error)")])
+            close(fd)
+            if counted { context.openConnections.subtract(1, ordering: .relaxed) }
+            return
+        }
+        while connections.count <= Int(fd) { connections.append(nil) }
+        connections[Int(fd)] = connection
+        liveConnections += 1
+        // Bytes that arrived before registration are reported by the first edge, so there is nothing to read yet.
+        if !counted {
+            rejecting += 1
+            connection.reject(with: .tooManyConnections)
+        }
+    }
+
+    /// Forgets a connection whose descriptor the connection has just closed.
+    func forget(_ connection: Connection) {
+        guard Int(connection.fd) < connections.count, connections[Int(connection.fd)] === connection else { return }
+        connections[Int(connection.fd)] = nil
+        liveConnections -= 1
+        if connection.counted {
+            context.openConnections.subtract(1, ordering: .relaxed)
+        } else {
+            rejecting -= 1
+        }
+    }
+
+    private func tick() {
+        if let until = acceptPausedUntil, now >= until {
+            acceptPausedUntil = nil
+            acceptConnections()
+        }
+        guard liveConnections > 0 else { return }
+        for fd in connections.indices {
+            connections[fd]?.tick(now: now)
+        }
+        settle()
+    }
+
+    private func beginDrain() {
+        draining = true
+        if listener >= 0 {
+            close(listener)
+            listener = -1
+        }
+        for fd in connections.indices {
+            connections[fd]?.drain()
+        }
+        settle()
+    }
+
+    private func stopNow() {
+        if listener >= 0 {
+            close(listener)
+            listener = -1
+        }
+        for fd in connections.indices {
+            connections[fd]?.close()
+        }
+        connections = []
+        peers = []
+        let leftover = mailbox.withLock { mailbox in
+            mailbox.closed = true
+            defer { mailbox.tasks = [] }
+            return mailbox.tasks
+        }
+        for case .adopt(let fd) in leftover + localTasks {
+            close(fd)
+            context.openConnections.subtract(1, ordering: .relaxed)
+        }
+        localTasks = []
+    }
+
+    // MARK: - Accepting
+
+    private func acceptConnections() {
+        while listener >= 0 && acceptPausedUntil == nil {
+            let fd: CInt
+            do {
+                switch try Linux.accept(listener) {
+                case .wouldBlock: return
+                case .processed(let accepted): fd = accepted
+                }
+            } catch {
+                switch error.errnoCode {
+                case ECONNABORTED, EPROTO, EPERM:
+                    continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    // Out of descriptors or memory: the listener stays readable, so try again on a later tick.
+                    Log.warn("http accept paused", ["error": .string("\(error)")])
+                    acceptPausedUntil = now + 0.1
+                    return
+                default:
+                    Log.error("http accept failed", ["error": .string("\(error)")])
+                    acceptPausedUntil = now + 0.1
+                    return
+                }
+            }
+            place(fd)
+        }
+    }
+
+    private func place(_ fd: CInt) {
+        if context.isTCP { Socket.setNoDelay(fd) }
+        let open = context.openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        guard open <= context.configuration.maxConnections else {
+            context.openConnections.subtract(1, ordering: .relaxed)
+            if rejecting < Self.maxRejecting {
+                adopt(fd, counted: false)
+            } else {
+                close(fd)
+            }
+            return
+        }
+        let target = peers[nextPeer]
+        nextPeer = (nextPeer + 1) % peers.count
+        if target === self {
+            adopt(fd, counted: true)
+        } else if !target.post(.adopt(fd: fd)) {
+            close(fd)
+            context.openConnections.subtract(1, ordering: .relaxed)
+        }
+    }
+}

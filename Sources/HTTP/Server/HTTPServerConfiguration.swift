@@ -1,0 +1,38 @@
+/// How an `HTTPServer` listens and what it tolerates from clients. Times are seconds.
+public struct HTTPServerConfiguration: Sendable {
+    public var address: ListenAddress
+    /// Event-loop threads; each owns an epoll set and the connections assigned to it.
+    public var eventLoops: Int
+    /// Open client connections beyond this are answered 503 and closed.
+    public var maxConnections: Int
+    /// The largest request head (request line and headers) accepted; larger gets 431.
+    public var maxHeaderBytes: Int
+    /// How long a keep-alive connection may wait for its next request before it is closed silently.
+    public var idleTimeout: Double
+    /// How long a request head may take to arrive once its first byte has; then 408.
+    public var headerTimeout: Double
+    /// How long a request body may take to arrive once its head has; then 408.
+    public var bodyTimeout: Double
+    /// The `listen(2)` backlog.
+    public var backlog: Int
+
+    public init(
+        address: ListenAddress,
+        eventLoops: Int = 2,
+        maxConnections: Int = 4096,
+        maxHeaderBytes: Int = 16 * 1024,
+        idleTimeout: Double = 60,
+        headerTimeout: Double = 10,
+        bodyTimeout: Double = 30,
+        backlog: Int = 1024
+    ) {
+        self.address = address
+        self.eventLoops = eventLoops
+        self.maxConnections = maxConnections
+        self.maxHeaderBytes = maxHeaderBytes
+        self.idleTimeout = idleTimeout
+        self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
+        self.backlog = backlog
+    }
+}
