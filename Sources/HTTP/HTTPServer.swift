@@ -13,6 +13,8 @@ import Synchronization
 /// ```
 ///
 /// The handler is called on an event-loop thread and answers through its responder from any thread.
+/// The loop threads run until `shutdown`; call it before letting go of a started server, and never from
+/// inside `handle` (it waits for the loop that would be running it).
 public final class HTTPServer: Sendable {
     private enum State {
         case idle

@@ -13,7 +13,6 @@ enum Linux {
     static let epollRdHup: UInt32 = 0x2000
     static let epollEdgeTriggered: UInt32 = 1 << 31
     static let epollCtlAdd: CInt = 1
-    static let epollCtlDel: CInt = 2
 
     /// `struct epoll_event` is packed on x86_64 (12 bytes) and naturally aligned elsewhere (16 bytes).
     #if arch(x86_64)
@@ -59,11 +58,6 @@ enum Linux {
         _ = try withUnsafeMutableBytes(of: &event) { (raw) throws(IOError) in
             try blockingSyscall("epoll_ctl") { epollCtlFunction(epoll, epollCtlAdd, fd, raw.baseAddress) }
         }
-    }
-
-    static func epollDelete(_ epoll: CInt, _ fd: CInt) {
-        var event: (UInt64, UInt64) = (0, 0)
-        _ = withUnsafeMutableBytes(of: &event) { epollCtlFunction(epoll, epollCtlDel, fd, $0.baseAddress) }
     }
 
     /// Waits for events into `buffer` (room for `capacity` events); returns how many arrived.
