@@ -33,7 +33,8 @@ extension FCMSimulator {
         throws -> HTTPResponse
     {
         let responder = CapturingResponder()
-        handle(HTTPRequest(method: method, target: target, headers: headers, body: Array(body.utf8)), responder: responder)
+        let request = HTTPRequest(method: method, target: target, headers: headers, body: Array(body.utf8))
+        handle(request, responder: responder)
         guard let answer = responder.wait() else { throw NoResponse() }
         return answer.response
     }
