@@ -1,0 +1,81 @@
+extension FCMSimulator.Configuration {
+    /// The text of `herald fcm-sim --help` and of the README's simulator section.
+    public static let help = """
+        Usage: herald fcm-sim --listen HOST:PORT [options]
+
+        Runs a stand-in for FCM's legacy HTTP API on HOST:PORT for tests, demos and benchmarks. It speaks
+        POST /fcm/send in JSON and plain text, answers each token by its name (below), injects request-level
+        faults at the rates you give, and counts everything at GET /stats. Nothing leaves the machine.
+        Point Herald at it with --fcm-endpoint http://HOST:PORT/fcm/send and any --fcm-key.
+
+        Options:
+          --listen HOST:PORT       address to listen on, e.g. 127.0.0.1:8700 (port 0 picks a free one)
+          --server-key KEY         accept only "Authorization: key=KEY" (default: any non-empty key)
+          --fail-rate R            answer this fraction (0 to 1) of sends with a server error (default 0)
+          --fail-status CODE       status of those errors, 500 to 599 (default 503)
+          --retry-after N          send "Retry-After: N" (seconds) with those errors (default: no header)
+          --retry-after-date       send Retry-After as an HTTP-date N seconds ahead instead (N from
+                                   --retry-after, default 1)
+          --unauthorized-rate R    answer this fraction of sends with 401, whatever the key
+          --slow-rate R            delay this fraction of replies by --slow-ms
+          --slow-ms N              the delay in milliseconds, 0 to 600000 (default 1000)
+          --drop-rate R            drop this fraction of sends (for now answered with an empty 500: the
+                                   server cannot yet close a connection without a reply)
+          --alias TOKEN=BEHAVIOUR  answer TOKEN as if it were the token BEHAVIOUR (repeatable), so tests can
+                                   use any token: --alias 42=notreg-42 --alias 23=canon-23-to-32
+          --seed N                 seed of the fault draws, to repeat a run (default: random; /stats shows it)
+          --help                   show this text
+
+        Token outcomes, by prefix (the same token always gets the same answer):
+          notreg-...               NotRegistered
+          invalid-...              InvalidRegistration
+          mismatch-...             MismatchSenderId
+          badpkg-...               InvalidPackageName
+          apns-...                 InvalidApnsCredential
+          unavail-N-...            Unavailable the first N times this exact token is seen, then delivered
+          internal-N-...           InternalServerError N times, then delivered
+          ratelimit-N-...          DeviceMessageRateExceeded N times, then delivered
+          canon-OLD-to-NEW         delivered, with canonical registration_id NEW
+          error-CODE-...           CODE every time, any text without "-" (e.g. error-QuotaExceeded-1)
+          "" (empty)               MissingRegistration
+          anything else            delivered (so is a name that starts like a rule but breaks it,
+                                   e.g. unavail-x-1)
+        Examples: unavail-2-phone fails twice, then succeeds; canon-a-to-b is answered
+        {"message_id":"0:...","registration_id":"b"}.
+
+        Topics (to: /topics/NAME): ratelimit-N-... gets TopicsMessageRateExceeded N times, error-CODE-... gets
+        CODE; other topics and every condition get {"message_id": <number>}.
+
+        Whole-message errors, for every recipient: time_to_live not an integer in 0..2419200 (InvalidTtl);
+        a data key from, message_type, google* or gcm* (InvalidDataKey); data and notification over 4096
+        bytes of compact JSON, 2048 for topics and conditions (MessageTooBig).
+        400 with a plain-text reason: unparsable JSON, no target or more than one, registration_ids empty,
+        over 1000 or not strings, an option of the wrong type. 401: a missing or wrong Authorization key.
+        Plain text (form-encoded, or no Content-Type): registration_id=TOKEN&data.KEY=VALUE&..., answered
+        id=0:... (and registration_id=NEW on a second line), Error=CODE, or HTTP 500 for Unavailable.
+        dry_run=true is answered like a real send, with message_id "fake_message_id".
+
+        Control (JSON to POST /control; a queued fault comes before any drawn at a rate):
+          {"fail_next": 2, "status": 503, "retry_after": "2"}   next 2 sends get 503, Retry-After: 2
+          {"fail_next": 1, "retry_after_date": true}             ... with Retry-After as an HTTP-date
+          {"unauthorized_next": 1}                               next send gets 401
+          {"slow_next": 1, "slow_ms": 500}                       next reply comes 500 ms late
+          {"drop_next": 1}                                       next send is dropped
+          {"fail_rate": 0.1}                                     also unauthorized_rate, slow_rate, drop_rate
+          {"reset": true}                                        clear counters, token sightings and faults
+                                                                 back to the flags' settings
+        retry_after takes seconds (2 or "2"), any other header text verbatim, or null for none.
+        The answer is the fault settings now in force.
+
+        Stats (GET /stats, ?requests=N for only the last N requests): total_requests, statuses (requests
+        per HTTP status), tokens_received, topic_messages, condition_messages, outcomes (delivered,
+        canonical, or the error code, per recipient), faults, the seed, and requests: up to the last 10000
+        sends in arrival order, each {"at": <unix ms>, "tokens": [...], "to"|"topic"|"condition",
+        "time_to_live", "collapse_key", "priority", "dry_run", "format": "json"|"plain", "status"}.
+
+        Example:
+          herald fcm-sim --listen 127.0.0.1:8700 --fail-rate 0.01 --retry-after 2 --seed 7
+          curl -s http://127.0.0.1:8700/fcm/send -H 'Authorization: key=any' \\
+            -H 'Content-Type: application/json' -d '{"registration_ids": ["ok-1", "unavail-1-a", "notreg-b"]}'
+        """
+}

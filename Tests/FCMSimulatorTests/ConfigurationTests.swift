@@ -1,0 +1,99 @@
+import FCMSimulator
+import Testing
+
+/// `herald fcm-sim` flags and help.
+@Suite struct ConfigurationTests {
+    typealias Configuration = FCMSimulator.Configuration
+
+    @Test func noFlagsGiveTheDefaults() throws {
+        let configuration = try Configuration.parse(arguments: ["--listen", "127.0.0.1:8700"])
+        #expect(configuration == Configuration())
+        #expect(configuration.failStatus == 503)
+        #expect(configuration.retryAfter == nil)
+        #expect(configuration.requestLogLimit == 10_000)
+    }
+
+    @Test func everyFlagIsRead() throws {
+        let configuration = try Configuration.parse(arguments: [
+            "--listen", "127.0.0.1:0", "--server-key", "secret", "--fail-rate", "0.25", "--fail-status", "500",
+            "--retry-after", "2", "--unauthorized-rate", "0.1", "--slow-rate", "1", "--slow-ms", "250",
+            "--drop-rate", "0", "--alias", "8=unavail-1-8", "--alias", "23=canon-23-to-32", "--seed=7",
+        ])
+        #expect(configuration == Configuration(
+            serverKey: "secret", aliases: ["8": "unavail-1-8", "23": "canon-23-to-32"], failRate: 0.25,
+            failStatus: 500, retryAfter: .seconds(2), unauthorizedRate: 0.1, slowRate: 1, slowMilliseconds: 250,
+            dropRate: 0, seed: 7))
+    }
+
+    @Test(arguments: [
+        (["--retry-after", "5"], FCMSimulator.RetryAfter.seconds(5)),
+        (["--retry-after-date"], .date(secondsFromNow: 1)),
+        (["--retry-after-date", "--retry-after", "5"], .date(secondsFromNow: 5)),
+        (["--retry-after=5", "--retry-after-date"], .date(secondsFromNow: 5)),
+    ])
+    func retryAfterFlags(arguments: [String], retryAfter: FCMSimulator.RetryAfter) throws {
+        #expect(try Configuration.parse(arguments: arguments).retryAfter == retryAfter)
+    }
+
+    @Test func anAliasMayMapATokenContainingEquals() throws {
+        let configuration = try Configuration.parse(arguments: ["--alias", "a=notreg-a=b"])
+        #expect(configuration.aliases == ["a": "notreg-a=b"])
+    }
+
+    @Test(arguments: [
+        (["--fail-rate", "1.5"], "--fail-rate"),
+        (["--fail-rate", "-0.1"], "--fail-rate"),
+        (["--fail-rate", "nan"], "--fail-rate"),
+        (["--fail-rate"], "--fail-rate"),
+        (["--unauthorized-rate", "x"], "--unauthorized-rate"),
+        (["--slow-rate", "2"], "--slow-rate"),
+        (["--drop-rate", ""], "--drop-rate"),
+        (["--fail-status", "404"], "--fail-status"),
+        (["--fail-status", "503x"], "--fail-status"),
+        (["--retry-after", "-1"], "--retry-after"),
+        (["--retry-after", "1.5"], "--retry-after"),
+        (["--retry-after-date=3"], "--retry-after-date"),
+        (["--slow-ms", "fast"], "--slow-ms"),
+        (["--slow-ms", "600001"], "--slow-ms"),
+        (["--seed", "-1"], "--seed"),
+        (["--server-key", ""], "--server-key"),
+        (["--alias", "42"], "--alias"),
+        (["--alias", "=notreg-1"], "--alias"),
+        (["--alias", "42="], "--alias"),
+        (["--alias", "42=notreg-42", "--alias", "42=invalid-42"], "--alias"),
+        (["--seed", "1", "--seed", "2"], "--seed"),
+        (["--fail-rat", "0.1"], "--fail-rat"),
+        (["extra"], "extra"),
+    ])
+    func badArgumentsAreRefusedNamingTheCulprit(arguments: [String], culprit: String) {
+        #expect {
+            try Configuration.parse(arguments: arguments)
+        } throws: { error in
+            (error as? Configuration.ArgumentError)?.description.contains(culprit) == true
+        }
+    }
+
+    @Test(arguments: [
+        "--listen", "--server-key", "--fail-rate", "--fail-status", "--retry-after", "--retry-after-date",
+        "--unauthorized-rate", "--slow-rate", "--slow-ms", "--drop-rate", "--alias", "--seed",
+        "notreg-", "invalid-", "mismatch-", "badpkg-", "unavail-N-", "internal-N-", "ratelimit-N-", "apns-",
+        "canon-OLD-to-NEW", "error-CODE-", "/topics/", "/control", "/stats", "fail_next", "unauthorized_next",
+        "slow_next", "retry_after_date", "reset",
+    ])
+    func helpDescribes(term: String) {
+        #expect(Configuration.help.contains(term))
+    }
+
+    @Test func everyFlagInTheHelpIsAccepted() throws {
+        let flags = Configuration.help.split(separator: "\n")
+            .filter { $0.hasPrefix("  --") }
+            .compactMap { $0.split(separator: " ").first.map(String.init) }
+            .filter { $0 != "--help" }
+        #expect(flags.count == 12)
+        for flag in flags {
+            let value = ["--alias": "a=b", "--fail-status": "500"][flag] ?? "1"
+            let arguments = flag == "--retry-after-date" ? [flag] : [flag, value]
+            #expect(throws: Never.self, "\(flag)") { try Configuration.parse(arguments: arguments) }
+        }
+    }
+}

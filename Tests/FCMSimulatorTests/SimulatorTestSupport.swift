@@ -1,0 +1,126 @@
+import Dispatch
+import FCMSimulator
+import Foundation
+import HTTP
+import Support
+import Synchronization
+import Testing
+
+/// Captures the one response a handler gives, and the thread that gave it.
+final class CapturingResponder: HTTPResponder {
+    private let captured = Mutex<(response: HTTPResponse, thread: pthread_t)?>(nil)
+    private let answered = DispatchSemaphore(value: 0)
+
+    func respond(_ response: HTTPResponse) {
+        captured.withLock { $0 = (response, pthread_self()) }
+        answered.signal()
+    }
+
+    /// The response, waiting for a delayed one; nil if none came within `seconds` (a failure, not a measurement).
+    func wait(seconds: Double = 10) -> (response: HTTPResponse, thread: pthread_t)? {
+        guard answered.wait(timeout: .now() + seconds) == .success else { return nil }
+        return captured.withLock { $0 }
+    }
+}
+
+struct NoResponse: Error, CustomStringConvertible {
+    var description: String { "the simulator did not answer" }
+}
+
+extension FCMSimulator {
+    /// Calls the handler as the server would and returns its answer, waiting for a slow one.
+    func call(_ method: String, _ target: String, headers: [(name: String, value: String)] = [], body: String = "")
+        throws -> HTTPResponse
+    {
+        let responder = CapturingResponder()
+        let request = HTTPRequest(method: method, target: target, headers: headers, body: Array(body.utf8))
+        handle(request, responder: responder)
+        guard let answer = responder.wait() else { throw NoResponse() }
+        return answer.response
+    }
+
+    /// `POST /fcm/send` with a JSON body and a key.
+    func sendJSON(_ body: String, authorization: String? = "key=test-key") throws -> HTTPResponse {
+        var headers: [(name: String, value: String)] = [("content-type", "application/json")]
+        if let authorization { headers.append(("authorization", authorization)) }
+        return try call("POST", "/fcm/send", headers: headers, body: body)
+    }
+
+    /// `POST /fcm/send` with a JSON value as the body.
+    func sendJSON(_ message: JSON) throws -> HTTPResponse {
+        try sendJSON(message.serialized())
+    }
+
+    /// `POST /fcm/send` as plain text (form-encoded).
+    func sendPlain(_ body: String, contentType: String? = "application/x-www-form-urlencoded;charset=UTF-8")
+        throws -> HTTPResponse
+    {
+        var headers: [(name: String, value: String)] = [("authorization", "key=test-key")]
+        if let contentType { headers.append(("content-type", contentType)) }
+        return try call("POST", "/fcm/send", headers: headers, body: body)
+    }
+
+    func control(_ body: String) throws -> HTTPResponse {
+        try call("POST", "/control", headers: [("content-type", "application/json")], body: body)
+    }
+
+    /// The single result of a one-token JSON send.
+    func result(for token: String) throws -> JSON {
+        let reply = try sendJSON(.object([("to", .string(token))])).json()
+        guard let result = reply["results"]?.arrayValue?.first else { throw NoResponse() }
+        return result
+    }
+}
+
+extension HTTPResponse {
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    func json() throws -> JSON { try JSON.parse(body) }
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+extension JSON {
+    var keys: [String] { objectValue?.map(\.key) ?? [] }
+}
+
+/// What one recipient should get.
+enum Expected: Sendable, Equatable, CustomTestStringConvertible {
+    case delivered
+    case canonical(String)
+    case error(String)
+
+    var testDescription: String {
+        switch self {
+        case .delivered: "delivered"
+        case .canonical(let token): "canonical \(token)"
+        case .error(let code): code
+        }
+    }
+}
+
+/// The result's meaning in a JSON reply, or nil when its shape is not one FCM gives.
+func meaning(of result: JSON) -> Expected? {
+    switch (result.keys, result["message_id"]?.stringValue, result["registration_id"]?.stringValue) {
+    case (["message_id"], let id?, nil) where id.hasPrefix("0:"): .delivered
+    case (["message_id", "registration_id"], let id?, let token?) where id.hasPrefix("0:"): .canonical(token)
+    case (["error"], nil, nil): result["error"]?.stringValue.map(Expected.error)
+    default: nil
+    }
+}
+
+/// The meaning of a plain-text reply: `id=...` (and `registration_id=...`), `Error=...`, or a 500 for Unavailable.
+func meaning(ofPlain response: HTTPResponse) -> Expected? {
+    if response.status == 500 && response.body.isEmpty { return .error("Unavailable") }
+    guard response.status == 200 else { return nil }
+    let lines = response.text.split(separator: "\n", omittingEmptySubsequences: false)
+    switch lines.count {
+    case 1 where lines[0].hasPrefix("id=0:"): return .delivered
+    case 1 where lines[0].hasPrefix("Error="): return .error(String(lines[0].dropFirst("Error=".count)))
+    case 2 where lines[0].hasPrefix("id=0:") && lines[1].hasPrefix("registration_id="):
+        return .canonical(String(lines[1].dropFirst("registration_id=".count)))
+    default: return nil
+    }
+}
