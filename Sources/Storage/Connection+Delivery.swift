@@ -5,6 +5,13 @@ public struct ClaimedDelivery: Sendable, Equatable {
     public var token: String
     /// Attempts already charged before this one.
     public var attempts: Int
+
+    public init(id: Int64, messageID: String, token: String, attempts: Int) {
+        self.id = id
+        self.messageID = messageID
+        self.token = token
+        self.attempts = attempts
+    }
 }
 
 /// What the sender needs of a claimed delivery's message.
@@ -16,6 +23,18 @@ public struct ClaimedMessage: Sendable, Equatable {
     public var ttlSeconds: Int
     public var dryRun: Bool
     public var expiresAt: Int64
+
+    public init(
+        id: String, app: String, payload: String, targetKind: String, ttlSeconds: Int, dryRun: Bool, expiresAt: Int64
+    ) {
+        self.id = id
+        self.app = app
+        self.payload = payload
+        self.targetKind = targetKind
+        self.ttlSeconds = ttlSeconds
+        self.dryRun = dryRun
+        self.expiresAt = expiresAt
+    }
 }
 
 public struct ClaimResult: Sendable {
