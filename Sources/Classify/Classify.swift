@@ -1,1 +1,0 @@
-// Pure classification of FCM answers and the retry policy.
