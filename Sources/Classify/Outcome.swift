@@ -1,0 +1,23 @@
+/// What one target of a request became: the reconciler's instruction for that delivery (SPEC §1, §6).
+///
+/// Reasons are FCM's error names as returned, or Herald's own (`InvalidResponse`, `MismatchedResults`,
+/// `DeviceGroupPartialFailure`, `Unauthorized`, `HTTP 403`, a transport failure's description).
+public enum Outcome: Sendable, Equatable {
+    /// FCM accepted the message. `canonicalToken` is the result's `registration_id`: the registry must move the
+    /// token there.
+    case delivered(fcmMessageID: String?, canonicalToken: String?)
+    /// `NotRegistered`: the delivery is dropped and the token deleted from the registry.
+    case notRegistered
+    /// The token can never receive this sender's messages (`InvalidRegistration`, `MismatchSenderId`,
+    /// `InvalidPackageName`, `MissingRegistration`): this delivery is dead.
+    case deadToken(reason: String)
+    /// The message itself is wrong (`MessageTooBig`, `InvalidDataKey`, `InvalidTtl`, a 400): no target of it can
+    /// succeed, including targets of the same message in other requests.
+    case deadMessage(reason: String)
+    /// Try again after the backoff; counts as an attempt.
+    case retry(reason: String)
+    /// A rate limit (`DeviceMessageRateExceeded`, `TopicsMessageRateExceeded`): retry on the slow lane.
+    case retrySlow(reason: String)
+    /// The sender's credentials are wrong (401, `InvalidApnsCredential`): pause the app; attempts are not charged.
+    case pauseApp(reason: String)
+}
