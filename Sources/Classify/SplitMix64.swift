@@ -1,0 +1,22 @@
+/// Sebastiano Vigna's SplitMix64: a tiny, fast, seedable generator, so tests and benchmarks can replay the
+/// retry policy's jitter exactly. Not for anything that needs unpredictability.
+///
+/// ```swift
+/// var random = SplitMix64(seed: 42)
+/// let wait = RetryPolicy().backoff(attempt: 3, slow: false, using: &random)   // the same on every run
+/// ```
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public private(set) var state: UInt64
+
+    public init(seed: UInt64) {
+        state = seed
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
