@@ -1,0 +1,16 @@
+/// The classifier's answer for one FCM request.
+public struct Classification: Sendable, Equatable {
+    /// Exactly one per target, in request order.
+    public var outcomes: [Outcome]
+    /// Absolute Unix milliseconds from a `Retry-After` header, if one could be parsed.
+    public var retryAfterUntil: Int64?
+    /// A 5xx, a transport failure, or any parsable `Retry-After`: send nothing more to this app's endpoint before
+    /// `retryAfterUntil` (or, without one, before a backoff).
+    public var closesGate: Bool
+
+    public init(outcomes: [Outcome], retryAfterUntil: Int64?, closesGate: Bool) {
+        self.outcomes = outcomes
+        self.retryAfterUntil = retryAfterUntil
+        self.closesGate = closesGate
+    }
+}

@@ -1,0 +1,40 @@
+// MARK: - FCM error codes
+
+extension Outcome {
+    /// The outcome for an FCM error code found in a result, a topic reply or an `Error=` line (SPEC §6).
+    ///
+    /// Codes match exactly, as FCM spells them. An unknown code is retried (and ends as `MaxAttempts` if it never
+    /// clears); its reason is the code itself when it looks like an identifier, else `UnknownError`, so a hostile
+    /// reply cannot put arbitrary text into the database or the CLI's tables.
+    init(fcmError code: String) {
+        switch code {
+        case "NotRegistered":
+            self = .notRegistered
+        case "InvalidRegistration", "MismatchSenderId", "InvalidPackageName", "MissingRegistration":
+            self = .deadToken(reason: code)
+        case "MessageTooBig", "InvalidDataKey", "InvalidTtl", "InvalidParameters", "InvalidJson":
+            self = .deadMessage(reason: code)
+        case "Unavailable", "InternalServerError":
+            self = .retry(reason: code)
+        case "DeviceMessageRateExceeded", "TopicsMessageRateExceeded":
+            self = .retrySlow(reason: code)
+        case "InvalidApnsCredential":
+            self = .pauseApp(reason: code)
+        default:
+            self = .retry(reason: Self.isIdentifier(code) ? code : "UnknownError")
+        }
+    }
+
+    private static func isIdentifier(_ code: String) -> Bool {
+        let bytes = code.utf8
+        return (1...64).contains(bytes.count) && bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                true
+            default:
+                false
+            }
+        }
+    }
+}
