@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
-        .testTarget(name: "ClassifyTests", dependencies: ["Classify"]),
+        .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Storage", "Classify", "Send", "Support"]),

@@ -8,7 +8,7 @@ public struct Classification: Sendable, Equatable {
     /// `retryAfterUntil` (or, without one, before a backoff).
     public var closesGate: Bool
 
-    public init(outcomes: [Outcome], retryAfterUntil: Int64?, closesGate: Bool) {
+    public init(outcomes: [Outcome], retryAfterUntil: Int64? = nil, closesGate: Bool = false) {
         self.outcomes = outcomes
         self.retryAfterUntil = retryAfterUntil
         self.closesGate = closesGate

@@ -1,4 +1,5 @@
 @testable import Classify
+import Support
 import Testing
 
 /// Always the same word: 1 makes `random(in: 0...x)` return 0 and `.max` makes it return x, so the extremes of
