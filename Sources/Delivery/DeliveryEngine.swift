@@ -51,6 +51,10 @@ public final class DeliveryEngine: @unchecked Sendable {
         var gateUntil: Int64 = 0
         var wakeAt: Int64?
         var consecutiveFailures = 0
+        /// The provider is getting ready (v1: fetching an access token); nothing is claimed or sent meanwhile.
+        var preparing = false
+        /// The provider asked not to be prepared again before this time.
+        var notReadyUntil: Int64 = 0
 
         init(app: App) { self.app = app }
     }
@@ -131,11 +135,54 @@ public final class DeliveryEngine: @unchecked Sendable {
             schedule(runtime, at: runtime.gateUntil)
             return
         }
+        if runtime.app.provider.needsPreparation(now: now) {
+            prepare(runtime, now: now)
+            return
+        }
         while runtime.inFlight < runtime.app.concurrency, !runtime.pending.isEmpty {
             send(runtime.pending.removeFirst(), on: runtime)
         }
         if !runtime.claiming, runtime.mayHaveReady, runtime.pending.count < runtime.app.concurrency {
             claim(runtime)
+        }
+    }
+
+    /// The provider cannot send yet (v1: no usable access token). Requests built with the credentials it held go back
+    /// to the queue uncharged, and it gets ready off this queue; `prepared` picks up from there.
+    private func prepare(_ runtime: Runtime, now: Int64) {
+        if !runtime.pending.isEmpty {
+            let releases = runtime.pending.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+            runtime.pending.removeAll()
+            runtime.mayHaveReady = true
+            write(releases, plan: nil, on: runtime)
+        }
+        guard runtime.mayHaveReady, !runtime.preparing else { return }
+        if runtime.notReadyUntil > now {
+            schedule(runtime, at: runtime.notReadyUntil)
+            return
+        }
+        runtime.preparing = true
+        runtime.app.provider.prepare(now: now) { readiness in
+            self.queue.async { self.prepared(readiness, on: runtime) }
+        }
+    }
+
+    private func prepared(_ readiness: ProviderReadiness, on runtime: Runtime) {
+        runtime.preparing = false
+        guard !stopping else { return }
+        switch readiness {
+        case .ready:
+            runtime.notReadyUntil = 0
+            pump(runtime)
+        case .retry(let at):
+            runtime.notReadyUntil = at
+            schedule(runtime, at: at)
+        case .pause(let reason):
+            if !runtime.paused {
+                runtime.paused = true
+                Log.warn("app paused: credentials refused", ["app": .string(runtime.app.name), "reason": .string(reason)])
+            }
+            write([], plan: OutcomePlan(pauseReason: reason), on: runtime)
         }
     }
 
@@ -225,6 +272,10 @@ public final class DeliveryEngine: @unchecked Sendable {
         ])
 
         var updates = plan.updates
+        if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
+            // Released for the provider to renew its credentials: ready again at once.
+            runtime.mayHaveReady = true
+        }
         if let reason = plan.pauseReason, !runtime.paused {
             runtime.paused = true
             Log.warn("app paused: FCM refused the sender", ["app": .string(runtime.app.name), "reason": .string(reason)])
