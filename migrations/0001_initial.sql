@@ -59,9 +59,8 @@ CREATE INDEX deliveries_inflight ON deliveries (lease_expires_at)
 -- A message's deliveries (GET /v1/messages/{id}, cancel, whole-message dead letters).
 CREATE INDEX deliveries_by_message ON deliveries (message_id);
 
--- Pending deliveries to one token: NotRegistered drops, canonical retargets, collapse_key supersedes.
-CREATE INDEX deliveries_pending_by_token ON deliveries (app, token)
-    WHERE state IN ('queued', 'inflight');
+-- Deliveries to one token: NotRegistered drops, canonical retargets, collapse_key supersedes.
+CREATE INDEX deliveries_by_token ON deliveries (app, token);
 
 -- Dead letters by time, for `dead list` and retention, which never deletes them.
 CREATE INDEX deliveries_dead ON deliveries (updated_at)

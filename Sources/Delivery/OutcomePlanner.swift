@@ -28,8 +28,10 @@ public enum OutcomePlanner {
                     id: delivery.id, fcmMessageID: fcmMessageID, canonicalToken: canonicalToken, status: status))
             case .notRegistered:
                 plan.updates.append(.dropped(id: delivery.id, reason: "NotRegistered", status: status))
-            case .deadToken(let reason), .deadMessage(let reason):
+            case .deadToken(let reason):
                 plan.updates.append(.dead(id: delivery.id, reason: reason, status: status))
+            case .deadMessage(let reason):
+                plan.updates.append(.deadMessage(id: delivery.id, reason: reason, status: status))
             case .retry(let reason), .retrySlow(let reason):
                 let slow = if case .retrySlow = outcome { true } else { false }
                 let decision = policy.next(

@@ -56,6 +56,9 @@ public enum DeliveryUpdate: Sendable, Equatable {
     case dropped(id: Int64, reason: String, status: Int?)
     /// A dead letter; the attempt is charged.
     case dead(id: Int64, reason: String, status: Int?)
+    /// The message itself is refused (MessageTooBig, InvalidDataKey, …): this delivery and every other still-queued
+    /// delivery of the message become dead letters.
+    case deadMessage(id: Int64, reason: String, status: Int?)
     /// Back to `queued` at `at`; the attempt is charged.
     case retry(id: Int64, at: Int64, reason: String, status: Int?)
     /// Back to `queued` now without charging an attempt (paused app, shutdown).
@@ -63,11 +66,23 @@ public enum DeliveryUpdate: Sendable, Equatable {
 
     public var id: Int64 {
         switch self {
-        case .delivered(let id, _, _, _), .dropped(let id, _, _), .dead(let id, _, _), .retry(let id, _, _, _),
-            .release(let id):
+        case .delivered(let id, _, _, _), .dropped(let id, _, _), .dead(let id, _, _), .deadMessage(let id, _, _),
+            .retry(let id, _, _, _), .release(let id):
             id
         }
     }
+}
+
+/// What applying a batch of outcomes did.
+public struct AppliedOutcomes: Sendable, Equatable {
+    /// The deliveries that were still leased and got their new state.
+    public var updated: [Int64] = []
+    public var tokensDeleted = 0
+    public var tokensReplaced = 0
+    /// Deliveries that became dead letters, including other deliveries of a refused message.
+    public var deadLetters = 0
+
+    public init() {}
 }
 
 /// An app's delivery switches as stored in `apps`.
@@ -149,48 +164,141 @@ extension Connection {
 
     // MARK: - Outcomes
 
-    /// Writes the outcome of each leased delivery. A row is only touched while it is still `inflight` under
-    /// `owner`'s lease, so a late answer can never overwrite a row that was rescued and finished meanwhile.
-    /// Returns the ids that were updated.
+    /// Writes the outcome of each leased delivery, and what it means for the token registry, in the caller's
+    /// transaction. A row is only touched while it is still `inflight` under `owner`'s lease, so a late or repeated
+    /// answer can never overwrite a row that was rescued or finished meanwhile, and applying the same outcomes
+    /// twice changes nothing the second time (no duplicate events, no resurrected tokens).
     @discardableResult
-    public func apply(_ updates: [DeliveryUpdate], owner: String, now: Int64, chargeAttempt: Bool = true) throws -> [Int64] {
+    public func apply(
+        _ updates: [DeliveryUpdate], owner: String, now: Int64, chargeAttempt: Bool = true
+    ) throws -> AppliedOutcomes {
         let charge: Int64 = chargeAttempt ? 1 : 0
-        let guardClause = "WHERE id = ? AND state = 'inflight' AND lease_owner = ?"
+        let guardClause = "WHERE id = ? AND state = 'inflight' AND lease_owner = ? RETURNING app, token, message_id"
         let lease = "lease_owner = NULL, lease_expires_at = NULL"
-        var updated: [Int64] = []
+        var applied = AppliedOutcomes()
         for update in updates {
-            let changed: Int
+            let row: (app: String, token: String, messageID: String)?
+            let returning: (Statement) -> (app: String, token: String, messageID: String) = {
+                (app: $0.string(0), token: $0.string(1), messageID: $0.string(2))
+            }
             switch update {
             case .delivered(let id, let fcmMessageID, let canonicalToken, let status):
-                changed = try run(
+                row = try queryOne(
                     """
                     UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, \(lease),
                         fcm_message_id = ?, canonical_token = ?, last_status = ?, updated_at = ? \(guardClause)
-                    """, .integer(charge), .optional(fcmMessageID), .optional(canonicalToken),
-                    .optional(status.map(Int64.init)), .integer(now), .integer(id), .text(owner))
-            case .dropped(let id, let reason, let status), .dead(let id, let reason, let status):
+                    """,
+                    [.integer(charge), .optional(fcmMessageID), .optional(canonicalToken),
+                     .optional(status.map(Int64.init)), .integer(now), .integer(id), .text(owner)], row: returning)
+                if let row, let canonicalToken, canonicalToken != row.token {
+                    if try replaceToken(row.token, with: canonicalToken, app: row.app, messageID: row.messageID, now: now) {
+                        applied.tokensReplaced += 1
+                    }
+                }
+            case .dropped(let id, let reason, let status), .dead(let id, let reason, let status),
+                .deadMessage(let id, let reason, let status):
                 let state = if case .dropped = update { "dropped" } else { "dead" }
-                changed = try run(
+                row = try queryOne(
                     """
                     UPDATE deliveries SET state = ?, reason = ?, attempts = attempts + ?, \(lease), last_status = ?,
                         updated_at = ? \(guardClause)
-                    """, .text(state), .text(reason), .integer(charge), .optional(status.map(Int64.init)),
-                    .integer(now), .integer(id), .text(owner))
+                    """,
+                    [.text(state), .text(reason), .integer(charge), .optional(status.map(Int64.init)), .integer(now),
+                     .integer(id), .text(owner)], row: returning)
+                guard let row else { break }
+                if state == "dead" { applied.deadLetters += 1 }
+                if case .dropped(_, "NotRegistered", _) = update {
+                    if try forgetToken(row.token, app: row.app, messageID: row.messageID, now: now) {
+                        applied.tokensDeleted += 1
+                    }
+                }
+                if case .deadMessage = update {
+                    applied.deadLetters += try run(
+                        """
+                        UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ?
+                        WHERE message_id = ? AND state = 'queued'
+                        """, .text(reason), .integer(now), .text(row.messageID))
+                }
             case .retry(let id, let at, let reason, let status):
-                changed = try run(
+                row = try queryOne(
                     """
                     UPDATE deliveries SET state = 'queued', reason = ?, attempts = attempts + ?, next_attempt_at = ?,
                         \(lease), last_status = ?, updated_at = ? \(guardClause)
-                    """, .text(reason), .integer(charge), .integer(at), .optional(status.map(Int64.init)),
-                    .integer(now), .integer(id), .text(owner))
+                    """,
+                    [.text(reason), .integer(charge), .integer(at), .optional(status.map(Int64.init)), .integer(now),
+                     .integer(id), .text(owner)], row: returning)
             case .release(let id):
-                changed = try run(
+                row = try queryOne(
                     "UPDATE deliveries SET state = 'queued', \(lease), updated_at = ? \(guardClause)",
-                    .integer(now), .integer(id), .text(owner))
+                    [.integer(now), .integer(id), .text(owner)], row: returning)
             }
-            if changed > 0 { updated.append(update.id) }
+            if row != nil { applied.updated.append(update.id) }
         }
-        return updated
+        return applied
+    }
+
+    // MARK: - Token registry reconciliation
+
+    /// FCM said the token is dead: remove it from the registry, record a `deleted` event, and drop every other
+    /// queued delivery to it so it is never sent to again. Returns whether an event was written.
+    func forgetToken(_ token: String, app: String, messageID: String, now: Int64) throws -> Bool {
+        let registered = try run("DELETE FROM tokens WHERE token = ? AND app = ?", .text(token), .text(app)) > 0
+        try run(
+            """
+            UPDATE deliveries SET state = 'dropped', reason = 'NotRegistered', updated_at = ?
+            WHERE app = ? AND token = ? AND state = 'queued'
+            """, .integer(now), .text(app), .text(token))
+        // A token the registry never held is still reported once, for backends that keep their own tables.
+        guard try registered || !hasEvent(app: app, token: token, kind: "deleted") else { return false }
+        try recordEvent(app: app, token: token, kind: "deleted", replacement: nil, reason: "NotRegistered",
+                        messageID: messageID, now: now)
+        return true
+    }
+
+    /// FCM named a canonical token: the registry row moves to it keeping its user (or merges into the row the new
+    /// token already has), a `replaced` event records old → new, and queued deliveries to the old token are
+    /// retargeted — or dropped as `Replaced` where their message already targets the new token.
+    /// Returns whether an event was written.
+    func replaceToken(_ old: String, with new: String, app: String, messageID: String, now: Int64) throws -> Bool {
+        var registryChanged = false
+        if let existing = try token(old), existing.app == app {
+            if try token(new) != nil {
+                registryChanged = try run("DELETE FROM tokens WHERE token = ?", .text(old)) > 0
+            } else {
+                registryChanged = try run(
+                    "UPDATE tokens SET token = ?, updated_at = ? WHERE token = ?", .text(new), .integer(now), .text(old)) > 0
+            }
+        }
+        try run(
+            """
+            UPDATE deliveries SET state = 'dropped', reason = 'Replaced', updated_at = ?
+            WHERE app = ? AND token = ? AND state = 'queued'
+              AND message_id IN (SELECT message_id FROM deliveries WHERE app = ? AND token = ?)
+            """, .integer(now), .text(app), .text(old), .text(app), .text(new))
+        try run(
+            "UPDATE deliveries SET token = ?, updated_at = ? WHERE app = ? AND token = ? AND state = 'queued'",
+            .text(new), .integer(now), .text(app), .text(old))
+        guard try registryChanged || !hasEvent(app: app, token: old, kind: "replaced") else { return false }
+        try recordEvent(app: app, token: old, kind: "replaced", replacement: new, reason: "CanonicalId",
+                        messageID: messageID, now: now)
+        return true
+    }
+
+    private func hasEvent(app: String, token: String, kind: String) throws -> Bool {
+        try queryOne(
+            "SELECT 1 FROM token_events WHERE app = ? AND token = ? AND kind = ? LIMIT 1",
+            [.text(app), .text(token), .text(kind)]) { _ in true } ?? false
+    }
+
+    private func recordEvent(
+        app: String, token: String, kind: String, replacement: String?, reason: String, messageID: String, now: Int64
+    ) throws {
+        try run(
+            """
+            INSERT INTO token_events (at, app, token, kind, replacement, reason, message_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, .integer(now), .text(app), .text(token), .text(kind), .optional(replacement), .text(reason),
+            .text(messageID))
     }
 
     // MARK: - Leases

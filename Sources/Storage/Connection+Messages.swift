@@ -50,11 +50,25 @@ extension Connection {
             """)
         let rank: Int64 = message.priority == "high" ? 0 : 1
         for target in targets {
+            if let collapseKey = message.collapseKey {
+                try collapse(target, app: message.app, collapseKey: collapseKey, now: now)
+            }
             try insert.execute([
                 .text(id), .text(message.app), .text(target), .integer(now), .integer(now), .integer(rank), .integer(now),
             ])
         }
         return AcceptedMessage(id: id, rowID: rowID, deliveries: targets.count, isRepeat: false)
+    }
+
+    /// A newer message with the same `collapse_key` supersedes older ones still queued for the same target:
+    /// FCM itself would keep only the newest, so sending the older ones is wasted quota.
+    private func collapse(_ target: String, app: String, collapseKey: String, now: Int64) throws {
+        try run(
+            """
+            UPDATE deliveries SET state = 'dropped', reason = 'Collapsed', updated_at = ?
+            WHERE app = ? AND token = ? AND state = 'queued'
+              AND EXISTS (SELECT 1 FROM messages AS m WHERE m.id = deliveries.message_id AND m.collapse_key = ?)
+            """, .integer(now), .text(app), .text(target), .text(collapseKey))
     }
 
     /// Every registered token of these users in `app`, each once.

@@ -76,9 +76,9 @@ private let t0: Int64 = 1_700_000_000_000
                 .dead(id: ids[2], reason: "InvalidRegistration", status: 200),
             ], owner: "w1", now: t0 + 1)
         }
-        #expect(updated == Array(ids[0...2]))
+        #expect(updated.updated == Array(ids[0...2]))
         let stranger = try writer.write { try $0.apply([.dropped(id: ids[3], reason: "NotRegistered", status: 200)], owner: "w2", now: t0) }
-        #expect(stranger.isEmpty)
+        #expect(stranger.updated.isEmpty)
         let rows = try writer.write {
             try $0.query("SELECT token, state, attempts, next_attempt_at, fcm_message_id, canonical_token FROM deliveries ORDER BY id") {
                 "\($0.string(0)) \($0.string(1)) \($0.int(2)) \($0.int64(3) - t0) \($0.optionalString(4) ?? "-") \($0.optionalString(5) ?? "-")"

@@ -1,1 +1,0 @@
-// HTTP requests to FCM over libcurl multi.

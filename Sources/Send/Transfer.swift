@@ -1,0 +1,193 @@
+import CCurl
+import Support
+
+/// One easy handle and everything a request on it needs kept alive until it completes. Transfers are reused
+/// from the loop's free list, so the buffers and the header list outlive a single request.
+///
+/// Owned by the pool's loop thread; curl calls the callbacks below on that same thread.
+final class Transfer {
+    /// The largest response body accepted; a peer that sends more gets the transfer aborted.
+    static let maxResponseBytes = 8 << 20
+
+    let easy: UnsafeMutableRawPointer
+
+    // MARK: - The request in flight
+
+    var completion: (@Sendable (TransportResult, Double) -> Void)?
+    var submittedAt: Double = 0
+    var isActive: Bool { completion != nil }
+
+    /// `CURLOPT_POSTFIELDS` points here: curl reads it during the transfer, not when the option is set.
+    private var requestBody: UnsafeMutableRawPointer
+    private var requestBodyCapacity: Int
+
+    /// The list built from `headerListSource`, kept while the next request sends the same headers, which is
+    /// every request of one app.
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var headerListSource: [(name: String, value: String)] = []
+
+    // MARK: - The response so far
+
+    var responseBody: [UInt8] = []
+    var responseHeaders: [(name: String, value: String)] = []
+    /// The write callback refused more body; the transfer ends with `CURLE_WRITE_ERROR`.
+    var responseTooLarge = false
+
+    init?() {
+        guard let easy = curl_easy_init() else { return nil }
+        self.easy = easy
+        requestBodyCapacity = 1024
+        requestBody = UnsafeMutableRawPointer.allocate(byteCount: requestBodyCapacity, alignment: 1)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        requestBody.deallocate()
+    }
+
+    /// Resets the handle and sets every option for `request`. Returns `false` when curl refused an option
+    /// (an out-of-memory copy of the URL, in practice); the handle is then not added to the multi.
+    func prepare(_ request: OutboundRequest, pipeWait: Bool) -> Bool {
+        curl_easy_reset(easy)
+        responseBody.removeAll(keepingCapacity: true)
+        responseHeaders.removeAll(keepingCapacity: true)
+        responseTooLarge = false
+
+        let byteCount = request.body.count
+        if byteCount > requestBodyCapacity {
+            requestBody.deallocate()
+            requestBodyCapacity = max(byteCount, requestBodyCapacity * 2)
+            requestBody = UnsafeMutableRawPointer.allocate(byteCount: requestBodyCapacity, alignment: 1)
+        }
+        request.body.withUnsafeBytes { bytes in
+            if let base = bytes.baseAddress { requestBody.copyMemory(from: base, byteCount: bytes.count) }
+        }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+
+        var ok = true
+        func check(_ code: CURLcode) { ok = ok && code == CURLE_OK }
+        check(herald_curl_easy_setopt_string(easy, CURLOPT_URL, request.url))
+        check(herald_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, pipeWait ? 1 : 0))
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMillis)))
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.connectTimeoutMillis)))
+        check(herald_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(byteCount)))
+        check(herald_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, requestBody))
+        check(herald_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList(for: request.headers)))
+        check(herald_curl_easy_setopt_write_function(easy, writeResponseBody))
+        check(herald_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+        check(herald_curl_easy_setopt_header_function(easy, writeResponseHeader))
+        check(herald_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+        check(herald_curl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
+        return ok
+    }
+
+    /// The header list for `headers`, rebuilt only when they differ from the last request's. An empty
+    /// `Expect:` stops curl from sending `Expect: 100-continue` and waiting for the interim response.
+    private func headerList(for headers: [(name: String, value: String)]) -> UnsafeMutablePointer<curl_slist>? {
+        if headerList != nil && Self.same(headers, headerListSource) { return headerList }
+        curl_slist_free_all(headerList)
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers {
+            // "Name:" would make curl drop the header; "Name;" sends it with an empty value.
+            let line = header.value.isEmpty ? header.name + ";" : header.name + ": " + header.value
+            list = curl_slist_append(list, line)
+        }
+        list = curl_slist_append(list, "Expect:")
+        headerList = list
+        headerListSource = headers
+        return list
+    }
+
+    private static func same(_ lhs: [(name: String, value: String)], _ rhs: [(name: String, value: String)]) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        for index in lhs.indices where lhs[index].name != rhs[index].name || lhs[index].value != rhs[index].value {
+            return false
+        }
+        return true
+    }
+
+    /// Clears the request's references so a recycled transfer keeps nothing of it but its buffers.
+    func finish() {
+        completion = nil
+        responseBody = []
+        responseHeaders = []
+    }
+
+    // MARK: - Response headers
+
+    /// Called once per header line, status lines included. A status line starts a new response (after a
+    /// `100 Continue`, or a new HTTP/2 header block), so the headers collected so far are dropped.
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        if line.starts(with: Self.statusLinePrefix) {
+            responseHeaders.removeAll(keepingCapacity: true)
+            return
+        }
+        var end = line.count
+        while end > 0 && Self.isWhitespace(line[end - 1]) { end -= 1 }
+        guard end > 0 else { return }
+        if Self.isWhitespace(line[0]) {
+            // An obsolete folded continuation of the previous header's value.
+            guard !responseHeaders.isEmpty else { return }
+            var start = 0
+            while start < end && Self.isWhitespace(line[start]) { start += 1 }
+            responseHeaders[responseHeaders.count - 1].value += " " + String(decoding: line[start..<end], as: UTF8.self)
+            return
+        }
+        guard let colon = line[..<end].firstIndex(of: UInt8(ascii: ":")) else { return }
+        var nameEnd = colon
+        while nameEnd > 0 && Self.isWhitespace(line[nameEnd - 1]) { nameEnd -= 1 }
+        var valueStart = colon + 1
+        while valueStart < end && Self.isWhitespace(line[valueStart]) { valueStart += 1 }
+        let name = String(unsafeUninitializedCapacity: nameEnd) { buffer in
+            for index in 0..<nameEnd {
+                let byte = line[index]
+                buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            }
+            return nameEnd
+        }
+        responseHeaders.append((name, String(decoding: line[valueStart..<end], as: UTF8.self)))
+    }
+
+    private static let statusLinePrefix: [UInt8] = Array("HTTP/".utf8)
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+            || byte == UInt8(ascii: "\n")
+    }
+
+    // MARK: - Response body
+
+    /// Appends body bytes, or refuses them once the body would pass `maxResponseBytes`.
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard responseBody.count + bytes.count <= Self.maxResponseBytes else {
+            responseTooLarge = true
+            return false
+        }
+        responseBody.append(contentsOf: bytes)
+        return true
+    }
+}
+
+// MARK: - curl callbacks
+
+/// `CURLOPT_WRITEFUNCTION`: the context is the transfer, unretained (the loop keeps it alive).
+/// Returning less than was given makes curl abort the transfer.
+private let writeResponseBody: herald_curl_data_callback = { buffer, size, count, context in
+    let byteCount = size * count
+    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+    let accepted = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: byteCount))
+    return accepted ? byteCount : 0
+}
+
+/// `CURLOPT_HEADERFUNCTION`: one complete header line per call, CRLF included.
+private let writeResponseHeader: herald_curl_data_callback = { buffer, size, count, context in
+    let byteCount = size * count
+    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+    transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: byteCount))
+    return byteCount
+}

@@ -1,0 +1,149 @@
+import CCurl
+import Support
+
+/// The pool's thread: drains the mailbox into easy handles, drives the multi handle, and completes each
+/// request once. Created and used on that thread only.
+///
+/// One turn: take new submissions → `curl_multi_perform` → `curl_multi_info_read` for finished transfers →
+/// `curl_multi_poll` until a socket is ready, a curl timer is due, or a submitter calls `curl_multi_wakeup`.
+final class TransferLoop {
+    private let core: PoolCore
+    private let multi: UnsafeMutableRawPointer
+    /// Transfers with a request in the multi handle.
+    private var active: [ObjectIdentifier: Transfer] = [:]
+    /// Reset-ready transfers; their handles' connections stay in the multi's cache between requests.
+    private var idle: [Transfer] = []
+    /// A burst may need many handles at once; beyond this many, a finished one is freed rather than kept.
+    private let maxIdle: Int
+    /// Swapped with the mailbox's array each turn, so neither side reallocates.
+    private var incoming: [PoolCore.Submission] = []
+
+    init(core: PoolCore) {
+        self.core = core
+        multi = core.multi.pointer
+        maxIdle = max(64, 4 * core.maxConnectionsPerHost)
+    }
+
+    func run() {
+        var running: Int32 = 0
+        while true {
+            let phase = core.mailbox.withLock { mailbox in
+                swap(&mailbox.submissions, &incoming)
+                return mailbox.phase
+            }
+            for submission in incoming { start(submission) }
+            incoming.removeAll(keepingCapacity: true)
+
+            curl_multi_perform(multi, &running)
+            collectFinished()
+
+            var waitMillis: Int32 = 1_000
+            if case .draining(let deadline) = phase {
+                if active.isEmpty { break }
+                let remaining = deadline - Clock.monotonicSeconds()
+                if remaining <= 0 { break }
+                waitMillis = Int32(min(1_000, max(1, (remaining * 1_000).rounded(.up))))
+            }
+            curl_multi_poll(multi, nil, 0, waitMillis, nil)
+        }
+        stop()
+    }
+
+    // MARK: - Starting and finishing requests
+
+    private func start(_ submission: PoolCore.Submission) {
+        guard let transfer = idle.popLast() ?? Transfer() else {
+            complete(submission.completion, .failure(reason: "out of memory"), since: submission.submittedAt)
+            return
+        }
+        // Waiting for a pending connection only pays when it may turn out to be HTTP/2; over cleartext HTTP/1.1
+        // it would just hold every request of a burst until the first response.
+        let pipeWait = submission.request.url.utf8.starts(with: "https:".utf8)
+        guard transfer.prepare(submission.request, pipeWait: pipeWait) else {
+            idle.append(transfer)
+            complete(submission.completion, .failure(reason: "invalid request"), since: submission.submittedAt)
+            return
+        }
+        transfer.completion = submission.completion
+        transfer.submittedAt = submission.submittedAt
+        let code = curl_multi_add_handle(multi, transfer.easy)
+        guard code == CURLM_OK else {
+            transfer.finish()
+            idle.append(transfer)
+            let reason = String(cString: curl_multi_strerror(code))
+            complete(submission.completion, .failure(reason: reason), since: submission.submittedAt)
+            return
+        }
+        active[ObjectIdentifier(transfer)] = transfer
+    }
+
+    private func collectFinished() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            var context: UnsafeMutableRawPointer?
+            _ = herald_curl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &context)
+            guard let context else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            let result = self.result(of: transfer, code: code)
+            release(transfer, result: result)
+        }
+    }
+
+    private func result(of transfer: Transfer, code: CURLcode) -> TransportResult {
+        guard code == CURLE_OK else {
+            if transfer.responseTooLarge { return .failure(reason: "response too large") }
+            return .failure(reason: Curl.failureReason(code))
+        }
+        var status = 0
+        var version = 0
+        _ = herald_curl_easy_getinfo_long(transfer.easy, CURLINFO_RESPONSE_CODE, &status)
+        _ = herald_curl_easy_getinfo_long(transfer.easy, CURLINFO_HTTP_VERSION, &version)
+        return .response(
+            status: status, headers: transfer.responseHeaders, body: transfer.responseBody,
+            httpVersion: Curl.httpVersion(version))
+    }
+
+    /// Takes the transfer out of the multi, recycles it, then runs the completion: by then the request no
+    /// longer counts in `inFlight`, and the completion holds the only reference to the response buffers.
+    private func release(_ transfer: Transfer, result: TransportResult) {
+        curl_multi_remove_handle(multi, transfer.easy)
+        active[ObjectIdentifier(transfer)] = nil
+        let completion = transfer.completion
+        let submittedAt = transfer.submittedAt
+        transfer.finish()
+        if idle.count < maxIdle { idle.append(transfer) }
+        complete(completion, result, since: submittedAt)
+    }
+
+    private func complete(
+        _ completion: (@Sendable (TransportResult, Double) -> Void)?, _ result: TransportResult,
+        since submittedAt: Double
+    ) {
+        core.inFlight.subtract(1, ordering: .relaxed)
+        completion?(result, Clock.monotonicSeconds() - submittedAt)
+    }
+
+    // MARK: - Stopping
+
+    /// Cancels what is left, marks the pool stopped (after which no one wakes the multi handle), and frees
+    /// every handle.
+    private func stop() {
+        let cancelled = active.count
+        for transfer in Array(active.values) { release(transfer, result: .failure(reason: "cancelled")) }
+        // Accepted before `.draining` but not yet taken: nothing can be left here, as the last turn took the
+        // mailbox after the phase changed. Cancel defensively rather than drop a completion.
+        let leftover = core.mailbox.withLock { mailbox in
+            mailbox.phase = .stopped
+            swap(&mailbox.submissions, &incoming)
+            return incoming
+        }
+        for submission in leftover {
+            complete(submission.completion, .failure(reason: "cancelled"), since: submission.submittedAt)
+        }
+        idle.removeAll()
+        curl_multi_cleanup(multi)
+        Log.info("sender pool stopped", ["pool": .string(core.name), "cancelled": .int(Int64(cancelled))])
+    }
+}

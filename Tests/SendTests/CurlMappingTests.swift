@@ -1,0 +1,29 @@
+import CCurl
+@testable import Send
+import Testing
+
+@Suite struct CurlMappingTests {
+    @Test(arguments: [
+        (CURLE_OPERATION_TIMEDOUT, "timeout"),
+        (CURLE_COULDNT_CONNECT, "connect"),
+        (CURLE_RECV_ERROR, "reset"),
+        (CURLE_SEND_ERROR, "reset"),
+        (CURLE_GOT_NOTHING, "reset"),
+        (CURLE_COULDNT_RESOLVE_HOST, String(cString: curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST))),
+        (CURLE_SSL_CONNECT_ERROR, String(cString: curl_easy_strerror(CURLE_SSL_CONNECT_ERROR))),
+    ])
+    func curlErrorsMapToStableReasons(code: CURLcode, reason: String) {
+        #expect(Curl.failureReason(code) == reason)
+    }
+
+    @Test(arguments: [
+        (Int(CURL_HTTP_VERSION_1_0), "1.0"),
+        (Int(CURL_HTTP_VERSION_1_1), "1.1"),
+        (Int(CURL_HTTP_VERSION_2_0), "2"),
+        (Int(CURL_HTTP_VERSION_3), "3"),
+        (0, "unknown"),
+    ])
+    func httpVersionsReadAsTheirNumbers(value: Int, version: String) {
+        #expect(Curl.httpVersion(value) == version)
+    }
+}

@@ -1,0 +1,109 @@
+import Dispatch
+import Glibc
+import HTTP
+import Send
+import Synchronization
+
+/// A handler made of a closure, for tests.
+struct TestHandler: HTTPHandler {
+    let onRequest: @Sendable (HTTPRequest, any HTTPResponder) -> Void
+
+    init(_ onRequest: @escaping @Sendable (HTTPRequest, any HTTPResponder) -> Void) {
+        self.onRequest = onRequest
+    }
+
+    func bodyLimit(method: String, path: String) -> Int { 4 << 20 }
+
+    func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
+        onRequest(request, responder)
+    }
+
+    /// Answers 200 with the request's body, and what the server saw of the request in headers.
+    static let echo = TestHandler { request, responder in
+        responder.respond(HTTPResponse(
+            status: 200,
+            headers: [
+                ("X-Seen-Method", request.method),
+                ("X-Seen-Target", request.target),
+                ("X-Seen-Content-Type", request.header("content-type") ?? "-"),
+                ("X-Seen-Authorization", request.header("authorization") ?? "-"),
+                ("X-Seen-Expect", request.header("expect") ?? "-"),
+            ],
+            body: request.body))
+    }
+
+    /// Takes the request and never answers it. The responders are kept, as one let go would answer 500.
+    static func silent(onRequest: @escaping @Sendable () -> Void = {}) -> TestHandler {
+        let parked = Locked<[any HTTPResponder]>([])
+        return TestHandler { _, responder in
+            parked.withLock { $0.append(responder) }
+            onRequest()
+        }
+    }
+}
+
+/// A started server on an ephemeral loopback port; the caller shuts it down.
+func startServer(_ handler: TestHandler) throws -> (server: HTTPServer, port: Int) {
+    let server = HTTPServer(
+        configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)), handler: handler)
+    guard case .tcp(_, let port) = try server.start() else { fatalError("a TCP address gives a TCP port") }
+    return (server, port)
+}
+
+/// A value behind a lock, for completions to write and tests to read.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result { mutex.withLock { body(&$0) } }
+}
+
+/// One request through `pool`, awaited. A completion that ran twice would trap the checked continuation.
+func send(_ pool: HTTPClientPool, _ request: OutboundRequest) async -> (result: TransportResult, seconds: Double) {
+    await withCheckedContinuation { continuation in
+        pool.submit(request) { result, seconds in continuation.resume(returning: (result, seconds)) }
+    }
+}
+
+/// Waits for the next event a handler reports.
+func next(_ events: AsyncStream<Void>) async {
+    for await _ in events { return }
+}
+
+/// A loopback port nothing listens on: bound (so no one else gets it) but never `listen`ed, so a connect is
+/// refused for certain. Close the returned descriptor when done.
+func refusingPort() -> (fd: CInt, port: Int) {
+    let fd = socket(AF_INET, CInt(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            precondition(bind(fd, pointer, length) == 0)
+            precondition(getsockname(fd, pointer, &length) == 0)
+        }
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+extension TransportResult {
+    var status: Int? {
+        guard case .response(let status, _, _, _) = self else { return nil }
+        return status
+    }
+
+    var body: String? {
+        guard case .response(_, _, let body, _) = self else { return nil }
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    var httpVersion: String? {
+        guard case .response(_, _, _, let version) = self else { return nil }
+        return version
+    }
+
+    var failureReason: String? {
+        guard case .failure(let reason) = self else { return nil }
+        return reason
+    }
+}

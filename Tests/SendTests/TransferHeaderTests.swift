@@ -1,0 +1,29 @@
+@testable import Send
+import Testing
+
+@Suite struct TransferHeaderTests {
+    private func headers(after lines: [String]) throws -> [String] {
+        Curl.initializeOnce()
+        let transfer = try #require(Transfer())
+        for line in lines {
+            Array(line.utf8).withUnsafeBytes { transfer.receiveHeaderLine($0) }
+        }
+        return transfer.responseHeaders.map { "\($0.name)=\($0.value)" }
+    }
+
+    @Test func onlyTheFinalResponsesHeadersAreKept() throws {
+        let lines = [
+            "HTTP/1.1 100 Continue\r\n", "X-Interim: yes\r\n", "\r\n",
+            "HTTP/1.1 200 OK\r\n", "Content-Type: application/json\r\n", "Retry-After:  30 \r\n", "\r\n",
+        ]
+        #expect(try headers(after: lines) == ["content-type=application/json", "retry-after=30"])
+    }
+
+    @Test func http2HeaderBlocksAndOddLinesParse() throws {
+        let lines = [
+            "HTTP/2 200 \r\n", "content-length: 2\r\n", "x-folded: a\r\n", "\t b\r\n", "no colon here\r\n",
+            "X-Empty:\r\n", "\r\n",
+        ]
+        #expect(try headers(after: lines) == ["content-length=2", "x-folded=a b", "x-empty="])
+    }
+}
