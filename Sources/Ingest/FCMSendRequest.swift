@@ -127,7 +127,7 @@ extension FCMSendRequest {
             throw .invalidJSON("the body is not valid JSON: \(error)")
         }
         guard case .object(let members) = parsed else { throw .invalidJSON("the body must be a JSON object") }
-        // Serializers write null for an option left unset; FCM's reading of it as absent is what clients expect.
+        // Serializers write null for an option left unset: reading it as absent is what their users expect.
         var fields = members.filter { !$0.value.isNull }
         for field in fields {
             guard let known = jsonFields.first(where: { sameBytes($0.name, field.key) }) else {
