@@ -57,6 +57,7 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     private let queue = DispatchQueue(label: "herald-delivery")
     private let writer: DatabaseWriter
+    private let metrics: Metrics
     private let pool: HTTPClientPool
     private let options: Options
     private let runtimes: [String: Runtime]
@@ -66,8 +67,9 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Identifies this process's leases.
     public let owner: String
 
-    public init(writer: DatabaseWriter, apps: [App], options: Options = Options()) {
+    public init(writer: DatabaseWriter, apps: [App], metrics: Metrics = .herald(), options: Options = Options()) {
         self.writer = writer
+        self.metrics = metrics
         self.options = options
         self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let connections = apps.map(\.concurrency).reduce(0, +)
@@ -162,7 +164,10 @@ public final class DeliveryEngine: @unchecked Sendable {
             runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)
         }
         if claim.expired > 0 {
-            Log.info("deliveries expired before sending", ["app": .string(runtime.app.name), "count": .int(Int64(claim.expired))])
+            metrics.increment("herald_deliveries_total", ["app": runtime.app.name, "outcome": "dead"], by: Double(claim.expired))
+            Log.warn("dead letters", [
+                "app": .string(runtime.app.name), "count": .int(Int64(claim.expired)), "reasons": .string("Expired"),
+            ])
         }
         runtime.mayHaveReady = claim.deliveries.count + claim.expired >= limit
         if let due = claim.nextDueAt { schedule(runtime, at: due) }
@@ -202,6 +207,12 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         let classification = runtime.app.provider.classify(result, of: request, now: now)
         let status: Int? = if case .response(let status, _, _, _) = result { status } else { nil }
+        let code = switch result {
+        case .response(let status, _, _, _): String(status)
+        case .failure(let reason): reason
+        }
+        metrics.increment("herald_fcm_requests_total", ["app": runtime.app.name, "code": code])
+        metrics.observe("herald_fcm_request_seconds", seconds: seconds)
         let fallback = min(
             options.gateCapMillis,
             options.gateBaseMillis << Int64(min(runtime.consecutiveFailures, 20)))
@@ -240,22 +251,59 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     /// Commits updates (and the app switches of `plan`) in one write job.
     private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, on runtime: Runtime) {
-        let (owner, app) = (self.owner, runtime.app.name)
+        let (owner, app, metrics) = (self.owner, runtime.app.name, self.metrics)
         let pauseReason = plan?.pauseReason
         let gateUntil = plan?.gateUntil
-        writer.enqueue({ connection in
+        writer.enqueue({ connection -> AppliedOutcomes in
             let now = Clock.nowMillis()
-            try connection.apply(updates, owner: owner, now: now)
+            let applied = try connection.apply(updates, owner: owner, now: now)
             if let pauseReason { try connection.pauseApp(app, reason: pauseReason, now: now) }
             if let gateUntil { try connection.closeGate(app, until: gateUntil) }
+            return applied
         }) { result in
-            if case .failure(let error) = result {
+            switch result {
+            case .success(let applied):
+                Self.count(updates, applied: applied, app: app, into: metrics)
+            case .failure(let error):
                 // The leases stay; the rescuer hands the rows out again when they expire.
                 Log.error("writing outcomes failed", ["app": .string(app), "error": .string("\(error)")])
             }
         }
         if let earliest = updates.compactMap({ if case .retry(_, let at, _, _) = $0 { at } else { nil } }).min() {
             schedule(runtime, at: earliest)
+        }
+    }
+
+    /// Metrics and the dead-letter log line for a committed batch of outcomes.
+    private static func count(_ updates: [DeliveryUpdate], applied: AppliedOutcomes, app: String, into metrics: Metrics) {
+        let written = Set(applied.updated)
+        var outcomes: [String: Int] = [:]
+        var deadReasons: [String: Int] = [:]
+        for update in updates where written.contains(update.id) {
+            switch update {
+            case .delivered: outcomes["delivered", default: 0] += 1
+            case .retry: outcomes["retry", default: 0] += 1
+            case .dropped: outcomes["dropped", default: 0] += 1
+            case .release: outcomes["released", default: 0] += 1
+            case .dead(_, let reason, _), .deadMessage(_, let reason, _):
+                outcomes["dead", default: 0] += 1
+                deadReasons[reason, default: 0] += 1
+            }
+        }
+        for (outcome, count) in outcomes {
+            metrics.increment("herald_deliveries_total", ["app": app, "outcome": outcome], by: Double(count))
+        }
+        if applied.tokensDeleted > 0 {
+            metrics.increment("herald_tokens_deleted_total", ["app": app], by: Double(applied.tokensDeleted))
+        }
+        if applied.tokensReplaced > 0 {
+            metrics.increment("herald_tokens_replaced_total", ["app": app], by: Double(applied.tokensReplaced))
+        }
+        if applied.deadLetters > 0 {
+            let reasons = deadReasons.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+            Log.warn("dead letters", [
+                "app": .string(app), "count": .int(Int64(applied.deadLetters)), "reasons": .string(reasons),
+            ])
         }
     }
 

@@ -17,6 +17,8 @@ final class Service: Sendable {
     private let engine: DeliveryEngine
     private let server: HTTPServer
     private let stopping = StopFlag()
+    private let metrics = Metrics.herald()
+    private let gauges = DispatchQueue(label: "herald-gauges")
 
     init(_ configuration: ServeConfiguration) throws {
         self.configuration = configuration
@@ -47,10 +49,10 @@ final class Service: Sendable {
                 name: app.name,
                 provider: LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? ""),
                 concurrency: app.concurrency)
-        })
+        }, metrics: metrics)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
-            writer: writer, readers: readers, apiToken: configuration.apiToken,
+            writer: writer, readers: readers, apiToken: configuration.apiToken, metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
@@ -59,6 +61,7 @@ final class Service: Sendable {
 
     func start() throws {
         try engine.start()
+        refreshGauges()
         let address = try server.start()
         Log.info("listening", [
             "address": .string("\(address)"), "db": .string(configuration.databasePath),
@@ -78,6 +81,30 @@ final class Service: Sendable {
         writer.close()
         lock.release()
     }
+}
+
+extension Service {
+    /// Queue depth, oldest ready age and paused apps come from the database, not from counters: refreshed on a
+    /// reader thread every few seconds so a scrape never scans a large backlog.
+    private func refreshGauges() {
+        guard !stopping.isSet else { return }
+        let metrics = self.metrics
+        readers.enqueue({ connection in
+            (try connection.queueDepth(), try connection.apps().map { ($0, try connection.nextDue(app: $0.name)) })
+        }) { result in
+            if case .success(let (depths, apps)) = result {
+                let now = Clock.nowMillis()
+                metrics.replace("herald_queue_depth", with: depths.map { (["app": $0.app, "state": $0.state], Double($0.count)) })
+                metrics.replace("herald_app_paused", with: apps.map { (["app": $0.0.name], $0.0.paused ? 1 : 0) })
+                metrics.replace("herald_oldest_ready_seconds", with: apps.map { state, due in
+                    (["app": state.name], due.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+                })
+            }
+            self.gauges.asyncAfter(deadline: .now() + .seconds(Self.gaugeRefreshSeconds)) { self.refreshGauges() }
+        }
+    }
+
+    static let gaugeRefreshSeconds = 5
 }
 
 /// Set once when the service begins to stop; read from any thread.

@@ -19,11 +19,15 @@ final class FCMSendEndpoint: Sendable {
     static let path = "/fcm/send"
 
     private let writer: DatabaseWriter
+    private let metrics: Metrics
     private let committed: @Sendable () -> Void
 
-    /// - Parameter committed: called after a message with deliveries was committed (wakes the claimer).
-    init(writer: DatabaseWriter, committed: @escaping @Sendable () -> Void) {
+    /// - Parameters:
+    ///   - metrics: counts each stored message in `herald_ingested_messages_total{app}`, as `/v1/messages` does.
+    ///   - committed: called after a message with deliveries was committed (wakes the claimer).
+    init(writer: DatabaseWriter, metrics: Metrics, committed: @escaping @Sendable () -> Void) {
         self.writer = writer
+        self.metrics = metrics
         self.committed = committed
     }
 
@@ -39,9 +43,10 @@ final class FCMSendEndpoint: Sendable {
         }
         guard let message = send.message else { return responder.respond(send.answer(nil)) }
         let stored = message.stored(idempotencyKey: nil)
-        writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed] result in
+        writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed, metrics] result in
             switch result {
             case .success(let accepted):
+                metrics.increment("herald_ingested_messages_total", ["app": stored.app])
                 if accepted.deliveries > 0 { committed() }
                 responder.respond(send.answer(accepted))
             case .failure(let failure):

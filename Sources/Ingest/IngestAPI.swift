@@ -14,6 +14,7 @@ public final class IngestAPI: HTTPHandler {
     private let apiToken: [UInt8]?
     private let isShuttingDown: @Sendable () -> Bool
     private let committed: @Sendable () -> Void
+    private let metrics: Metrics
     private let fcmSend: FCMSendEndpoint
 
     /// - Parameters:
@@ -22,16 +23,17 @@ public final class IngestAPI: HTTPHandler {
     ///   - isShuttingDown: makes `/readyz` answer 503 while the service stops.
     ///   - committed: called after messages were committed (wakes the claimer).
     public init(
-        writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?,
+        writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?, metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
+        self.metrics = metrics
         self.writer = writer
         self.readers = readers
         self.apiToken = apiToken.map { Array($0.utf8) }
         self.isShuttingDown = isShuttingDown
         self.committed = committed
-        self.fcmSend = FCMSendEndpoint(writer: writer, committed: committed)
+        self.fcmSend = FCMSendEndpoint(writer: writer, metrics: metrics, committed: committed)
     }
 
     public func bodyLimit(method: String, path: String) -> Int {
@@ -53,6 +55,10 @@ public final class IngestAPI: HTTPHandler {
             }
             guard request.method == "POST" else { return responder.respond(FCMSendEndpoint.methodNotAllowed) }
             return fcmSend.handle(request, responder: responder)
+        case ("GET", "metrics") where segments.count == 1 && isAuthorized(request):
+            return responder.respond(HTTPResponse(
+                status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                body: Array(metrics.render().utf8)))
         default:
             break
         }
@@ -92,9 +98,10 @@ public final class IngestAPI: HTTPHandler {
             responder.respond(error(failure))
         case .success(let message):
             let stored = message.stored(idempotencyKey: key)
-            writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed] result in
+            writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed, metrics] result in
                 switch result {
                 case .success(let accepted):
+                    if !accepted.isRepeat { metrics.increment("herald_ingested_messages_total", ["app": stored.app]) }
                     if !accepted.isRepeat && accepted.deliveries > 0 { committed() }
                     responder.respond(.json(202, Self.acceptedJSON(accepted).serialized()))
                 case .failure(let failure):
@@ -113,9 +120,12 @@ public final class IngestAPI: HTTPHandler {
             writer.enqueue({ connection -> [AcceptedMessage?] in
                 let now = Clock.nowMillis()
                 return try messages.map { message in try message.map { try connection.insertMessage($0, now: now) } }
-            }) { [committed] result in
+            }) { [committed, metrics] result in
                 switch result {
                 case .success(let accepted):
+                    for message in messages.compactMap({ $0 }) {
+                        metrics.increment("herald_ingested_messages_total", ["app": message.app])
+                    }
                     if accepted.contains(where: { ($0?.deliveries ?? 0) > 0 }) { committed() }
                     let results: [JSON] = zip(items, accepted).map { item, stored in
                         switch (item, stored) {

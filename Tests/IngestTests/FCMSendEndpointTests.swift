@@ -17,8 +17,10 @@ import Testing
         readers = try DatabaseReaders(path: directory.path("herald.db"))
     }
 
-    private func api(token: String? = nil, committed: @escaping @Sendable () -> Void = {}) -> IngestAPI {
-        IngestAPI(writer: writer, readers: readers, apiToken: token, committed: committed)
+    private func api(
+        token: String? = nil, metrics: Metrics = .herald(), committed: @escaping @Sendable () -> Void = {}
+    ) -> IngestAPI {
+        IngestAPI(writer: writer, readers: readers, apiToken: token, metrics: metrics, committed: committed)
     }
 
     private func send(
@@ -92,6 +94,15 @@ import Testing
         _ = send(api(), #"{"to":"a"}"#, headers: [("X-Herald-App", "second")])
         let app = try writer.write { try $0.queryOne("SELECT app FROM messages") { $0.string(0) } }
         #expect(app == "second")
+    }
+
+    @Test func eachStoredMessageIsCountedAsIngested() {
+        let metrics = Metrics.herald()
+        let api = api(metrics: metrics)
+        _ = send(api, #"{"registration_ids":["a","b"]}"#, headers: [("X-Herald-App", "second")])
+        _ = send(api, "registration_id=c", contentType: nil, headers: [("X-Herald-App", "second")])
+        _ = send(api, #"{"to":"a","data":{"from":"x"}}"#, headers: [("X-Herald-App", "second")])
+        #expect(metrics.render().contains(#"herald_ingested_messages_total{app="second"} 2"#))
     }
 
     // MARK: - Nothing stored

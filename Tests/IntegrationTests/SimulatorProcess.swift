@@ -70,11 +70,11 @@ final class SimulatorProcess: @unchecked Sendable {
 
 extension HeraldProcess {
     /// Polls `GET /v1/messages/{id}` until no delivery is queued or in flight (bounded); returns the last answer.
-    func waitUntilSettled(_ id: String, seconds: Double = 60) async throws -> [String: Any] {
+    func waitUntilSettled(_ id: String, seconds: Double = 60, headers: [String: String] = [:]) async throws -> [String: Any] {
         let deadline = Date().addingTimeInterval(seconds)
         var last: [String: Any] = [:]
         while Date() < deadline {
-            last = try await request("GET", "/v1/messages/\(id)").json
+            last = try await request("GET", "/v1/messages/\(id)", headers: headers).json
             let counts = last["counts"] as? [String: Int] ?? [:]
             if (counts["queued"] ?? 1) + (counts["inflight"] ?? 1) == 0 { return last }
             try await Task.sleep(nanoseconds: 50_000_000)

@@ -1,0 +1,144 @@
+import Synchronization
+
+/// In-memory Prometheus metrics: counters and gauges with labels, and one kind of histogram. Cheap to update from
+/// any thread (one short lock); `render()` writes the text exposition format without touching the database.
+public final class Metrics: Sendable {
+    public enum Kind: String, Sendable { case counter, gauge, histogram }
+
+    public struct Family: Sendable {
+        public var name: String
+        public var kind: Kind
+        public var help: String
+
+        public init(_ name: String, _ kind: Kind, _ help: String) {
+            self.name = name
+            self.kind = kind
+            self.help = help
+        }
+    }
+
+    /// Upper bounds in seconds of the request-duration histogram buckets.
+    public static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+    private struct Histogram {
+        var counts = [UInt64](repeating: 0, count: Metrics.buckets.count)
+        var count: UInt64 = 0
+        var sum = 0.0
+    }
+
+    private struct State {
+        /// Family name → rendered label set (`app="x",code="200"`) → value.
+        var values: [String: [String: Double]] = [:]
+        var histograms: [String: [String: Histogram]] = [:]
+    }
+
+    private let families: [Family]
+    private let state = Mutex(State())
+
+    public init(_ families: [Family]) {
+        self.families = families
+    }
+
+    public func increment(_ name: String, _ labels: KeyValuePairs<String, String> = [:], by amount: Double = 1) {
+        let key = Self.labelText(labels)
+        state.withLock { $0.values[name, default: [:]][key, default: 0] += amount }
+    }
+
+    public func set(_ name: String, _ labels: KeyValuePairs<String, String> = [:], to value: Double) {
+        let key = Self.labelText(labels)
+        state.withLock { $0.values[name, default: [:]][key] = value }
+    }
+
+    /// Replaces every series of a gauge at once (series that vanished are dropped).
+    public func replace(_ name: String, with series: [(labels: KeyValuePairs<String, String>, value: Double)]) {
+        let rendered = Dictionary(series.map { (Self.labelText($0.labels), $0.value) }, uniquingKeysWith: { $1 })
+        state.withLock { $0.values[name] = rendered }
+    }
+
+    public func observe(_ name: String, _ labels: KeyValuePairs<String, String> = [:], seconds: Double) {
+        let key = Self.labelText(labels)
+        let bucket = Self.buckets.firstIndex(where: { seconds <= $0 })
+        state.withLock { state in
+            var histogram = state.histograms[name, default: [:]][key, default: Histogram()]
+            if let bucket { histogram.counts[bucket] += 1 }
+            histogram.count += 1
+            histogram.sum += seconds
+            state.histograms[name, default: [:]][key] = histogram
+        }
+    }
+
+    /// The value of one series, for tests and the CLI.
+    public func value(_ name: String, _ labels: KeyValuePairs<String, String> = [:]) -> Double? {
+        let key = Self.labelText(labels)
+        return state.withLock { $0.values[name]?[key] }
+    }
+
+    /// The Prometheus text exposition format (version 0.0.4).
+    public func render() -> String {
+        let snapshot = state.withLock { $0 }
+        var text = ""
+        for family in families {
+            text += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.kind.rawValue)\n"
+            if family.kind == .histogram {
+                for (labels, histogram) in (snapshot.histograms[family.name] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    var cumulative: UInt64 = 0
+                    let prefix = labels.isEmpty ? "" : labels + ","
+                    for (index, bound) in Self.buckets.enumerated() {
+                        cumulative += histogram.counts[index]
+                        text += "\(family.name)_bucket{\(prefix)le=\"\(Self.number(bound))\"} \(cumulative)\n"
+                    }
+                    text += "\(family.name)_bucket{\(prefix)le=\"+Inf\"} \(histogram.count)\n"
+                    let braces = labels.isEmpty ? "" : "{\(labels)}"
+                    text += "\(family.name)_sum\(braces) \(Self.number(histogram.sum))\n"
+                    text += "\(family.name)_count\(braces) \(histogram.count)\n"
+                }
+            } else {
+                for (labels, value) in (snapshot.values[family.name] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    text += labels.isEmpty ? "\(family.name) \(Self.number(value))\n" : "\(family.name){\(labels)} \(Self.number(value))\n"
+                }
+            }
+        }
+        return text
+    }
+
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+
+    /// `a="x",b="y"` with the values escaped as the exposition format requires.
+    private static func labelText(_ labels: KeyValuePairs<String, String>) -> String {
+        var text = ""
+        for (name, value) in labels {
+            if !text.isEmpty { text += "," }
+            text += name + "=\""
+            for character in value {
+                switch character {
+                case "\\": text += "\\\\"
+                case "\"": text += "\\\""
+                case "\n": text += "\\n"
+                default: text.append(character)
+                }
+            }
+            text += "\""
+        }
+        return text
+    }
+}
+
+extension Metrics {
+    /// Herald's metrics, named as in SPEC §8.
+    public static func herald() -> Metrics {
+        Metrics([
+            Family("herald_ingested_messages_total", .counter, "Messages accepted and committed, per app."),
+            Family("herald_deliveries_total", .counter,
+                   "Delivery attempts by outcome (delivered, retry, dead, dropped, released), per app."),
+            Family("herald_fcm_requests_total", .counter, "Requests to FCM by HTTP status or transport failure, per app."),
+            Family("herald_fcm_request_seconds", .histogram, "Duration of requests to FCM."),
+            Family("herald_queue_depth", .gauge, "Deliveries per app and state (refreshed every few seconds)."),
+            Family("herald_oldest_ready_seconds", .gauge, "Age of the oldest delivery ready to send, per app."),
+            Family("herald_tokens_deleted_total", .counter, "Tokens deleted after NotRegistered, per app."),
+            Family("herald_tokens_replaced_total", .counter, "Tokens replaced by their canonical id, per app."),
+            Family("herald_app_paused", .gauge, "1 while the app is paused."),
+        ])
+    }
+}

@@ -1,0 +1,46 @@
+import Support
+import Testing
+
+@Suite struct MetricsTests {
+    @Test func countersAndGaugesRenderInTheTextFormat() {
+        let metrics = Metrics([
+            .init("jobs_total", .counter, "Jobs."),
+            .init("depth", .gauge, "Depth."),
+        ])
+        metrics.increment("jobs_total", ["app": "a", "code": "200"])
+        metrics.increment("jobs_total", ["app": "a", "code": "200"], by: 2)
+        metrics.increment("jobs_total", ["app": "b\"x", "code": "timeout"])
+        metrics.set("depth", to: 7)
+        #expect(metrics.render() == """
+            # HELP jobs_total Jobs.
+            # TYPE jobs_total counter
+            jobs_total{app="a",code="200"} 3
+            jobs_total{app="b\\"x",code="timeout"} 1
+            # HELP depth Depth.
+            # TYPE depth gauge
+            depth 7
+
+            """)
+    }
+
+    @Test func histogramBucketsAreCumulative() {
+        let metrics = Metrics([.init("latency_seconds", .histogram, "Latency.")])
+        metrics.observe("latency_seconds", seconds: 0.004)
+        metrics.observe("latency_seconds", seconds: 0.2)
+        metrics.observe("latency_seconds", seconds: 100)
+        let lines = metrics.render().split(separator: "\n")
+        #expect(lines.contains(#"latency_seconds_bucket{le="0.005"} 1"#))
+        #expect(lines.contains(#"latency_seconds_bucket{le="0.25"} 2"#))
+        #expect(lines.contains(#"latency_seconds_bucket{le="30"} 2"#))
+        #expect(lines.contains(#"latency_seconds_bucket{le="+Inf"} 3"#))
+        #expect(lines.contains("latency_seconds_count 3"))
+    }
+
+    @Test func replacingAGaugeDropsSeriesThatVanished() {
+        let metrics = Metrics([.init("depth", .gauge, "Depth.")])
+        metrics.replace("depth", with: [(["state": "queued"], 2), (["state": "dead"], 1)])
+        metrics.replace("depth", with: [(["state": "queued"], 0)])
+        #expect(metrics.value("depth", ["state": "queued"]) == 0)
+        #expect(metrics.value("depth", ["state": "dead"]) == nil)
+    }
+}
