@@ -13,10 +13,11 @@ let package = Package(
         // MARK: - C libraries
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CLinux"),
 
         // MARK: - Pipeline stages
         .target(name: "Support"),
-        .target(name: "HTTP", dependencies: ["Support"]),
+        .target(name: "HTTP", dependencies: ["CLinux", "Support"]),
         .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
