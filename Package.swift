@@ -14,10 +14,11 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLinux"),
 
         // MARK: - Pipeline stages
         .target(name: "Support"),
-        .target(name: "HTTP", dependencies: ["Support"]),
+        .target(name: "HTTP", dependencies: ["CLinux", "Support"]),
         .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
@@ -43,7 +44,8 @@ let package = Package(
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
-        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Storage", "Classify", "Send", "OAuth", "Support", "HTTP", "FCMSimulator"]),
+        .testTarget(
+            name: "DeliveryTests", dependencies: ["Delivery", "Storage", "Classify", "Send", "OAuth", "Support", "HTTP"]),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
         .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support", "OAuth"]),
     ],

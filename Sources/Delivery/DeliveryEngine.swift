@@ -391,6 +391,10 @@ public final class DeliveryEngine: @unchecked Sendable {
                         if runtime.paused && !state.paused {
                             Log.info("app resumed", ["app": .string(state.name)])
                             runtime.gateUntil = state.gateUntil
+                        } else if !runtime.paused && state.paused {
+                            Log.warn("app paused", [
+                                "app": .string(state.name), "reason": .string(state.pauseReason ?? ""),
+                            ])
                         }
                         runtime.paused = state.paused
                         runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)

@@ -15,9 +15,11 @@ public final class IngestAPI: HTTPHandler {
     private let isShuttingDown: @Sendable () -> Bool
     private let committed: @Sendable () -> Void
     private let metrics: Metrics
+    private let fcmSend: FCMSendEndpoint
 
     /// - Parameters:
-    ///   - apiToken: when set, every call but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`.
+    ///   - apiToken: when set, every call but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`
+    ///     (`/fcm/send` also takes FCM's `key=<token>`).
     ///   - isShuttingDown: makes `/readyz` answer 503 while the service stops.
     ///   - committed: called after messages were committed (wakes the claimer).
     public init(
@@ -31,6 +33,7 @@ public final class IngestAPI: HTTPHandler {
         self.apiToken = apiToken.map { Array($0.utf8) }
         self.isShuttingDown = isShuttingDown
         self.committed = committed
+        self.fcmSend = FCMSendEndpoint(writer: writer, metrics: metrics, committed: committed)
     }
 
     public func bodyLimit(method: String, path: String) -> Int {
@@ -45,6 +48,13 @@ public final class IngestAPI: HTTPHandler {
             return responder.respond(.json(200, #"{"status":"ok"}"#))
         case ("GET", "readyz") where segments.count == 1:
             return ready(responder)
+        case (_, "fcm") where path == FCMSendEndpoint.path:
+            // FCM's client libraries send `Authorization: key=<server key>` and read FCM's own error answers.
+            guard isAuthorized(request, fcmCompatible: true) else {
+                return responder.respond(FCMSendEndpoint.unauthorized)
+            }
+            guard request.method == "POST" else { return responder.respond(FCMSendEndpoint.methodNotAllowed) }
+            return fcmSend.handle(request, responder: responder)
         case ("GET", "metrics") where segments.count == 1 && isAuthorized(request):
             return responder.respond(HTTPResponse(
                 status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
@@ -234,10 +244,14 @@ public final class IngestAPI: HTTPHandler {
 
     // MARK: - Helpers
 
-    private func isAuthorized(_ request: HTTPRequest) -> Bool {
+    /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it.
+    private func isAuthorized(_ request: HTTPRequest, fcmCompatible: Bool = false) -> Bool {
         guard let apiToken else { return true }
-        guard let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return false }
-        return constantTimeEquals(Array(header.utf8.dropFirst(7)), apiToken)
+        guard let header = request.header("authorization") else { return false }
+        for scheme in fcmCompatible ? ["Bearer ", "key="] : ["Bearer "] where header.utf8.starts(with: scheme.utf8) {
+            return constantTimeEquals(Array(header.utf8.dropFirst(scheme.utf8.count)), apiToken)
+        }
+        return false
     }
 
     private func error(_ failure: APIError, headers: [(name: String, value: String)] = []) -> HTTPResponse {

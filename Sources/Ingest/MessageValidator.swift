@@ -166,10 +166,15 @@ public enum MessageValidator {
 
     private static func checkApp(_ value: JSON?) throws(APIError) -> String {
         guard let value else { return defaultApp }
-        guard let app = value.stringValue, (1...100).contains(app.utf8.count), app.utf8.allSatisfy(isAppByte) else {
+        guard let app = value.stringValue, isValidAppName(app) else {
             throw .invalidParameters("app must be a string of 1 to 100 characters from [A-Za-z0-9._-]")
         }
         return app
+    }
+
+    /// 1...100 characters of `[A-Za-z0-9._-]`: the `app` field, and the `X-Herald-App` header of `/fcm/send`.
+    static func isValidAppName(_ app: String) -> Bool {
+        (1...100).contains(app.utf8.count) && app.utf8.allSatisfy(isAppByte)
     }
 
     private static func isAppByte(_ byte: UInt8) -> Bool {

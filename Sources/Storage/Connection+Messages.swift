@@ -9,13 +9,13 @@ extension Connection {
     public func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
         if let key = message.idempotencyKey {
             let earlier = try queryOne(
-                "SELECT id, created_at FROM messages WHERE idempotency_key = ?", [.text(key)]
-            ) { (id: $0.string(0), createdAt: $0.int64(1)) }
+                "SELECT id, created_at, rowid FROM messages WHERE idempotency_key = ?", [.text(key)]
+            ) { (id: $0.string(0), createdAt: $0.int64(1), rowID: $0.int64(2)) }
             if let earlier {
                 if earlier.createdAt > now - idempotencyWindowMillis {
                     let count = try queryOne(
                         "SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(earlier.id)]) { $0.int(0) } ?? 0
-                    return AcceptedMessage(id: earlier.id, deliveries: count, isRepeat: true)
+                    return AcceptedMessage(id: earlier.id, rowID: earlier.rowID, deliveries: count, isRepeat: true)
                 }
                 // An expired key is free again; the old message keeps its rows.
                 try run("UPDATE messages SET idempotency_key = NULL WHERE id = ?", .text(earlier.id))
@@ -42,6 +42,7 @@ extension Connection {
             .text(id), .text(message.app), .optional(message.idempotencyKey), .text(message.payload),
             .text(message.target.kind), .optional(message.collapseKey), .text(message.priority),
             .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt))
+        let rowID = lastInsertRowID
         let insert = try statement(
             """
             INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
@@ -56,7 +57,7 @@ extension Connection {
                 .text(id), .text(message.app), .text(target), .integer(now), .integer(now), .integer(rank), .integer(now),
             ])
         }
-        return AcceptedMessage(id: id, deliveries: targets.count, isRepeat: false)
+        return AcceptedMessage(id: id, rowID: rowID, deliveries: targets.count, isRepeat: false)
     }
 
     /// A newer message with the same `collapse_key` supersedes older ones still queued for the same target:

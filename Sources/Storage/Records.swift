@@ -45,6 +45,11 @@ public struct NewMessage: Sendable, Equatable {
 /// What ingest answers for a stored message.
 public struct AcceptedMessage: Sendable, Equatable {
     public var id: String
+    /// The message's SQLite `rowid` (`messages` is a rowid table): a positive integer that names the message while
+    /// its row exists, for answers that need a number, such as `multicast_id` on `POST /fcm/send`.
+    /// `SELECT id FROM messages WHERE rowid = ?` maps it back. `VACUUM` may renumber rowids, and the rowid of a
+    /// deleted newest row may be given again, so `id` stays the name to keep.
+    public var rowID: Int64
     public var deliveries: Int
     /// True when an earlier message with the same idempotency key was found instead.
     public var isRepeat: Bool

@@ -36,7 +36,7 @@ import Testing
         let message = NewMessage(app: "default", idempotencyKey: "k-1", payload: "{}", target: .tokens(["a", "b"]))
         let first = try insert(message)
         let second = try insert(message, now: 1_700_000_000_000 + 1000)
-        #expect(second == AcceptedMessage(id: first.id, deliveries: 2, isRepeat: true))
+        #expect(second == AcceptedMessage(id: first.id, rowID: first.rowID, deliveries: 2, isRepeat: true))
         let count = try writer.write { try $0.queryOne("SELECT count(*) FROM deliveries") { $0.int(0) } }
         #expect(count == 2)
     }
@@ -47,6 +47,20 @@ import Testing
         let later = try insert(message, now: 1_700_000_000_000 + idempotencyWindowMillis + 1)
         #expect(later.id != first.id)
         #expect(!later.isRepeat)
+        #expect(later.rowID != first.rowID)
+    }
+
+    @Test func theRowIDNamesTheMessage() throws {
+        let first = try insert(NewMessage(app: "default", payload: "{}", target: .tokens(["a"])))
+        let second = try insert(NewMessage(app: "default", payload: "{}", target: .topic("/topics/news")))
+        #expect(first.rowID > 0)
+        #expect(second.rowID != first.rowID)
+        for accepted in [first, second] {
+            let id = try writer.write {
+                try $0.queryOne("SELECT id FROM messages WHERE rowid = ?", [.integer(accepted.rowID)]) { $0.string(0) }
+            }
+            #expect(id == accepted.id)
+        }
     }
 
     @Test func usersExpandToTheirRegisteredTokensOfTheSameApp() throws {

@@ -127,7 +127,7 @@ final class EventLoop: @unchecked Sendable {
         thread.store(pthread_self(), ordering: .relaxed)
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         let capacity = 256
-        let events = UnsafeMutableRawPointer.allocate(byteCount: capacity * Linux.epollEventSize, alignment: 8)
+        let events = Linux.allocateEvents(capacity: capacity)
         defer {
             events.deallocate()
             readBuffer.deallocate()
