@@ -28,7 +28,8 @@ let package = Package(
         .target(name: "Send", dependencies: ["CCurl", "Support"]),
         .target(name: "Delivery", dependencies: ["Storage", "Classify", "Send", "OAuth", "Support"]),
         .target(
-            name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "FCMSimulator", "Delivery", "OAuth"]),
+            name: "HeraldCLI",
+            dependencies: ["Ingest", "Storage", "HTTP", "Support", "FCMSimulator", "Delivery", "Send", "OAuth"]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
         // MARK: - Build tooling: migrations/*.sql are compiled into the binary
