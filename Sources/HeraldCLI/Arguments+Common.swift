@@ -38,16 +38,16 @@ struct Subcommands {
     var subcommands: [(name: String, run: ([String]) throws -> Int32)]
 
     func run(_ arguments: [String]) throws -> Int32 {
+        let names = subcommands.map(\.name).joined(separator: ", ")
         guard let name = arguments.first, !name.hasPrefix("-") else {
             if arguments.first == "--help" || arguments.first == "-h" {
                 print(help)
                 return 0
             }
-            throw Arguments.UsageError(description: "give a subcommand: \(subcommands.map(\.name).joined(separator: ", "))")
+            throw Arguments.UsageError(description: "give a subcommand: \(names)")
         }
         guard let subcommand = subcommands.first(where: { $0.name == name }) else {
-            throw Arguments.UsageError(
-                description: "unknown subcommand \"\(name)\"; one of \(subcommands.map(\.name).joined(separator: ", "))")
+            throw Arguments.UsageError(description: "unknown subcommand \"\(name)\"; one of \(names)")
         }
         return try subcommand.run(Array(arguments.dropFirst()))
     }

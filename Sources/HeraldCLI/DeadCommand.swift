@@ -57,7 +57,8 @@ enum DeadCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common + filterOptions + [.value("limit")])
         if parsed.flag("help") {
             print("""
-                Usage: herald dead list [--app APP] [--reason REASON] [--since DURATION] [--limit N] [--db PATH] [--json]
+                Usage: herald dead list [--app APP] [--reason REASON] [--since DURATION] [--limit N]
+                                        [--db PATH] [--json]
 
                 Lists dead letters, the most recent deaths first: delivery id, app, token, reason, attempts, last HTTP
                 status, when it died, and its message.
@@ -86,7 +87,8 @@ enum DeadCommand {
             print("no dead letters match")
             return 0
         }
-        var table = TextTable(["ID", "APP", "TOKEN", "REASON", "ATTEMPTS", "STATUS", "DIED", "MESSAGE"], rightAligned: [0, 4, 5])
+        var table = TextTable(
+            ["ID", "APP", "TOKEN", "REASON", "ATTEMPTS", "STATUS", "DIED", "MESSAGE"], rightAligned: [0, 4, 5])
         for letter in letters {
             table.append([
                 String(letter.deliveryID), letter.app, letter.token.abbreviated(to: 40), letter.reason ?? "-",
@@ -126,7 +128,9 @@ enum DeadCommand {
             let letter = try connection.deadLetter(id: id)
             return (letter, try letter.flatMap { try connection.message(id: $0.messageID) })
         }
-        guard let letter = found, let message else { throw CommandError(description: "no dead letter with delivery id \(id)") }
+        guard let letter = found, let message else {
+            throw CommandError(description: "no dead letter with delivery id \(id)")
+        }
         if parsed.flag("json") {
             var members = json(letter, now: now).objectValue ?? []
             members.append(("message", messageJSON(message)))
@@ -155,7 +159,8 @@ enum DeadCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common + filterOptions)
         if parsed.flag("help") {
             print("""
-                Usage: herald dead requeue [ID...] [--app APP] [--reason REASON] [--since DURATION] [--db PATH] [--json]
+                Usage: herald dead requeue [ID...] [--app APP] [--reason REASON] [--since DURATION]
+                                           [--db PATH] [--json]
 
                 Puts the matching dead letters back in the queue: state queued, attempts 0, due now, reason cleared.
                 A running `herald serve` sends them within a second. Without ids or filters it requeues every dead
@@ -198,7 +203,8 @@ enum DeadCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common + filterOptions + [.flag("yes")])
         if parsed.flag("help") {
             print("""
-                Usage: herald dead purge [ID...] [--app APP] [--reason REASON] [--since DURATION] --yes [--db PATH] [--json]
+                Usage: herald dead purge [ID...] [--app APP] [--reason REASON] [--since DURATION] --yes
+                                         [--db PATH] [--json]
 
                 Deletes the matching dead letters, and their messages when nothing else of them is left. This is the
                 only command that deletes dead letters (`prune` keeps them). Without --yes it prints what would be
@@ -208,7 +214,8 @@ enum DeadCommand {
                   ID...               only these dead letters (delivery ids)
                 \(filterHelp)
                   --yes               really delete
-                  --json              {"deleted": N, "messages_deleted": N}; without --yes {"would_delete": N, "groups": [...]}
+                  --json              {"deleted": N, "messages_deleted": N};
+                                      without --yes {"would_delete": N, "groups": [{"app", "reason", "count"}]}
 
                 Example:
                   herald dead purge --reason InvalidRegistration --since 7d --yes
@@ -224,14 +231,18 @@ enum DeadCommand {
             if parsed.flag("json") {
                 Output.json([
                     "would_delete": .int(total),
-                    "groups": .array(groups.map { ["app": .string($0.app), "reason": .optional($0.reason), "count": .int($0.count)] }),
+                    "groups": .array(groups.map {
+                        ["app": .string($0.app), "reason": .optional($0.reason), "count": .int($0.count)]
+                    }),
                 ])
             } else {
                 var table = TextTable(["APP", "REASON", "COUNT"], rightAligned: [2])
                 for group in groups { table.append([group.app, group.reason ?? "-", String(group.count)]) }
-                print("would delete \(Output.count(total, "dead letter"))\(groups.isEmpty ? "" : ":\n\n" + table.render())")
+                let listing = groups.isEmpty ? "" : ":\n\n" + table.render()
+                print("would delete \(Output.count(total, "dead letter"))\(listing)")
             }
-            HeraldCLI.printError("herald dead purge: nothing deleted; add --yes to delete \(total == 1 ? "it" : "them")")
+            HeraldCLI.printError(
+                "herald dead purge: nothing deleted; add --yes to delete \(total == 1 ? "it" : "them")")
             return 1
         }
         var deleted = 0
@@ -245,7 +256,8 @@ enum DeadCommand {
         if parsed.flag("json") {
             Output.json(["deleted": .int(deleted), "messages_deleted": .int(messages)])
         } else {
-            print("deleted \(Output.count(deleted, "dead letter")) and \(Output.count(messages, "message")) left without deliveries")
+            print("deleted \(Output.count(deleted, "dead letter")) and \(Output.count(messages, "message")) "
+                  + "left without deliveries")
         }
         return 0
     }

@@ -18,7 +18,8 @@ enum DurationText {
     static func option(_ name: String, in arguments: Arguments) throws -> Int64? {
         guard let text = arguments.value(name) else { return nil }
         guard let millis = millis(text) else {
-            throw Arguments.UsageError(description: "--\(name) \(text) is not a duration; write it like 90s, 15m, 12h or 7d")
+            throw Arguments.UsageError(
+                description: "--\(name) \(text) is not a duration; write it like 90s, 15m, 12h or 7d")
         }
         return millis
     }
@@ -26,7 +27,9 @@ enum DurationText {
     /// A duration for people, in its two largest units: `45s`, `3m12s`, `2h5m`, `7d`; `0s` under a second.
     static func format(_ millis: Int64) -> String {
         let seconds = max(0, millis) / 1000
-        let parts: [(Int64, String)] = [(seconds / 86_400, "d"), (seconds / 3600 % 24, "h"), (seconds / 60 % 60, "m"), (seconds % 60, "s")]
+        let parts: [(Int64, String)] = [
+            (seconds / 86_400, "d"), (seconds / 3600 % 24, "h"), (seconds / 60 % 60, "m"), (seconds % 60, "s"),
+        ]
         guard let first = parts.firstIndex(where: { $0.0 > 0 }) else { return "0s" }
         return parts[first..<min(first + 2, parts.count)]
             .filter { $0.0 > 0 }

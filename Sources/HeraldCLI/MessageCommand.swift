@@ -60,7 +60,8 @@ enum MessageCommand {
             "app          \(record.app)",
             "target       \(record.targetKind)",
             "priority     \(record.priority)",
-            "ttl          \(record.ttlSeconds)s, expires \(Output.time(record.expiresAt)) (\(Output.relative(record.expiresAt, now: now)))",
+            "ttl          \(record.ttlSeconds)s, expires \(Output.time(record.expiresAt))"
+                + " (\(Output.relative(record.expiresAt, now: now)))",
             "created      \(Output.time(record.createdAt)) (\(Output.relative(record.createdAt, now: now)))",
         ]
         if let collapseKey = record.collapseKey { lines.append("collapse_key \(collapseKey)") }

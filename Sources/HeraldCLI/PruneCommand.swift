@@ -25,7 +25,8 @@ enum PruneCommand {
         """
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(arguments, options: Arguments.Option.common + [.value("older-than"), .flag("dry-run")])
+        let parsed = try Arguments(
+            arguments, options: Arguments.Option.common + [.value("older-than"), .flag("dry-run")])
         if parsed.flag("help") {
             print(help)
             return 0
@@ -34,6 +35,7 @@ enum PruneCommand {
         let age = try DurationText.option("older-than", in: parsed) ?? 7 * 86_400_000
         let now = Clock.nowMillis()
         let cutoff = now - age
+        let rows = { Output.count($0, "delivered or dropped delivery", "delivered or dropped deliveries") }
         let connection = try openExistingDatabase(parsed)
 
         if parsed.flag("dry-run") {
@@ -41,9 +43,12 @@ enum PruneCommand {
                 (try connection.finishedDeliveryCount(updatedBefore: cutoff), try connection.deadLetterCount())
             }
             if parsed.flag("json") {
-                Output.json(["cutoff": .int(cutoff), "would_delete_deliveries": .int(deliveries), "dead_letters_kept": .int(dead)])
+                Output.json([
+                    "cutoff": .int(cutoff), "would_delete_deliveries": .int(deliveries),
+                    "dead_letters_kept": .int(dead),
+                ])
             } else {
-                print("would delete \(Output.count(deliveries, "delivered or dropped delivery", "delivered or dropped deliveries")) "
+                print("would delete \(rows(deliveries)) "
                       + "last updated before \(Output.time(cutoff)), and the messages left without deliveries; "
                       + "\(Output.count(dead, "dead letter")) kept")
             }
@@ -72,7 +77,7 @@ enum PruneCommand {
                 "dead_letters_kept": .int(dead),
             ])
         } else {
-            print("deleted \(Output.count(deliveries, "delivered or dropped delivery", "delivered or dropped deliveries")) "
+            print("deleted \(rows(deliveries)) "
                   + "last updated before \(Output.time(cutoff)) and \(Output.count(messages, "message")) left without "
                   + "deliveries; kept \(Output.count(dead, "dead letter"))")
         }

@@ -19,7 +19,8 @@ enum SendCommand {
         Options:
           --idempotency-key KEY   as the Idempotency-Key header: a repeat within 24 h returns the first message
           --db PATH               SQLite database (default: herald.db, or HERALD_DB)
-          --json                  {"id", "deliveries", "repeat"}; an invalid message prints {"error": {"code", "message"}}
+          --json                  {"id", "deliveries", "repeat"};
+                                  an invalid message prints {"error": {"code", "message"}}
 
         Examples:
           herald send '{"to": "token-a", "data": {"score": "4x8"}}'
@@ -51,7 +52,9 @@ enum SendCommand {
         let accepted = try connection.transaction { try connection.insertMessage(stored, now: Clock.nowMillis()) }
         let deliveries = Output.count(accepted.deliveries, "delivery", "deliveries")
         if parsed.flag("json") {
-            Output.json(["id": .string(accepted.id), "deliveries": .int(accepted.deliveries), "repeat": .bool(accepted.isRepeat)])
+            Output.json([
+                "id": .string(accepted.id), "deliveries": .int(accepted.deliveries), "repeat": .bool(accepted.isRepeat),
+            ])
         } else if accepted.isRepeat {
             print("\(accepted.id)  \(deliveries) (already queued with this idempotency key; nothing new stored)")
         } else {

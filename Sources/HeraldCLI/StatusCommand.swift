@@ -86,10 +86,12 @@ enum StatusCommand {
             ])
             if app.paused {
                 let since = app.pausedAt.map { " since \(Output.time($0)) (\(Output.relative($0, now: now)))" } ?? ""
-                notes.append("\(app.name) is paused\(since): \(app.pauseReason ?? "no reason given"); `herald resume \(app.name)` reopens it")
+                let reason = app.pauseReason ?? "no reason given"
+                notes.append("\(app.name) is paused\(since): \(reason); `herald resume \(app.name)` reopens it")
             }
             if app.gateUntil > now {
-                notes.append("\(app.name) is gated until \(Output.time(app.gateUntil)) (\(Output.relative(app.gateUntil, now: now))) after a Retry-After or a server error")
+                let until = "\(Output.time(app.gateUntil)) (\(Output.relative(app.gateUntil, now: now)))"
+                notes.append("\(app.name) is gated until \(until) after a Retry-After or a server error")
             }
         }
         var output = table.render()

@@ -41,7 +41,8 @@ enum TokenEventsCommand {
             print("no token events after \(after)")
             return 0
         }
-        var table = TextTable(["ID", "AT", "APP", "TOKEN", "KIND", "REPLACEMENT", "REASON", "MESSAGE"], rightAligned: [0])
+        var table = TextTable(
+            ["ID", "AT", "APP", "TOKEN", "KIND", "REPLACEMENT", "REASON", "MESSAGE"], rightAligned: [0])
         for event in events {
             table.append([
                 String(event.id), Output.time(event.at), event.app, event.token, event.kind, event.replacement ?? "-",

@@ -30,8 +30,8 @@ enum TokensCommand {
     // MARK: - list
 
     static func list(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(
-            arguments, options: Arguments.Option.common + [.value("app"), .value("user"), .value("after"), .value("limit")])
+        let filters: [Arguments.Option] = [.value("app"), .value("user"), .value("after"), .value("limit")]
+        let parsed = try Arguments(arguments, options: Arguments.Option.common + filters)
         if parsed.flag("help") {
             print("""
                 Usage: herald tokens list [--app APP] [--user USER] [--after TOKEN] [--limit N] [--db PATH] [--json]

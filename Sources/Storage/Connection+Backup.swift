@@ -20,16 +20,16 @@ extension Connection {
         // SQLite would create it with the umask's mode. VACUUM INTO accepts an empty file.
         let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            let reason = errno == EEXIST ? "it already exists" : String(cString: strerror(errno))
+            let reason = errno == EEXIST ? "it already exists" : lastError
             throw BackupError(description: "cannot create \(path): \(reason)")
         }
         close(descriptor)
         do {
             try run("VACUUM INTO ?", .text(path))
             let copy = open(path, O_RDONLY | O_CLOEXEC)
-            guard copy >= 0 else { throw BackupError(description: "cannot reopen \(path): \(String(cString: strerror(errno)))") }
+            guard copy >= 0 else { throw BackupError(description: "cannot reopen \(path): \(lastError)") }
             defer { close(copy) }
-            guard fsync(copy) == 0 else { throw BackupError(description: "cannot sync \(path): \(String(cString: strerror(errno)))") }
+            guard fsync(copy) == 0 else { throw BackupError(description: "cannot sync \(path): \(lastError)") }
             var info = stat()
             guard fstat(copy, &info) == 0 else { throw BackupError(description: "cannot stat \(path)") }
             return Int64(info.st_size)
@@ -39,3 +39,5 @@ extension Connection {
         }
     }
 }
+
+private var lastError: String { String(cString: strerror(errno)) }

@@ -4,7 +4,8 @@ extension Connection {
     /// Dead letters matching `filter`, the most recent deaths first.
     public func deadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [DeadLetterRecord] {
         let (condition, arguments) = filter.sql
-        return try query(DeadLetterSQL.list(condition), arguments + [.integer(Int64(limit))], row: DeadLetterRecord.init)
+        return try query(
+            DeadLetterSQL.list(condition), arguments + [.integer(Int64(limit))], row: DeadLetterRecord.init)
     }
 
     /// One dead letter by its delivery id; nil when there is no such delivery or it is not dead.
@@ -44,7 +45,9 @@ extension Connection {
         _ filter: DeadLetterFilter, now: Int64, limit: Int
     ) throws -> (deliveries: Int, messages: Int) {
         let (condition, arguments) = filter.sql
-        let messageIDs = try query(DeadLetterSQL.purge(condition), arguments + [.integer(Int64(limit))]) { $0.string(0) }
+        let messageIDs = try query(DeadLetterSQL.purge(condition), arguments + [.integer(Int64(limit))]) {
+            $0.string(0)
+        }
         var messages = 0
         for id in Set(messageIDs) {
             messages += try run(DeadLetterSQL.deleteEmptyMessage, .text(id), .integer(now - idempotencyWindowMillis))
@@ -94,7 +97,10 @@ enum DeadLetterSQL {
     }
 
     static func purge(_ condition: String) -> String {
-        "DELETE FROM deliveries WHERE id IN (SELECT d.id FROM deliveries AS d WHERE \(condition) LIMIT ?) RETURNING message_id"
+        """
+        DELETE FROM deliveries WHERE id IN (SELECT d.id FROM deliveries AS d WHERE \(condition) LIMIT ?)
+        RETURNING message_id
+        """
     }
 
     static let deleteEmptyMessage = """

@@ -22,10 +22,13 @@ extension Connection {
     public func pruneEmptyMessages(
         createdBefore cutoff: Int64, now: Int64, after cursor: String, limit: Int
     ) throws -> (deleted: Int, next: String?) {
-        let page = try queryOne(RetentionSQL.messagePage, [.text(cursor), .integer(Int64(limit))]) { (last: $0.optionalString(0), newest: $0.optionalInt64(1), count: $0.int(2)) }
+        let page = try queryOne(RetentionSQL.messagePage, [.text(cursor), .integer(Int64(limit))]) {
+            (last: $0.optionalString(0), newest: $0.optionalInt64(1), count: $0.int(2))
+        }
         guard let page, let last = page.last else { return (0, nil) }
         let deleted = try run(
-            RetentionSQL.pruneEmptyMessages, .text(cursor), .text(last), .integer(cutoff), .integer(now - idempotencyWindowMillis))
+            RetentionSQL.pruneEmptyMessages,
+            .text(cursor), .text(last), .integer(cutoff), .integer(now - idempotencyWindowMillis))
         let done = page.count < limit || (page.newest ?? cutoff) >= cutoff
         return (deleted, done ? nil : last)
     }

@@ -14,10 +14,14 @@ extension Connection {
         let since = now - 60_000
         let deadLastMinute = try countsByApp(StatusSQL.deadSince, [.integer(since)])
         var finished: [String: FinishedCounts] = [:]
-        for row in try query(StatusSQL.finishedSince, [.integer(since)], row: { ($0.string(0), $0.string(1), $0.int(2)) }) {
-            switch row.1 {
-            case "delivered": finished[row.0, default: FinishedCounts()].delivered = row.2
-            default: finished[row.0, default: FinishedCounts()].dropped = row.2
+        let finishedRows = try query(StatusSQL.finishedSince, [.integer(since)]) {
+            (app: $0.string(0), state: $0.string(1), count: $0.int(2))
+        }
+        for row in finishedRows {
+            if row.state == "delivered" {
+                finished[row.app, default: FinishedCounts()].delivered = row.count
+            } else {
+                finished[row.app, default: FinishedCounts()].dropped = row.count
             }
         }
         for index in statuses.indices {

@@ -22,27 +22,33 @@ private let day: Int64 = 86_400_000
     /// Stores a message to `tokens` at `now`; returns its id.
     @discardableResult
     private func enqueue(
-        _ tokens: [String], app: String = "default", ttl: Int = 2_419_200, idempotencyKey: String? = nil, at now: Int64 = t0
+        _ tokens: [String], app: String = "default", ttl: Int = 2_419_200, idempotencyKey: String? = nil,
+        at now: Int64 = t0
     ) throws -> String {
-        try connection.transaction {
-            try connection.insertMessage(
-                NewMessage(app: app, idempotencyKey: idempotencyKey, payload: "{}", target: .tokens(tokens), ttlSeconds: ttl),
-                now: now
-            ).id
-        }
+        let message = NewMessage(
+            app: app, idempotencyKey: idempotencyKey, payload: "{}", target: .tokens(tokens), ttlSeconds: ttl)
+        return try connection.transaction { try connection.insertMessage(message, now: now).id }
     }
 
     /// Puts the delivery to `token` in `state` as of `at` (the way reconciliation would have left it).
-    private func finish(_ token: String, _ state: String, reason: String? = nil, at: Int64, attempts: Int64 = 3) throws {
+    private func finish(
+        _ token: String, _ state: String, reason: String? = nil, at: Int64, attempts: Int64 = 3
+    ) throws {
         let changed = try connection.run(
-            "UPDATE deliveries SET state = ?, reason = ?, attempts = ?, updated_at = ?, last_status = 200 WHERE token = ?",
+            """
+            UPDATE deliveries SET state = ?, reason = ?, attempts = ?, updated_at = ?, last_status = 200
+            WHERE token = ?
+            """,
             .text(state), .optional(reason), .integer(attempts), .integer(at), .text(token))
         #expect(changed == 1, "no delivery to \(token)")
     }
 
     private func row(_ token: String) throws -> String? {
         try connection.queryOne(
-            "SELECT state || ' ' || coalesce(reason, '-') || ' ' || attempts || ' ' || next_attempt_at FROM deliveries WHERE token = ?",
+            """
+            SELECT state || ' ' || coalesce(reason, '-') || ' ' || attempts || ' ' || next_attempt_at
+            FROM deliveries WHERE token = ?
+            """,
             [.text(token)]) { $0.string(0) }
     }
 
@@ -67,8 +73,9 @@ private let day: Int64 = 86_400_000
         try enqueue(["q1", "q2", "later", "run", "ok-old", "ok-new", "gone", "dead-new", "dead-old"], at: t0)
         try enqueue(["s1", "s-ok"], app: "second", at: t0)
         try connection.run("UPDATE deliveries SET next_attempt_at = ? WHERE token = 'later'", .integer(now + 60_000))
-        try connection.run("UPDATE deliveries SET state = 'inflight', lease_owner = 'w', lease_expires_at = ? WHERE token = 'run'",
-                           .integer(now + 30_000))
+        try connection.run(
+            "UPDATE deliveries SET state = 'inflight', lease_owner = 'w', lease_expires_at = ? WHERE token = 'run'",
+            .integer(now + 30_000))
         try finish("ok-old", "delivered", at: now - 61_000)
         try finish("ok-new", "delivered", at: now - 59_000)
         try finish("gone", "dropped", reason: "NotRegistered", at: now - 1000)
@@ -147,7 +154,8 @@ private let day: Int64 = 86_400_000
                 (DeadLetterSQL.list(condition), arguments + [.integer(10)]),
                 (DeadLetterSQL.groups(condition), arguments),
                 (DeadLetterSQL.expired(condition), arguments + [.integer(t0)]),
-                (DeadLetterSQL.requeue(condition), [.integer(t0), .integer(t0)] + arguments + [.integer(t0), .integer(10)]),
+                (DeadLetterSQL.requeue(condition),
+                 [.integer(t0), .integer(t0)] + arguments + [.integer(t0), .integer(10)]),
                 (DeadLetterSQL.purge(condition), arguments + [.integer(10)]),
             ]
         }
@@ -171,15 +179,21 @@ private let day: Int64 = 86_400_000
         try finish("c", "delivered", at: t0 + 3000)
         try finish("x", "dead", reason: "InvalidRegistration", at: t0 + 4000)
 
-        #expect(try connection.deadLetters(DeadLetterFilter(), limit: 10).map(\.token) == ["x", "b", "a"])
-        #expect(try connection.deadLetters(DeadLetterFilter(), limit: 2).map(\.token) == ["x", "b"])
-        #expect(try connection.deadLetters(DeadLetterFilter(app: "default"), limit: 10).map(\.token) == ["b", "a"])
-        #expect(try connection.deadLetters(DeadLetterFilter(reason: "InvalidRegistration"), limit: 10).map(\.token) == ["x", "a"])
-        #expect(try connection.deadLetters(DeadLetterFilter(diedSince: t0 + 2000), limit: 10).map(\.token) == ["x", "b"])
-        let a = try #require(try connection.deadLetters(DeadLetterFilter(app: "default", reason: "InvalidRegistration"), limit: 10).first)
+        func tokens(_ filter: DeadLetterFilter, limit: Int = 10) throws -> [String] {
+            try connection.deadLetters(filter, limit: limit).map(\.token)
+        }
+        #expect(try tokens(DeadLetterFilter()) == ["x", "b", "a"])
+        #expect(try tokens(DeadLetterFilter(), limit: 2) == ["x", "b"])
+        #expect(try tokens(DeadLetterFilter(app: "default")) == ["b", "a"])
+        #expect(try tokens(DeadLetterFilter(reason: "InvalidRegistration")) == ["x", "a"])
+        #expect(try tokens(DeadLetterFilter(diedSince: t0 + 2000)) == ["x", "b"])
+        let filter = DeadLetterFilter(app: "default", reason: "InvalidRegistration")
+        let a = try #require(try connection.deadLetters(filter, limit: 10).first)
         #expect(a.token == "a" && a.attempts == 3 && a.lastStatus == 200 && a.diedAt == t0 + 1000)
         #expect(try connection.deadLetter(id: a.deliveryID) == a)
-        let delivered = try #require(try connection.queryOne("SELECT id FROM deliveries WHERE token = 'c'") { $0.int64(0) })
+        let delivered = try #require(try connection.queryOne("SELECT id FROM deliveries WHERE token = 'c'") {
+            $0.int64(0)
+        })
         #expect(try connection.deadLetter(id: delivered) == nil, "a delivered row is not a dead letter")
         #expect(try connection.deadLetterGroups(DeadLetterFilter()) == [
             DeadLetterGroup(app: "default", reason: "InvalidRegistration", count: 1),
@@ -288,7 +302,8 @@ private let day: Int64 = 86_400_000
         let cutoff = now - 7 * day
         let empty = try (0..<5).map { _ in
             try connection.transaction {
-                try connection.insertMessage(NewMessage(app: "default", payload: "{}", target: .users(["nobody"])), now: t0).id
+                let message = NewMessage(app: "default", payload: "{}", target: .users(["nobody"]))
+                return try connection.insertMessage(message, now: t0).id
             }
         }
         let keyed = try connection.transaction {
@@ -302,7 +317,9 @@ private let day: Int64 = 86_400_000
         var deleted = 0
         var pages = 0
         while let after = cursor {
-            let page = try connection.pruneEmptyMessages(createdBefore: cutoff, now: t0 + day / 2, after: after, limit: 2)
+            // Half a day after t0: the keyed message is still inside its idempotency window.
+            let page = try connection.pruneEmptyMessages(
+                createdBefore: cutoff, now: t0 + day / 2, after: after, limit: 2)
             deleted += page.deleted
             cursor = page.next
             pages += 1
@@ -337,7 +354,8 @@ private let day: Int64 = 86_400_000
     // MARK: - Tokens
 
     @Test func tokensListFiltersByAppAndUserInTokenOrderAndPages() throws {
-        for (token, app, user) in [("c", "default", "u1"), ("a", "default", "u1"), ("b", "default", nil), ("d", "second", "u1")] {
+        let registry = [("c", "default", "u1"), ("a", "default", "u1"), ("b", "default", nil), ("d", "second", "u1")]
+        for (token, app, user) in registry {
             _ = try connection.upsertToken(token, app: app, user: user, now: t0)
         }
         #expect(try connection.tokens(app: nil, user: nil, after: nil, limit: 10).map(\.token) == ["a", "b", "c", "d"])
