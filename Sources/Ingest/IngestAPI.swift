@@ -269,11 +269,11 @@ public final class IngestAPI: HTTPHandler {
         return .json(404, body.jsonBody)
     }
 
-    static func acceptedJSON(_ accepted: AcceptedMessage) -> JSON {
+    public static func acceptedJSON(_ accepted: AcceptedMessage) -> JSON {
         .object([("id", .string(accepted.id)), ("deliveries", .int(Int64(accepted.deliveries)))])
     }
 
-    static func messageJSON(_ record: MessageRecord) -> JSON {
+    public static func messageJSON(_ record: MessageRecord) -> JSON {
         var counts: [(key: String, value: JSON)] = []
         for state in ["queued", "inflight", "delivered", "dead", "dropped"] {
             counts.append((state, .int(Int64(record.deliveries.count(where: { $0.state == state })))))
@@ -306,7 +306,7 @@ public final class IngestAPI: HTTPHandler {
         ])
     }
 
-    static func tokenJSON(_ record: TokenRecord) -> JSON {
+    public static func tokenJSON(_ record: TokenRecord) -> JSON {
         .object([
             ("token", .string(record.token)),
             ("app", .string(record.app)),
@@ -316,7 +316,7 @@ public final class IngestAPI: HTTPHandler {
         ])
     }
 
-    static func tokenEventJSON(_ event: TokenEventRecord) -> JSON {
+    public static func tokenEventJSON(_ event: TokenEventRecord) -> JSON {
         .object([
             ("id", .int(event.id)),
             ("at", .int(event.at)),
@@ -340,8 +340,8 @@ func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
 }
 
 extension IncomingMessage {
-    /// The storage form: payload as JSON text, users expanded later inside the ingest transaction.
-    func stored(idempotencyKey: String?) -> NewMessage {
+    /// The storage form (also what `herald send` stores): payload as JSON text, users expanded later inside the ingest transaction.
+    public func stored(idempotencyKey: String?) -> NewMessage {
         let target: StoredTarget
         switch self.target {
         case .tokens(let tokens): target = .tokens(tokens)
