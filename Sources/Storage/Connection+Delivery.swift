@@ -374,20 +374,3 @@ extension Connection {
         try run("UPDATE apps SET gate_until = max(gate_until, ?) WHERE name = ?", .integer(until), .text(app))
     }
 }
-
-// MARK: - Gauges
-
-public struct QueueDepth: Sendable, Equatable {
-    public var app: String
-    public var state: String
-    public var count: Int
-}
-
-extension Connection {
-    /// Deliveries per app and state. A scan of `deliveries`: callers cache it rather than run it per request.
-    public func queueDepth() throws -> [QueueDepth] {
-        try query("SELECT app, state, count(*) FROM deliveries GROUP BY app, state") {
-            QueueDepth(app: $0.string(0), state: $0.string(1), count: $0.int(2))
-        }
-    }
-}

@@ -92,6 +92,12 @@ final class HeraldProcess: @unchecked Sendable {
     func stop(signal: Int32 = SIGTERM) -> Int32 {
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
+        // The process is gone, but its last lines may still sit in the pipe: read them before anyone looks.
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        let rest = stderrPipe.fileHandleForReading.readDataToEndOfFile()
+        lock.lock()
+        output.append(rest)
+        lock.unlock()
         return process.terminationStatus
     }
 
