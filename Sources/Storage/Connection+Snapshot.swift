@@ -4,14 +4,6 @@ extension Connection {
     ///
     /// Related SQLite documentation: https://sqlite.org/isolation.html
     public func snapshot<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN DEFERRED")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        try within("BEGIN DEFERRED", body)
     }
 }

@@ -92,7 +92,12 @@ public final class Connection {
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        try within("BEGIN IMMEDIATE", body)
+    }
+
+    /// Runs `body` between `begin` and `COMMIT`, rolling back when it throws.
+    func within<T>(_ begin: String, _ body: () throws -> T) throws -> T {
+        try execute(begin)
         do {
             let result = try body()
             try execute("COMMIT")
