@@ -52,7 +52,8 @@ final class Service: Sendable {
         }, metrics: metrics)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
-            writer: writer, readers: readers, apiToken: configuration.apiToken, metrics: metrics,
+            writer: writer, readers: readers, apiToken: configuration.apiToken,
+            knownApps: Set(configuration.apps.map(\.name)), metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
