@@ -290,7 +290,9 @@ import Testing
         #expect(result.status == 200)
 
         let after = Locked<[TransportResult]>([])
-        pool.submit(OutboundRequest(url: "http://127.0.0.1:\(port)/")) { result, _ in after.withLock { $0.append(result) } }
+        pool.submit(OutboundRequest(url: "http://127.0.0.1:\(port)/")) { result, _ in
+            after.withLock { $0.append(result) }
+        }
         #expect(after.withLock { $0 }.first?.failureReason == "cancelled")
     }
 }
