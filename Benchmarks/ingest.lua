@@ -1,6 +1,6 @@
 -- wrk script for Benchmarks/ingest.sh.
 --
---   wrk ... -s Benchmarks/ingest.lua URL -- MODE OUTDIR TAG [BATCH]
+--   wrk ... -s Benchmarks/ingest.lua URL -- MODE OUTDIR TAG [BATCH [TOKENS]]
 --
 -- MODE healthz: GET /healthz, counts 200s.
 -- MODE single:  POST /v1/messages, one message with a distinct token per request, counts 202s.
@@ -9,9 +9,10 @@
 -- Every accepted answer body is appended to OUTDIR/MODE-THREAD.out (OUTDIR "-": none) so the caller can
 -- check each acknowledged message id against the database. done() prints one "BENCH ..." line.
 --
--- Tokens are 152 bytes like FCM registration tokens and start with a scrambled counter, so inserts land
--- all over the token index as real tokens would. The same formula is used by the SQLite baseline
--- (ingest.sh), which must stay in step with TOKEN_FILL, PREFIX and SUFFIX below.
+-- Tokens are 152 bytes like FCM registration tokens. TOKENS "random" (the default) starts them with a
+-- scrambled counter, so inserts land all over the token index as real tokens would; "sequential" starts
+-- them with the counter, so they append to it (a kinder, unrealistic case). The SQLite baseline in ingest.sh
+-- builds the same tokens and must stay in step with token(), TOKEN_FILL, PREFIX and SUFFIX below.
 
 local TOKEN_FILL = string.rep("x", 124)
 -- The message around the token: ~200 bytes of data + notification, priority and TTL as a real app sends.
@@ -39,6 +40,9 @@ local function scramble(x)
 end
 
 local function token(n)
+    if sequential then
+        return string.format("%s%02d%010d%08x:APA91b", tag, tid, n, scramble(n)) .. TOKEN_FILL
+    end
     return string.format("%08x%s%02d%010d:APA91b", scramble(n), tag, tid, n) .. TOKEN_FILL
 end
 
@@ -47,6 +51,7 @@ function init(args)
     local outdir = args[2] or "-"
     tag = args[3] or "x"
     batch = tonumber(args[4] or "500")
+    sequential = args[5] == "sequential"
     acked, bad, n = 0, 0, 0
     bad_sample = ""
     if outdir ~= "-" then

@@ -16,6 +16,8 @@
 #   HERALD_BENCH_BATCH_CONNECTIONS=16 keep-alive connections for /v1/messages/batch
 #   HERALD_BENCH_BATCH_SIZE=500       messages per batch request
 #   HERALD_BENCH_WRK_THREADS=2        wrk threads
+#   HERALD_BENCH_TOKENS=random        152-byte tokens in random order, as FCM's are; "sequential": in
+#                                     increasing order (inserts append to the token index: a best case)
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp  where the databases go (must be a real disk for fsync to mean anything)
 #   HERALD_BENCH_SERVE_ARGS="..."     credential flags for `herald serve` (default: a placeholder FCM key and a
 #                                     loopback endpoint, so nothing can ever be sent off this machine)
@@ -33,6 +35,8 @@ CONNECTIONS=${HERALD_BENCH_CONNECTIONS:-64}
 BATCH_CONNECTIONS=${HERALD_BENCH_BATCH_CONNECTIONS:-16}
 BATCH_SIZE=${HERALD_BENCH_BATCH_SIZE:-500}
 WRK_THREADS=${HERALD_BENCH_WRK_THREADS:-2}
+TOKENS=${HERALD_BENCH_TOKENS:-random}
+[[ $TOKENS == random || $TOKENS == sequential ]] || fail "HERALD_BENCH_TOKENS must be random or sequential"
 SERVE_ARGS=${HERALD_BENCH_SERVE_ARGS:---fcm-key bench-placeholder --fcm-endpoint http://127.0.0.1:9/fcm/send}
 TARGET_SINGLE=20000
 TARGET_BATCH=150000
@@ -191,7 +195,7 @@ run_wrk() {
     times >"$WORK/times0"
     t0=$(now_ns)
     wrk -t "$WRK_THREADS" -c "$conns" -d "${DURATION}s" --timeout 30s -s "$LUA" "http://127.0.0.1:$PORT" \
-        -- "$mode" "$outdir" "$tag" "$BATCH_SIZE" >"$out" 2>"$err" &
+        -- "$mode" "$outdir" "$tag" "$BATCH_SIZE" "$TOKENS" >"$out" 2>"$err" &
     CHILD_PID=$!
     wait "$CHILD_PID" || {
         cat "$out" "$err" >&2
@@ -200,6 +204,8 @@ run_wrk() {
     CHILD_PID=""
     t1=$(now_ns)
     times >"$WORK/times1"
+    # wrk exits 0 on Ctrl-C (bash then ignores the SIGINT); Herald, in the same process group, stops.
+    kill -0 "$HERALD_PID" 2>/dev/null || fail "herald exited during the $mode measurement (interrupted?)"
     m1=$(machine_ticks)
     h1=$(herald_ticks "$HERALD_PID")
     bench=$(grep '^BENCH ' "$out") || {
@@ -245,7 +251,7 @@ rate() { awk -v n="$1" -v us="$2" 'BEGIN { printf "%.1f", n * 1000000 / us }'; }
 # The SQLite baseline: $1 messages into a fresh database made by `herald migrate`, in transactions of
 # BATCH_SIZE messages, rows generated inside SQLite. $2 payload text. Sets R_US to the elapsed microseconds.
 sqlite_baseline() {
-    local messages=$1 payload=$2 db=$WORK/baseline.db sql=$WORK/baseline.sql now t0 t1 k first last fill
+    local messages=$1 payload=$2 db=$WORK/baseline.db sql=$WORK/baseline.sql now t0 t1 k first last fill token
     rm -f "$db" "$db-wal" "$db-shm"
     "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
         cat "$WORK/migrate.log" >&2
@@ -254,6 +260,11 @@ sqlite_baseline() {
     now=$(($(date +%s) * 1000))
     payload=${payload//\'/\'\'}
     fill=$(printf 'x%.0s' $(seq 124))
+    if [[ $TOKENS == random ]]; then
+        token="printf('%08xq01%010d:APA91b', (value * 2654435761) & 4294967295, value) || '$fill'"
+    else
+        token="printf('q01%010d%08x:APA91b', value, (value * 2654435761) & 4294967295) || '$fill'"
+    fi
     {
         # As Herald's writer connection: WAL, synchronous=FULL, foreign keys on.
         echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"
@@ -261,7 +272,7 @@ sqlite_baseline() {
             first=$((k * BATCH_SIZE + 1))
             last=$(((k + 1) * BATCH_SIZE < messages ? (k + 1) * BATCH_SIZE : messages))
             # Same columns and values as Connection.insertMessage: 26-character increasing ids, the payload
-            # Herald stored, 152-byte tokens built like ingest.lua's (scrambled counter first).
+            # Herald stored, 152-byte tokens built like ingest.lua's.
             printf '%s\n' "\
 BEGIN IMMEDIATE;
 INSERT OR IGNORE INTO apps (name) VALUES ('default');
@@ -270,7 +281,7 @@ INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_k
   FROM generate_series($first, $last);
 INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
   SELECT printf('01BENCH%019d', value), 'default',
-         printf('%08xq01%010d:APA91b', (value * 2654435761) & 4294967295, value) || '$fill',
+         $token,
          'queued', $now, $now, 0, $now
   FROM generate_series($first, $last);
 COMMIT;"
@@ -295,46 +306,18 @@ COMMIT;"
 # --- the run -----------------------------------------------------------------------------------------------
 log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $(nproc) cores; ${DURATION}s x $RUNS runs;"
 log "  single: $CONNECTIONS connections; batch: $BATCH_SIZE messages/request over $BATCH_CONNECTIONS connections;"
-log "  wrk threads $WRK_THREADS; databases in $WORK ($FSTYPE); sqlite $(sqlite3 --version | cut -d' ' -f1)"
+log "  $TOKENS tokens; wrk threads $WRK_THREADS; databases in $WORK ($FSTYPE); sqlite $(sqlite3 --version | cut -d' ' -f1)"
 
-declare -a HEALTHZ SINGLE BATCH BASE_MSGS BASE_ROWS SINGLE_P50 SINGLE_P99 BATCH_P50 BATCH_P99
+# After Herald has stopped (SIGTERM: it finishes, checkpoints and closes), looks every acknowledged message id
+# found in the answer bodies up in its database. $1 database, $2 bodies dir, $3 messages acknowledged,
+# $4 messages that may have been in flight when wrk stopped (committed, never counted), $5 label.
 CHECKS_FAILED=0
-for ((run = 1; run <= RUNS; run++)); do
-    db=$WORK/bench-$run.db
-    bodies=$WORK/bodies-$run
-    mkdir -p "$bodies"
-    start_herald "$db"
-    log "run $run/$RUNS: herald pid $HERALD_PID on 127.0.0.1:$PORT"
-
-    run_wrk healthz "$CONNECTIONS" h -
-    ok=$R_OK us=$R_US p50=$R_P50 p99=$R_P99 bad=$R_BAD cpu=$R_CPU
-    ((bad == 0)) || fail "/healthz: $bad failed requests or socket errors"
-    HEALTHZ+=("$(rate "$ok" "$us")")
-    log "  A  healthz  $(fmt "${HEALTHZ[-1]}") req/s  p50 $((p50 / 1000)) ms  p99 $((p99 / 1000)) ms  | $cpu"
-
-    run_wrk single "$CONNECTIONS" s "$bodies"
-    ok=$R_OK us=$R_US p50=$R_P50 p99=$R_P99 bad=$R_BAD cpu=$R_CPU
-    ((bad == 0)) || fail "single: $bad answers other than 202, or socket errors (see BENCH_BAD_SAMPLE above)"
-    single_ok=$ok
-    SINGLE+=("$(rate "$ok" "$us")")
-    SINGLE_P50+=("$p50") SINGLE_P99+=("$p99")
-    log "  single     $(fmt "${SINGLE[-1]}") msg/s  p50 $((p50 / 1000)) ms  p99 $((p99 / 1000)) ms  | $cpu"
-
-    run_wrk batch "$BATCH_CONNECTIONS" b "$bodies"
-    ok=$R_OK us=$R_US p50=$R_P50 p99=$R_P99 bad=$R_BAD cpu=$R_CPU
-    ((bad == 0)) || fail "batch: $bad answers not 200 with $BATCH_SIZE stored results, or socket errors"
-    batch_ok=$((ok * BATCH_SIZE))
-    BATCH+=("$(rate "$batch_ok" "$us")")
-    BATCH_P50+=("$p50") BATCH_P99+=("$p99")
-    log "  batch      $(fmt "${BATCH[-1]}") msg/s ($(fmt "$ok") requests)  p50 $((p50 / 1000)) ms  p99 $((p99 / 1000)) ms  | $cpu"
-
-    # Stop Herald (SIGTERM: it checkpoints and closes), then look every acknowledged id up in its database.
-    stop_herald
-    acked=$((single_ok + batch_ok))
-    cat "$bodies"/*.out | grep -o '"id":"[0-9A-Z]\{26\}"' | cut -c7-32 >"$WORK/acked-$run.txt" || true
+check_db() {
+    local db=$1 bodies=$2 acked=$3 inflight=$4 label=$5 ids distinct found wrongcount messages deliveries extra verdict=ok
+    cat "$bodies"/*.out | grep -o '"id":"[0-9A-Z]\{26\}"' | cut -c7-32 >"$WORK/acked.txt" || true
     sqlite3 -bail "$db" >"$WORK/check.out" 2>&1 <<SQL || {
 CREATE TEMP TABLE acked (id TEXT);
-.import --csv $WORK/acked-$run.txt acked
+.import --csv $WORK/acked.txt acked
 CREATE INDEX temp.acked_id ON acked (id);
 SELECT (SELECT count(*) FROM acked), (SELECT count(DISTINCT id) FROM acked),
        (SELECT count(*) FROM acked WHERE id IN (SELECT id FROM messages)),
@@ -345,29 +328,68 @@ SQL
         fail "the database check failed"
     }
     read -r ids distinct found wrongcount messages deliveries <<<"$(tail -1 "$WORK/check.out" | tr '|' ' ')"
-    # Requests still in flight when wrk stopped may be committed without being counted: at most one per
-    # connection (a whole batch for /batch).
-    inflight=$((CONNECTIONS + BATCH_CONNECTIONS * BATCH_SIZE))
     extra=$((messages - acked))
-    verdict=ok
-    if ((ids != acked || distinct != acked || found != acked || wrongcount != 0 || extra < 0 || extra > inflight || deliveries != messages)); then
+    if ((ids != acked || distinct != acked || found != acked || wrongcount != 0 || extra < 0 || extra > inflight ||
+        deliveries != messages)); then
         verdict=FAILED
         CHECKS_FAILED=1
     fi
-    log "  check: acknowledged $(fmt "$acked") (202 x $(fmt "$single_ok") + 200 x $(fmt $((batch_ok / BATCH_SIZE))) batches x $BATCH_SIZE);" \
-        "ids in answers $(fmt "$ids") ($(fmt "$distinct") distinct); found in messages $(fmt "$found");" \
-        "with other than 1 delivery $wrongcount; rows in db: messages $(fmt "$messages"), deliveries $(fmt "$deliveries")" \
-        "($extra committed but unanswered when wrk stopped; at most $inflight in flight) -> $verdict"
+    log "  check $label: acknowledged $(fmt "$acked"); ids in the answers $(fmt "$ids") ($(fmt "$distinct") distinct);" \
+        "found in messages $(fmt "$found"), $wrongcount without exactly 1 delivery; in the database $(fmt "$messages")" \
+        "messages, $(fmt "$deliveries") deliveries ($extra committed but unanswered when wrk stopped, at most" \
+        "$inflight were in flight) -> $verdict"
+    rm -f "$WORK/acked.txt" "$WORK/check.out"
+}
+
+declare -a HEALTHZ SINGLE BATCH BASE_MSGS BASE_ROWS SINGLE_P50 SINGLE_P99 BATCH_P50 BATCH_P99
+for ((run = 1; run <= RUNS; run++)); do
+    # Herald on a fresh database for /healthz and single messages.
+    db=$WORK/single-$run.db
+    bodies=$WORK/bodies-single-$run
+    mkdir -p "$bodies"
+    start_herald "$db"
+    log "run $run/$RUNS: herald pid $HERALD_PID on 127.0.0.1:$PORT, fresh database"
+
+    run_wrk healthz "$CONNECTIONS" h -
+    ((R_BAD == 0)) || fail "/healthz: $R_BAD failed requests or socket errors"
+    HEALTHZ+=("$(rate "$R_OK" "$R_US")")
+    log "  A  healthz  $(fmt "${HEALTHZ[-1]}") req/s  p50 $((R_P50 / 1000)) ms  p99 $((R_P99 / 1000)) ms  | $R_CPU"
+
+    run_wrk single "$CONNECTIONS" s "$bodies"
+    ((R_BAD == 0)) || fail "single: $R_BAD answers other than 202, or socket errors (see BENCH_BAD_SAMPLE above)"
+    single_ok=$R_OK
+    SINGLE+=("$(rate "$R_OK" "$R_US")")
+    SINGLE_P50+=("$R_P50") SINGLE_P99+=("$R_P99")
+    log "  single     $(fmt "${SINGLE[-1]}") msg/s  p50 $((R_P50 / 1000)) ms  p99 $((R_P99 / 1000)) ms  | $R_CPU"
+    stop_herald
+    check_db "$db" "$bodies" "$single_ok" "$CONNECTIONS" single
+    rm -rf "$bodies" "$db" "$db-wal" "$db-shm"
+
+    # Herald on a fresh database for batches, as the baseline gets a fresh file.
+    db=$WORK/batch-$run.db
+    bodies=$WORK/bodies-batch-$run
+    mkdir -p "$bodies"
+    start_herald "$db"
+    log "run $run/$RUNS: herald pid $HERALD_PID on 127.0.0.1:$PORT, fresh database"
+    run_wrk batch "$BATCH_CONNECTIONS" b "$bodies"
+    ((R_BAD == 0)) || fail "batch: $R_BAD answers not 200 with $BATCH_SIZE stored results, or socket errors"
+    batch_ok=$((R_OK * BATCH_SIZE))
+    BATCH+=("$(rate "$batch_ok" "$R_US")")
+    BATCH_P50+=("$R_P50") BATCH_P99+=("$R_P99")
+    log "  batch      $(fmt "${BATCH[-1]}") msg/s ($(fmt "$R_OK") requests)  p50 $((R_P50 / 1000)) ms" \
+        " p99 $((R_P99 / 1000)) ms  | $R_CPU"
+    stop_herald
+    check_db "$db" "$bodies" "$batch_ok" $((BATCH_CONNECTIONS * BATCH_SIZE)) batch
     payload=$(sqlite3 "$db" "SELECT payload FROM messages LIMIT 1")
-    rm -rf "$bodies" "$db" "$db-wal" "$db-shm" "$WORK/acked-$run.txt"
+    rm -rf "$bodies" "$db" "$db-wal" "$db-shm"
 
     # Baseline B: as many messages as this run's batch figure acknowledged (at least 100,000).
     base_n=$((batch_ok > 100000 ? batch_ok : 100000))
     sqlite_baseline "$base_n" "$payload"
-    us=$R_US
-    BASE_MSGS+=("$(rate "$base_n" "$us")")
-    BASE_ROWS+=("$(rate $((2 * base_n)) "$us")")
-    log "  B  sqlite3  $(fmt "${BASE_MSGS[-1]}") msg/s = $(fmt "${BASE_ROWS[-1]}") rows/s ($(fmt "$base_n") messages in $((us / 1000)) ms)"
+    BASE_MSGS+=("$(rate "$base_n" "$R_US")")
+    BASE_ROWS+=("$(rate $((2 * base_n)) "$R_US")")
+    log "  B  sqlite3  $(fmt "${BASE_MSGS[-1]}") msg/s = $(fmt "${BASE_ROWS[-1]}") rows/s" \
+        "($(fmt "$base_n") messages in $((R_US / 1000)) ms)"
 done
 
 # --- the table ---------------------------------------------------------------------------------------------
@@ -379,7 +401,7 @@ BR=$(median "${BASE_ROWS[@]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 met() { awk -v a="$1" -v t="$2" 'BEGIN { print (a >= t ? "met" : "NOT met") }'; }
 echo
-echo "Herald ingest, median of $RUNS x ${DURATION}s, --durability full, $(nproc) cores, load tool on the same machine"
+echo "Herald ingest, median of $RUNS x ${DURATION}s, --durability full, $TOKENS tokens, $(nproc) cores, load tool on the same machine"
 printf '%-46s %14s %24s %7s %22s\n' figure value baseline ratio target
 printf '%-46s %14s %24s %7s %22s\n' "A: GET /healthz, $CONNECTIONS conns (req/s)" "$(fmt "$A")" "-" "-" "-"
 printf '%-46s %14s %24s %7s %22s\n' "B: sqlite3, txn of $BATCH_SIZE msgs (rows/s)" "$(fmt "$BR")" "-" "-" "-"
