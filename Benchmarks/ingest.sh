@@ -189,7 +189,8 @@ children_seconds() {
 # $4 directory for the answer bodies ("-": keep none).
 run_wrk() {
     local mode=$1 conns=$2 tag=$3 outdir=$4 out=$WORK/wrk.out err=$WORK/wrk.err
-    local h0 h1 m0 m1 t0 t1 bench
+    local h0 h1 m0 m1 t0 t1 bench io0 io1
+    io0=$(awk '/^write_bytes/ { print $2 }' /proc/"$HERALD_PID"/io 2>/dev/null || echo 0)
     h0=$(herald_ticks "$HERALD_PID")
     m0=$(machine_ticks)
     times >"$WORK/times0"
@@ -208,6 +209,7 @@ run_wrk() {
     kill -0 "$HERALD_PID" 2>/dev/null || fail "herald exited during the $mode measurement (interrupted?)"
     m1=$(machine_ticks)
     h1=$(herald_ticks "$HERALD_PID")
+    io1=$(awk '/^write_bytes/ { print $2 }' /proc/"$HERALD_PID"/io 2>/dev/null || echo 0)
     bench=$(grep '^BENCH ' "$out") || {
         cat "$out" "$err" >&2
         fail "wrk printed no result ($mode)"
@@ -215,6 +217,7 @@ run_wrk() {
     if grep -q '^BENCH_BAD_SAMPLE' "$out"; then log "$(grep '^BENCH_BAD_SAMPLE' "$out")"; fi
     local line
     line=$(awk -v bench="$bench" -v h0="$h0" -v h1="$h1" -v m0="$m0" -v m1="$m1" -v hz="$HZ" -v mode="$mode" \
+        -v io="$((io1 - io0))" -v batch="$BATCH_SIZE" \
         -v w0="$(children_seconds "$WORK/times0")" -v w1="$(children_seconds "$WORK/times1")" \
         -v wall="$(((t1 - t0) / 1000000))" '
         function kv(s, a,   n, i, p) { n = split(s, p, " "); for (i = 1; i <= n; i++) { split(p[i], q, "="); a[q[1]] = q[2] } }
@@ -233,9 +236,13 @@ run_wrk() {
             rest = busy - herald - wrkcpu; if (rest < 0) rest = 0
             bad = b["bad"] + b["connect"] + b["read"] + b["write"] + b["timeout"]
             printf "%d %d %d %d %d %d ", b["ok"], b["requests"], b["duration_us"], b["p50_us"], b["p99_us"], bad
-            printf "cpu%% of one core: herald %.0f (threads%s) wrk %.0f others %.0f idle %.0f steal %.0f\n",
+            printf "cpu%% of one core: herald %.0f (threads%s) wrk %.0f others %.0f idle %.0f steal %.0f",
                 100 * herald / secs, threads, 100 * wrkcpu / secs, 100 * rest / secs,
                 100 * (cap - busy) / secs, 100 * (q[3] - p[3]) / hz / secs
+            messages = b["ok"] * (mode == "batch" ? batch : 1)
+            if (mode != "healthz" && messages > 0)
+                printf " | herald wrote %.0f MB/s to disk, %.1f KiB per message", io / secs / 1e6, io / messages / 1024
+            printf "\n"
         }')
     read -r R_OK R_REQUESTS R_US R_P50 R_P99 R_BAD R_CPU <<<"$line"
 }
