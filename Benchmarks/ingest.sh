@@ -5,7 +5,8 @@
 #   B  the sqlite3 shell inserting the same rows (same schema, same indexes, WAL, synchronous=FULL) in
 #      transactions of 500 messages (the storage ceiling).
 # Each figure is measured HERALD_BENCH_RUNS times for HERALD_BENCH_DURATION seconds; the table shows medians.
-# Every acknowledged message id is then looked up in the database.
+# Every acknowledged message id is then looked up in the database. Each measurement line also says where the
+# CPU went (Herald per thread, wrk, other processes, idle) and how many bytes Herald wrote to disk per message.
 #
 # Usage, from the repository root, as root on Debian/Ubuntu (installs wrk with apt if missing):
 #   Benchmarks/ingest.sh
@@ -19,8 +20,8 @@
 #   HERALD_BENCH_TOKENS=random        152-byte tokens in random order, as FCM's are; "sequential": in
 #                                     increasing order (inserts append to the token index: a best case)
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp  where the databases go (must be a real disk for fsync to mean anything)
-#   HERALD_BENCH_SERVE_ARGS="..."     credential flags for `herald serve` (default: a placeholder FCM key and a
-#                                     loopback endpoint, so nothing can ever be sent off this machine)
+#   HERALD_BENCH_SERVE_ARGS="..."     credential flags for `herald serve`, e.g. "--sandbox" (default: a placeholder
+#                                     FCM key and a loopback endpoint, so nothing is ever sent off this machine)
 #   HERALD_BENCH_SKIP_BUILD=1         use the existing .build/release/herald
 # Exit status: non-zero on errors (a non-202 answer, a socket error, an acknowledged message missing from the
 # database, a tool failing), never because a target was missed.
@@ -108,8 +109,8 @@ now_ns() { date +%s%N; }
 
 # A loopback port nobody listens on (a connection attempt is refused).
 free_port() {
-    local port tries
-    for tries in $(seq 1 50); do
+    local port
+    for _ in $(seq 1 50); do
         port=$((20000 + RANDOM % 40000))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
             echo "$port"
@@ -122,8 +123,8 @@ free_port() {
 HERALD_LOG=""
 PORT=""
 start_herald() { # $1: database path
-    local db=$1 attempt deadline
-    for attempt in 1 2 3 4 5; do
+    local db=$1 deadline
+    for _ in 1 2 3 4 5; do
         PORT=$(free_port)
         HERALD_LOG=$WORK/herald-$(basename "$db" .db).log
         # shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
@@ -184,7 +185,7 @@ children_seconds() {
     awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] } print s }' "$1"
 }
 
-# Runs wrk for one measurement; sets R_OK R_REQUESTS R_US R_P50 R_P99 R_BAD (failed answers and socket
+# Runs wrk for one measurement; sets R_OK R_REQUESTS (all answers) R_US R_P50 R_P99 R_BAD (failed answers and socket
 # errors) and R_CPU (where the CPU went). $1 mode (healthz|single|batch), $2 connections, $3 token tag,
 # $4 directory for the answer bodies ("-": keep none).
 run_wrk() {
@@ -244,6 +245,7 @@ run_wrk() {
                 printf " | herald wrote %.0f MB/s to disk, %.1f KiB per message", io / secs / 1e6, io / messages / 1024
             printf "\n"
         }')
+    # shellcheck disable=SC2034 # R_REQUESTS is for callers that want it
     read -r R_OK R_REQUESTS R_US R_P50 R_P99 R_BAD R_CPU <<<"$line"
 }
 
