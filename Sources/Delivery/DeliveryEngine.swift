@@ -169,7 +169,10 @@ public final class DeliveryEngine: @unchecked Sendable {
                 "app": .string(runtime.app.name), "count": .int(Int64(claim.expired)), "reasons": .string("Expired"),
             ])
         }
-        runtime.mayHaveReady = claim.deliveries.count + claim.expired >= limit
+        if claim.dropped > 0 {
+            metrics.increment("herald_deliveries_total", ["app": runtime.app.name, "outcome": "dropped"], by: Double(claim.dropped))
+        }
+        runtime.mayHaveReady = claim.deliveries.count + claim.expired + claim.dropped >= limit
         if let due = claim.nextDueAt { schedule(runtime, at: due) }
 
         if stopping {

@@ -11,6 +11,8 @@ public final class Connection {
     let handle: OpaquePointer
     public let path: String
     private var statements: [String: Statement] = [:]
+    /// Apps this connection has already made sure have an `apps` row (rows are never deleted).
+    var ensuredApps: Set<String> = []
 
     /// Opens (and for `.readWrite` creates, with mode 0600) the database at `path`.
     public init(path: String, mode: Mode = .readWrite, busyTimeoutMillis: Int32 = 5_000) throws {
