@@ -14,8 +14,14 @@ public final class Connection {
     /// Apps this connection has already made sure have an `apps` row (rows are never deleted).
     var ensuredApps: Set<String> = []
 
+    /// Process-wide settings, applied once before the first connection initializes the library.
+    private static let configured: Void = {
+        _ = herald_sqlite_disable_memstatus()
+    }()
+
     /// Opens (and for `.readWrite` creates, with mode 0600) the database at `path`.
     public init(path: String, mode: Mode = .readWrite, busyTimeoutMillis: Int32 = 5_000) throws {
+        Self.configured
         self.path = path
         if mode == .readWrite, path != ":memory:" {
             // SQLite creates files with the process umask (usually 0644); a queue of push tokens is private.
