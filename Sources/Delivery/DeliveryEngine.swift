@@ -44,7 +44,9 @@ public final class DeliveryEngine: @unchecked Sendable {
     private final class Runtime: @unchecked Sendable {
         let app: App
         var inFlight = 0
-        var pending: [PreparedRequest] = []
+        /// Claimed requests waiting for a slot, oldest first: `queued[head...]`.
+        private var queued: [PreparedRequest] = []
+        private var head = 0
         var claiming = false
         var mayHaveReady = true
         var paused = false
@@ -53,6 +55,32 @@ public final class DeliveryEngine: @unchecked Sendable {
         var consecutiveFailures = 0
 
         init(app: App) { self.app = app }
+
+        var pendingCount: Int { queued.count - head }
+
+        func addPending(_ requests: [PreparedRequest]) {
+            queued += requests
+        }
+
+        /// The oldest waiting request; O(1), the array is compacted once it is drained.
+        func nextPending() -> PreparedRequest? {
+            guard head < queued.count else { return nil }
+            let request = queued[head]
+            head += 1
+            if head == queued.count {
+                queued.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return request
+        }
+
+        /// Takes every waiting request's deliveries back, as releases.
+        func releasePending() -> [DeliveryUpdate] {
+            let releases = queued[head...].flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+            queued.removeAll(keepingCapacity: true)
+            head = 0
+            return releases
+        }
     }
 
     private let queue = DispatchQueue(label: "herald-delivery")
@@ -108,8 +136,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             stopping = true
             var releases: [DeliveryUpdate] = []
             for runtime in runtimes.values {
-                releases += runtime.pending.flatMap { $0.deliveries.map { .release(id: $0.id) } }
-                runtime.pending.removeAll()
+                releases += runtime.releasePending()
             }
             return releases
         }
@@ -131,10 +158,10 @@ public final class DeliveryEngine: @unchecked Sendable {
             schedule(runtime, at: runtime.gateUntil)
             return
         }
-        while runtime.inFlight < runtime.app.concurrency, !runtime.pending.isEmpty {
-            send(runtime.pending.removeFirst(), on: runtime)
+        while runtime.inFlight < runtime.app.concurrency, let request = runtime.nextPending() {
+            send(request, on: runtime)
         }
-        if !runtime.claiming, runtime.mayHaveReady, runtime.pending.count < runtime.app.concurrency {
+        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.app.concurrency {
             claim(runtime)
         }
     }
@@ -189,7 +216,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         for id in order {
             guard let message = claim.messages[id], let deliveries = byMessage[id] else { continue }
-            runtime.pending += runtime.app.provider.requests(for: message, deliveries: deliveries, now: now)
+            runtime.addPending(runtime.app.provider.requests(for: message, deliveries: deliveries, now: now))
         }
         pump(runtime)
     }
@@ -245,8 +272,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         if runtime.paused || runtime.gateUntil > now {
             // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
-            updates += runtime.pending.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
-            runtime.pending.removeAll()
+            updates += runtime.releasePending()
         }
         write(updates, plan: plan, on: runtime)
         pump(runtime)
