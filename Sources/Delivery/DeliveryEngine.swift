@@ -169,7 +169,8 @@ public final class DeliveryEngine: @unchecked Sendable {
     private func claim(_ runtime: Runtime) {
         runtime.claiming = true
         let (app, limit, owner, lease) = (runtime.app.name, options.claimLimit, self.owner, options.leaseMillis)
-        writer.enqueue({ try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
+        // A claim need not reach the disk: lost in a power cut, its rows simply stay queued.
+        writer.enqueue(durable: false, { try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
             result in
             self.queue.async { self.claimed(result, on: runtime, limit: limit) }
         }
