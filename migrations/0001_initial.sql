@@ -59,8 +59,9 @@ CREATE INDEX deliveries_inflight ON deliveries (lease_expires_at)
 -- A message's deliveries (GET /v1/messages/{id}, cancel, whole-message dead letters).
 CREATE INDEX deliveries_by_message ON deliveries (message_id);
 
--- Deliveries to one token: NotRegistered drops, canonical retargets, collapse_key supersedes.
-CREATE INDEX deliveries_by_token ON deliveries (app, token);
+-- There is deliberately no index on deliveries (app, token): tokens are random, so such an index costs a
+-- random page write per delivery at ingest. What reconciliation does to other deliveries of a token
+-- (NotRegistered, canonical ids, collapse_key) is applied when they are claimed, before anything is sent.
 
 -- Dead letters by time, for `dead list` and retention, which never deletes them.
 CREATE INDEX deliveries_dead ON deliveries (updated_at)
@@ -76,6 +77,16 @@ CREATE TABLE tokens (
 
 -- `users` addressing expands through this index at ingest.
 CREATE INDEX tokens_by_user ON tokens (app, user) WHERE user IS NOT NULL;
+
+-- The newest message per (app, collapse_key, target): an older queued delivery whose message is not the
+-- head is superseded (dropped/Collapsed) when claimed. Written only for messages that have a collapse_key.
+CREATE TABLE collapse_heads (
+    app          TEXT NOT NULL,
+    collapse_key TEXT NOT NULL,
+    token        TEXT NOT NULL,
+    message_id   TEXT NOT NULL,
+    PRIMARY KEY (app, collapse_key, token)
+) STRICT, WITHOUT ROWID;
 
 CREATE TABLE token_events (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,3 +1,3 @@
--- Reconciliation asks "was this token already reported dead or replaced?" before writing an event,
--- so two messages answered NotRegistered for one token give one feed entry.
+-- Reconciliation asks "was this token reported dead or replaced?": before writing an event (so two messages
+-- answered NotRegistered for one token give one feed entry), and for every delivery it claims.
 CREATE INDEX token_events_by_token ON token_events (app, token, kind);

@@ -13,4 +13,10 @@ static inline int herald_sqlite_db_config_int(sqlite3 *db, int op, int value, in
     return sqlite3_db_config(db, op, value, result);
 }
 
+/// Turns off SQLite's memory statistics, whose global mutex every allocation takes. Must run before the
+/// library is initialized (before the first connection opens); returns SQLITE_MISUSE after that.
+static inline int herald_sqlite_disable_memstatus(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 #endif

@@ -44,7 +44,9 @@ public final class DeliveryEngine: @unchecked Sendable {
     private final class Runtime: @unchecked Sendable {
         let app: App
         var inFlight = 0
-        var pending: [PreparedRequest] = []
+        /// Claimed requests waiting for a slot, oldest first: `queued[head...]`.
+        private var queued: [PreparedRequest] = []
+        private var head = 0
         var claiming = false
         var mayHaveReady = true
         var paused = false
@@ -57,6 +59,32 @@ public final class DeliveryEngine: @unchecked Sendable {
         var notReadyUntil: Int64 = 0
 
         init(app: App) { self.app = app }
+
+        var pendingCount: Int { queued.count - head }
+
+        func addPending(_ requests: [PreparedRequest]) {
+            queued += requests
+        }
+
+        /// The oldest waiting request; O(1), the array is compacted once it is drained.
+        func nextPending() -> PreparedRequest? {
+            guard head < queued.count else { return nil }
+            let request = queued[head]
+            head += 1
+            if head == queued.count {
+                queued.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return request
+        }
+
+        /// Takes every waiting request's deliveries back, as releases.
+        func releasePending() -> [DeliveryUpdate] {
+            let releases = queued[head...].flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+            queued.removeAll(keepingCapacity: true)
+            head = 0
+            return releases
+        }
     }
 
     private let queue = DispatchQueue(label: "herald-delivery")
@@ -112,8 +140,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             stopping = true
             var releases: [DeliveryUpdate] = []
             for runtime in runtimes.values {
-                releases += runtime.pending.flatMap { $0.deliveries.map { .release(id: $0.id) } }
-                runtime.pending.removeAll()
+                releases += runtime.releasePending()
             }
             return releases
         }
@@ -139,10 +166,10 @@ public final class DeliveryEngine: @unchecked Sendable {
             prepare(runtime, now: now)
             return
         }
-        while runtime.inFlight < runtime.app.concurrency, !runtime.pending.isEmpty {
-            send(runtime.pending.removeFirst(), on: runtime)
+        while runtime.inFlight < runtime.app.concurrency, let request = runtime.nextPending() {
+            send(request, on: runtime)
         }
-        if !runtime.claiming, runtime.mayHaveReady, runtime.pending.count < runtime.app.concurrency {
+        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.app.concurrency {
             claim(runtime)
         }
     }
@@ -150,11 +177,9 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// The provider cannot send yet (v1: no usable access token). Requests built with the credentials it held go back
     /// to the queue uncharged, and it gets ready off this queue; `prepared` picks up from there.
     private func prepare(_ runtime: Runtime, now: Int64) {
-        if !runtime.pending.isEmpty {
-            let releases = runtime.pending.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
-            runtime.pending.removeAll()
+        if runtime.pendingCount > 0 {
             runtime.mayHaveReady = true
-            write(releases, plan: nil, on: runtime)
+            write(runtime.releasePending(), plan: nil, on: runtime)
         }
         guard runtime.mayHaveReady, !runtime.preparing else { return }
         if runtime.notReadyUntil > now {
@@ -189,7 +214,8 @@ public final class DeliveryEngine: @unchecked Sendable {
     private func claim(_ runtime: Runtime) {
         runtime.claiming = true
         let (app, limit, owner, lease) = (runtime.app.name, options.claimLimit, self.owner, options.leaseMillis)
-        writer.enqueue({ try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
+        // A claim need not reach the disk: lost in a power cut, its rows simply stay queued.
+        writer.enqueue(durable: false, { try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
             result in
             self.queue.async { self.claimed(result, on: runtime, limit: limit) }
         }
@@ -216,7 +242,10 @@ public final class DeliveryEngine: @unchecked Sendable {
                 "app": .string(runtime.app.name), "count": .int(Int64(claim.expired)), "reasons": .string("Expired"),
             ])
         }
-        runtime.mayHaveReady = claim.deliveries.count + claim.expired >= limit
+        if claim.dropped > 0 {
+            metrics.increment("herald_deliveries_total", ["app": runtime.app.name, "outcome": "dropped"], by: Double(claim.dropped))
+        }
+        runtime.mayHaveReady = claim.deliveries.count + claim.expired + claim.dropped >= limit
         if let due = claim.nextDueAt { schedule(runtime, at: due) }
 
         if stopping {
@@ -233,7 +262,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         for id in order {
             guard let message = claim.messages[id], let deliveries = byMessage[id] else { continue }
-            runtime.pending += runtime.app.provider.requests(for: message, deliveries: deliveries, now: now)
+            runtime.addPending(runtime.app.provider.requests(for: message, deliveries: deliveries, now: now))
         }
         pump(runtime)
     }
@@ -293,8 +322,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         if runtime.paused || runtime.gateUntil > now {
             // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
-            updates += runtime.pending.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
-            runtime.pending.removeAll()
+            updates += runtime.releasePending()
         }
         write(updates, plan: plan, on: runtime)
         pump(runtime)

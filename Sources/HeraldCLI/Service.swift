@@ -80,7 +80,8 @@ final class Service: Sendable {
         }, metrics: metrics)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
-            writer: writer, readers: readers, apiToken: configuration.apiToken, metrics: metrics,
+            writer: writer, readers: readers, apiToken: configuration.apiToken,
+            knownApps: Set(configuration.apps.map(\.name)), metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
@@ -113,27 +114,32 @@ final class Service: Sendable {
 }
 
 extension Service {
-    /// Queue depth, oldest ready age and paused apps come from the database, not from counters: refreshed on a
-    /// reader thread every few seconds so a scrape never scans a large backlog.
+    /// Queue depth, oldest ready age and paused apps come from the database, not from counters: read from the
+    /// indexes (the same figures as `herald status`) on a reader thread every few seconds, so a scrape never
+    /// touches the database. Finished rows are counted by `herald_deliveries_total`, not here.
     private func refreshGauges() {
         guard !stopping.isSet else { return }
         let metrics = self.metrics
         readers.enqueue({ connection in
-            (try connection.queueDepth(), try connection.apps().map { ($0, try connection.nextDue(app: $0.name)) })
+            try connection.snapshot { try connection.appStatuses(now: Clock.nowMillis()) }
         }) { result in
-            if case .success(let (depths, apps)) = result {
+            if case .success(let apps) = result {
                 let now = Clock.nowMillis()
-                metrics.replace("herald_queue_depth", with: depths.map { (["app": $0.app, "state": $0.state], Double($0.count)) })
-                metrics.replace("herald_app_paused", with: apps.map { (["app": $0.0.name], $0.0.paused ? 1 : 0) })
-                metrics.replace("herald_oldest_ready_seconds", with: apps.map { state, due in
-                    (["app": state.name], due.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+                metrics.replace("herald_queue_depth", with: apps.flatMap { app in
+                    [("queued", app.queued), ("inflight", app.inflight), ("dead", app.dead)].map { state, count in
+                        (["app": app.name, "state": state], Double(count))
+                    }
+                })
+                metrics.replace("herald_app_paused", with: apps.map { (["app": $0.name], $0.paused ? 1 : 0) })
+                metrics.replace("herald_oldest_ready_seconds", with: apps.map { app in
+                    (["app": app.name], app.oldestReadySince.map { Double(max(0, now - $0)) / 1000 } ?? 0)
                 })
             }
             self.gauges.asyncAfter(deadline: .now() + .seconds(Self.gaugeRefreshSeconds)) { self.refreshGauges() }
         }
     }
 
-    static let gaugeRefreshSeconds = 5
+    static let gaugeRefreshSeconds = 10
 }
 
 /// Set once when the service begins to stop; read from any thread.

@@ -16,18 +16,23 @@ public final class IngestAPI: HTTPHandler {
     private let committed: @Sendable () -> Void
     private let metrics: Metrics
     private let fcmSend: FCMSendEndpoint
+    private let knownApps: Set<String>?
 
     /// - Parameters:
     ///   - apiToken: when set, every call but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`
     ///     (`/fcm/send` also takes FCM's `key=<token>`).
     ///   - isShuttingDown: makes `/readyz` answer 503 while the service stops.
     ///   - committed: called after messages were committed (wakes the claimer).
+    ///   - knownApps: the apps `serve` delivers for; a message to another app is refused rather than queued
+    ///     forever. Nil accepts any app.
     public init(
-        writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?, metrics: Metrics = .herald(),
+        writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?, knownApps: Set<String>? = nil,
+        metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.metrics = metrics
+        self.knownApps = knownApps
         self.writer = writer
         self.readers = readers
         self.apiToken = apiToken.map { Array($0.utf8) }
@@ -54,6 +59,9 @@ public final class IngestAPI: HTTPHandler {
                 return responder.respond(FCMSendEndpoint.unauthorized)
             }
             guard request.method == "POST" else { return responder.respond(FCMSendEndpoint.methodNotAllowed) }
+            if let unknown = unknownApp(request.header("x-herald-app") ?? MessageValidator.defaultApp) {
+                return responder.respond(FCMSendEndpoint.refused(unknown))
+            }
             return fcmSend.handle(request, responder: responder)
         case ("GET", "metrics") where segments.count == 1 && isAuthorized(request):
             return responder.respond(HTTPResponse(
@@ -93,7 +101,7 @@ public final class IngestAPI: HTTPHandler {
             return responder.respond(error(APIError(
                 status: 400, code: "InvalidParameters", message: "Idempotency-Key must be 1 to 255 bytes")))
         }
-        switch MessageValidator.validate(body: request.body) {
+        switch MessageValidator.validate(body: request.body).flatMap(checkApp) {
         case .failure(let failure):
             responder.respond(error(failure))
         case .success(let message):
@@ -115,7 +123,8 @@ public final class IngestAPI: HTTPHandler {
         switch MessageValidator.validateBatch(body: request.body) {
         case .failure(let failure):
             responder.respond(error(failure))
-        case .success(let items):
+        case .success(let validated):
+            let items = validated.map { $0.flatMap(checkApp) }
             let messages = items.map { try? $0.get().stored(idempotencyKey: nil) }
             writer.enqueue({ connection -> [AcceptedMessage?] in
                 let now = Clock.nowMillis()
@@ -244,6 +253,16 @@ public final class IngestAPI: HTTPHandler {
 
     // MARK: - Helpers
 
+    private func unknownApp(_ app: String) -> APIError? {
+        guard let knownApps, !knownApps.contains(app) else { return nil }
+        let known = knownApps.sorted().joined(separator: ", ")
+        return .invalidParameters("unknown app \"\(app)\": this herald delivers for \(known)")
+    }
+
+    private func checkApp(_ message: IncomingMessage) -> Result<IncomingMessage, APIError> {
+        unknownApp(message.app).map { .failure($0) } ?? .success(message)
+    }
+
     /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it.
     private func isAuthorized(_ request: HTTPRequest, fcmCompatible: Bool = false) -> Bool {
         guard let apiToken else { return true }
@@ -269,11 +288,11 @@ public final class IngestAPI: HTTPHandler {
         return .json(404, body.jsonBody)
     }
 
-    static func acceptedJSON(_ accepted: AcceptedMessage) -> JSON {
+    public static func acceptedJSON(_ accepted: AcceptedMessage) -> JSON {
         .object([("id", .string(accepted.id)), ("deliveries", .int(Int64(accepted.deliveries)))])
     }
 
-    static func messageJSON(_ record: MessageRecord) -> JSON {
+    public static func messageJSON(_ record: MessageRecord) -> JSON {
         var counts: [(key: String, value: JSON)] = []
         for state in ["queued", "inflight", "delivered", "dead", "dropped"] {
             counts.append((state, .int(Int64(record.deliveries.count(where: { $0.state == state })))))
@@ -306,7 +325,7 @@ public final class IngestAPI: HTTPHandler {
         ])
     }
 
-    static func tokenJSON(_ record: TokenRecord) -> JSON {
+    public static func tokenJSON(_ record: TokenRecord) -> JSON {
         .object([
             ("token", .string(record.token)),
             ("app", .string(record.app)),
@@ -316,7 +335,7 @@ public final class IngestAPI: HTTPHandler {
         ])
     }
 
-    static func tokenEventJSON(_ event: TokenEventRecord) -> JSON {
+    public static func tokenEventJSON(_ event: TokenEventRecord) -> JSON {
         .object([
             ("id", .int(event.id)),
             ("at", .int(event.at)),
@@ -340,8 +359,8 @@ func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
 }
 
 extension IncomingMessage {
-    /// The storage form: payload as JSON text, users expanded later inside the ingest transaction.
-    func stored(idempotencyKey: String?) -> NewMessage {
+    /// The storage form (also what `herald send` stores): payload as JSON text, users expanded later inside the ingest transaction.
+    public func stored(idempotencyKey: String?) -> NewMessage {
         let target: StoredTarget
         switch self.target {
         case .tokens(let tokens): target = .tokens(tokens)

@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 import Synchronization
 
 /// What the submitting threads and the loop thread share: the mailbox, the in-flight count and the multi
@@ -34,6 +35,9 @@ final class PoolCore: Sendable {
     let multi: MultiHandle
     let mailbox = Mutex(Mailbox())
     let inFlight = Atomic<Int>(0)
+    /// The loop thread's `pthread_self()`, 0 until it runs. A submission made there (from a completion) needs
+    /// no wake-up: the loop looks at the mailbox before it polls again.
+    let loopThread = Atomic<UInt>(0)
 
     init(name: String, maxConnectionsPerHost: Int) {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
@@ -51,13 +55,19 @@ final class PoolCore: Sendable {
     /// the loop; later ones find it already woken and not yet drained. The wake-up happens under the lock,
     /// so it can never race the loop freeing the multi handle after `.stopped`.
     func post(_ submission: Submission) -> Bool {
-        mailbox.withLock { mailbox in
+        let onLoopThread = loopThread.load(ordering: .relaxed) == UInt(pthread_self())
+        return mailbox.withLock { mailbox in
             guard case .running = mailbox.phase else { return false }
             mailbox.submissions.append(submission)
             inFlight.add(1, ordering: .relaxed)
-            if mailbox.submissions.count == 1 { curl_multi_wakeup(multi.pointer) }
+            if mailbox.submissions.count == 1 && !onLoopThread { curl_multi_wakeup(multi.pointer) }
             return true
         }
+    }
+
+    /// Whether submissions wait in the mailbox; the loop asks before it sleeps.
+    var hasSubmissions: Bool {
+        mailbox.withLock { !$0.submissions.isEmpty }
     }
 
     /// Moves to `.draining` (once) and wakes the loop so it notices. Returns whether this call did it.

@@ -15,7 +15,6 @@ final class Transfer {
 
     var completion: (@Sendable (TransportResult, Double) -> Void)?
     var submittedAt: Double = 0
-    var isActive: Bool { completion != nil }
 
     /// `CURLOPT_POSTFIELDS` points here: curl reads it during the transfer, not when the option is set.
     private var requestBody: UnsafeMutableRawPointer

@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 import Support
 
 /// The pool's thread: drains the mailbox into easy handles, drives the multi handle, and completes each
@@ -25,6 +26,7 @@ final class TransferLoop {
     }
 
     func run() {
+        core.loopThread.store(UInt(pthread_self()), ordering: .relaxed)
         var running: Int32 = 0
         while true {
             let phase = core.mailbox.withLock { mailbox in
@@ -44,6 +46,8 @@ final class TransferLoop {
                 if remaining <= 0 { break }
                 waitMillis = Int32(min(1_000, max(1, (remaining * 1_000).rounded(.up))))
             }
+            // Completions may have submitted more without waking the multi handle (see `PoolCore.post`).
+            if core.hasSubmissions { continue }
             curl_multi_poll(multi, nil, 0, waitMillis, nil)
         }
         stop()

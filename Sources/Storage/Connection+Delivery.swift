@@ -23,10 +23,13 @@ public struct ClaimedMessage: Sendable, Equatable {
     public var ttlSeconds: Int
     public var dryRun: Bool
     public var expiresAt: Int64
+    public var collapseKey: String?
 
     public init(
-        id: String, app: String, payload: String, targetKind: String, ttlSeconds: Int, dryRun: Bool, expiresAt: Int64
+        id: String, app: String, payload: String, targetKind: String, ttlSeconds: Int, dryRun: Bool, expiresAt: Int64,
+        collapseKey: String? = nil
     ) {
+        self.collapseKey = collapseKey
         self.id = id
         self.app = app
         self.payload = payload
@@ -43,6 +46,9 @@ public struct ClaimResult: Sendable {
     public var messages: [String: ClaimedMessage] = [:]
     /// Rows whose TTL ran out before they could be sent: now `dead`/`Expired`.
     public var expired = 0
+    /// Rows that reconciliation settled without a send: a dead token, a duplicate after a canonical id, a
+    /// superseded collapse_key. Now `dropped`.
+    public var dropped = 0
     /// When the claim was short: the earliest `next_attempt_at` still queued for the app, if any.
     public var nextDueAt: Int64?
     /// The app as stored when the claim ran; a paused or gated app gets nothing.
@@ -122,14 +128,19 @@ extension Connection {
         }
         for delivery in result.deliveries where result.messages[delivery.messageID] == nil {
             result.messages[delivery.messageID] = try queryOne(
-                "SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at FROM messages WHERE id = ?",
+                """
+                SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key
+                FROM messages WHERE id = ?
+                """,
                 [.text(delivery.messageID)]
             ) {
                 ClaimedMessage(
                     id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
-                    ttlSeconds: $0.int(4), dryRun: $0.int(5) != 0, expiresAt: $0.int64(6))
+                    ttlSeconds: $0.int(4), dryRun: $0.int(5) != 0, expiresAt: $0.int64(6),
+                    collapseKey: $0.optionalString(7))
             }
         }
+        try reconcileClaimed(&result, app: app, owner: owner, now: now)
         // A TTL of 0 means "now or never": its first attempt is always made.
         let expired = result.deliveries.filter { delivery in
             guard let message = result.messages[delivery.messageID] else { return true }
@@ -142,7 +153,7 @@ extension Connection {
             result.deliveries.removeAll { ids.contains($0.id) }
             result.expired = expired.count
         }
-        if result.deliveries.count + result.expired < limit {
+        if result.deliveries.count + result.expired + result.dropped < limit {
             result.nextDueAt = try nextDue(app: app)
         }
         return result
@@ -239,15 +250,67 @@ extension Connection {
 
     // MARK: - Token registry reconciliation
 
-    /// FCM said the token is dead: remove it from the registry, record a `deleted` event, and drop every other
-    /// queued delivery to it so it is never sent to again. Returns whether an event was written.
+    /// Applies what FCM said earlier about the claimed rows' tokens before any of them is sent:
+    /// - a token replaced by a canonical id is retargeted to the newest replacement, or dropped as `Replaced`
+    ///   where the same message already has a delivery to it;
+    /// - a token reported `NotRegistered` (and not registered again since) is dropped as `NotRegistered`;
+    /// - a delivery whose message is no longer the newest with its `collapse_key` for that token is dropped as
+    ///   `Collapsed`.
+    /// Doing this at claim time rather than when FCM answered keeps ingest free of a random-key index on tokens.
+    func reconcileClaimed(_ result: inout ClaimResult, app: String, owner: String, now: Int64) throws {
+        let anyEvents = try queryOne("SELECT EXISTS (SELECT 1 FROM token_events)") { $0.int(0) != 0 } ?? false
+        var drops: [DeliveryUpdate] = []
+        for index in result.deliveries.indices {
+            let delivery = result.deliveries[index]
+            guard let message = result.messages[delivery.messageID] else { continue }
+            if let collapseKey = message.collapseKey,
+               let head = try queryOne(
+                   "SELECT message_id FROM collapse_heads WHERE app = ? AND collapse_key = ? AND token = ?",
+                   [.text(app), .text(collapseKey), .text(delivery.token)], row: { $0.string(0) }),
+               head > delivery.messageID {
+                drops.append(.dropped(id: delivery.id, reason: "Collapsed", status: nil))
+                continue
+            }
+            guard anyEvents, message.targetKind == "tokens" else { continue }
+            var token = delivery.token
+            for _ in 0..<8 {  // a chain of replacements, bounded against a cycle
+                guard let next = try queryOne(
+                    """
+                    SELECT replacement FROM token_events
+                    WHERE app = ? AND token = ? AND kind = 'replaced' ORDER BY id DESC LIMIT 1
+                    """, [.text(app), .text(token)], row: { $0.string(0) }), next != token
+                else { break }
+                token = next
+            }
+            if token != delivery.token {
+                let duplicate = try queryOne(
+                    "SELECT 1 FROM deliveries WHERE message_id = ? AND token = ? AND id != ? LIMIT 1",
+                    [.text(delivery.messageID), .text(token), .integer(delivery.id)]) { _ in true } ?? false
+                if duplicate {
+                    drops.append(.dropped(id: delivery.id, reason: "Replaced", status: nil))
+                    continue
+                }
+                try run("UPDATE deliveries SET token = ?, updated_at = ? WHERE id = ?",
+                        .text(token), .integer(now), .integer(delivery.id))
+                result.deliveries[index].token = token
+            }
+            if try hasEvent(app: app, token: token, kind: "deleted"),
+               try self.token(token)?.app != app {
+                drops.append(.dropped(id: delivery.id, reason: "NotRegistered", status: nil))
+            }
+        }
+        guard !drops.isEmpty else { return }
+        try apply(drops, owner: owner, now: now, chargeAttempt: false)
+        let ids = Set(drops.map(\.id))
+        result.deliveries.removeAll { ids.contains($0.id) }
+        result.dropped = drops.count
+    }
+
+    /// FCM said the token is dead: remove it from the registry and record a `deleted` event. Other queued
+    /// deliveries to it are dropped when claimed (`reconcileClaimed`), so it is never sent to again.
+    /// Returns whether an event was written.
     func forgetToken(_ token: String, app: String, messageID: String, now: Int64) throws -> Bool {
         let registered = try run("DELETE FROM tokens WHERE token = ? AND app = ?", .text(token), .text(app)) > 0
-        try run(
-            """
-            UPDATE deliveries SET state = 'dropped', reason = 'NotRegistered', updated_at = ?
-            WHERE app = ? AND token = ? AND state = 'queued'
-            """, .integer(now), .text(app), .text(token))
         // A token the registry never held is still reported once, for backends that keep their own tables.
         guard try registered || !hasEvent(app: app, token: token, kind: "deleted") else { return false }
         try recordEvent(app: app, token: token, kind: "deleted", replacement: nil, reason: "NotRegistered",
@@ -256,9 +319,8 @@ extension Connection {
     }
 
     /// FCM named a canonical token: the registry row moves to it keeping its user (or merges into the row the new
-    /// token already has), a `replaced` event records old → new, and queued deliveries to the old token are
-    /// retargeted — or dropped as `Replaced` where their message already targets the new token.
-    /// Returns whether an event was written.
+    /// token already has) and a `replaced` event records old → new. Queued deliveries to the old token are
+    /// retargeted when claimed (`reconcileClaimed`). Returns whether an event was written.
     func replaceToken(_ old: String, with new: String, app: String, messageID: String, now: Int64) throws -> Bool {
         var registryChanged = false
         if let existing = try token(old), existing.app == app {
@@ -269,15 +331,6 @@ extension Connection {
                     "UPDATE tokens SET token = ?, updated_at = ? WHERE token = ?", .text(new), .integer(now), .text(old)) > 0
             }
         }
-        try run(
-            """
-            UPDATE deliveries SET state = 'dropped', reason = 'Replaced', updated_at = ?
-            WHERE app = ? AND token = ? AND state = 'queued'
-              AND message_id IN (SELECT message_id FROM deliveries WHERE app = ? AND token = ?)
-            """, .integer(now), .text(app), .text(old), .text(app), .text(new))
-        try run(
-            "UPDATE deliveries SET token = ?, updated_at = ? WHERE app = ? AND token = ? AND state = 'queued'",
-            .text(new), .integer(now), .text(app), .text(old))
         guard try registryChanged || !hasEvent(app: app, token: old, kind: "replaced") else { return false }
         try recordEvent(app: app, token: old, kind: "replaced", replacement: new, reason: "CanonicalId",
                         messageID: messageID, now: now)
@@ -335,8 +388,12 @@ extension Connection {
 
     // MARK: - Apps
 
+    /// Gives `name` an `apps` row if it has none, once per connection rather than once per message. (`serve`
+    /// creates the rows of its configured apps at start, so a rolled-back first insert cannot leave one out.)
     public func ensureApp(_ name: String) throws {
+        guard !ensuredApps.contains(name) else { return }
         try run("INSERT OR IGNORE INTO apps (name) VALUES (?)", .text(name))
+        ensuredApps.insert(name)
     }
 
     public func appState(_ name: String) throws -> AppState? {
@@ -372,22 +429,5 @@ extension Connection {
     public func closeGate(_ app: String, until: Int64) throws {
         try ensureApp(app)
         try run("UPDATE apps SET gate_until = max(gate_until, ?) WHERE name = ?", .integer(until), .text(app))
-    }
-}
-
-// MARK: - Gauges
-
-public struct QueueDepth: Sendable, Equatable {
-    public var app: String
-    public var state: String
-    public var count: Int
-}
-
-extension Connection {
-    /// Deliveries per app and state. A scan of `deliveries`: callers cache it rather than run it per request.
-    public func queueDepth() throws -> [QueueDepth] {
-        try query("SELECT app, state, count(*) FROM deliveries GROUP BY app, state") {
-            QueueDepth(app: $0.string(0), state: $0.string(1), count: $0.int(2))
-        }
     }
 }

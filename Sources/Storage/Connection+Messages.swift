@@ -32,7 +32,7 @@ extension Connection {
 
         let id = MessageID.make(now: now)
         let expiresAt = now + Int64(message.ttlSeconds) * 1000
-        try run("INSERT OR IGNORE INTO apps (name) VALUES (?)", .text(message.app))
+        try ensureApp(message.app)
         try run(
             """
             INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority,
@@ -51,7 +51,7 @@ extension Connection {
         let rank: Int64 = message.priority == "high" ? 0 : 1
         for target in targets {
             if let collapseKey = message.collapseKey {
-                try collapse(target, app: message.app, collapseKey: collapseKey, now: now)
+                try collapse(target, app: message.app, collapseKey: collapseKey, messageID: id)
             }
             try insert.execute([
                 .text(id), .text(message.app), .text(target), .integer(now), .integer(now), .integer(rank), .integer(now),
@@ -60,15 +60,14 @@ extension Connection {
         return AcceptedMessage(id: id, rowID: rowID, deliveries: targets.count, isRepeat: false)
     }
 
-    /// A newer message with the same `collapse_key` supersedes older ones still queued for the same target:
-    /// FCM itself would keep only the newest, so sending the older ones is wasted quota.
-    private func collapse(_ target: String, app: String, collapseKey: String, now: Int64) throws {
+    /// A newer message with the same `collapse_key` supersedes older ones still queued for the same target
+    /// (FCM itself would keep only the newest): this message becomes the head, and the claim drops the others.
+    private func collapse(_ target: String, app: String, collapseKey: String, messageID: String) throws {
         try run(
             """
-            UPDATE deliveries SET state = 'dropped', reason = 'Collapsed', updated_at = ?
-            WHERE app = ? AND token = ? AND state = 'queued'
-              AND EXISTS (SELECT 1 FROM messages AS m WHERE m.id = deliveries.message_id AND m.collapse_key = ?)
-            """, .integer(now), .text(app), .text(target), .text(collapseKey))
+            INSERT INTO collapse_heads (app, collapse_key, token, message_id) VALUES (?, ?, ?, ?)
+            ON CONFLICT (app, collapse_key, token) DO UPDATE SET message_id = excluded.message_id
+            """, .text(app), .text(collapseKey), .text(target), .text(messageID))
     }
 
     /// Every registered token of these users in `app`, each once.

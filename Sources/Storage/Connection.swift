@@ -11,9 +11,17 @@ public final class Connection {
     let handle: OpaquePointer
     public let path: String
     private var statements: [String: Statement] = [:]
+    /// Apps this connection has already made sure have an `apps` row (rows are never deleted).
+    var ensuredApps: Set<String> = []
+
+    /// Process-wide settings, applied once before the first connection initializes the library.
+    private static let configured: Void = {
+        _ = herald_sqlite_disable_memstatus()
+    }()
 
     /// Opens (and for `.readWrite` creates, with mode 0600) the database at `path`.
     public init(path: String, mode: Mode = .readWrite, busyTimeoutMillis: Int32 = 5_000) throws {
+        Self.configured
         self.path = path
         if mode == .readWrite, path != ":memory:" {
             // SQLite creates files with the process umask (usually 0644); a queue of push tokens is private.
@@ -92,7 +100,12 @@ public final class Connection {
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        try within("BEGIN IMMEDIATE", body)
+    }
+
+    /// Runs `body` between `begin` and `COMMIT`, rolling back when it throws.
+    func within<T>(_ begin: String, _ body: () throws -> T) throws -> T {
+        try execute(begin)
         do {
             let result = try body()
             try execute("COMMIT")

@@ -3,17 +3,12 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// A real `herald` process (the binary built next to the test bundle) on an ephemeral loopback port.
+/// A real `herald serve` (the binary built next to the test bundle) on an ephemeral loopback port.
 final class HeraldProcess: @unchecked Sendable {
-    struct StartFailure: Error, CustomStringConvertible {
-        var description: String
-    }
+    typealias StartFailure = LoggingProcess.StartFailure
 
-    let process = Process()
     let directory: URL
-    private let stderrPipe = Pipe()
-    private let output = NSMutableData()
-    private let lock = NSLock()
+    private let child: LoggingProcess
     private(set) var baseURL: URL!
 
     /// The `herald` executable built beside the test bundle.
@@ -29,78 +24,32 @@ final class HeraldProcess: @unchecked Sendable {
     }
 
     var databasePath: String { directory.appendingPathComponent("herald.db").path }
+    var process: Process { child.process }
+    var log: String { child.log }
+    var logLines: [[String: Any]] { child.logLines }
 
     /// Starts `herald serve` with `arguments` added, and waits for its "listening" log line.
     /// `paused`: app `default` is paused before the start, so what is posted stays queued for inspection.
     init(directory: URL? = nil, arguments: [String] = ["--sandbox"], paused: Bool = false,
          environment: [String: String] = [:]) throws {
         self.directory = directory ?? Self.makeDirectory()
+        let path = self.directory.appendingPathComponent("herald.db").path
         if paused {
-            let path = self.directory.appendingPathComponent("herald.db").path
             _ = try runHerald(["migrate", "--db", path])
             let pause = try runHerald(["pause", "default", "--db", path, "--reason", "test inspects the queue"])
             guard pause.status == 0 else { throw StartFailure(description: "pause failed: \(pause.stderr)") }
         }
-        process.executableURL = Self.executable
-        process.arguments = ["serve", "--db", self.directory.appendingPathComponent("herald.db").path,
-                             "--listen", "127.0.0.1:0", "--log-level", "debug"] + arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
-        env.merge(environment) { $1 }
-        process.environment = env
-        process.standardError = stderrPipe
-        process.standardOutput = FileHandle.nullDevice
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.output.append(data)
-            self.lock.unlock()
-        }
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if let address = listeningAddress() {
-                baseURL = URL(string: "http://\(address)")!
-                return
-            }
-            if !process.isRunning { break }
-            usleep(20_000)
-        }
-        process.terminate()
-        throw StartFailure(description: "herald did not start listening; stderr:\n\(log)")
-    }
-
-    var log: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: output as Data, as: UTF8.self)
-    }
-
-    /// Log lines as JSON objects.
-    var logLines: [[String: Any]] {
-        log.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-    }
-
-    private func listeningAddress() -> String? {
-        logLines.first(where: { $0["msg"] as? String == "listening" })?["address"] as? String
+        child = try LoggingProcess(
+            ["serve", "--db", path, "--listen", "127.0.0.1:0", "--log-level", "debug"] + arguments,
+            environment: environment)
+        let address = try child.waitForLine("listening")["address"] as? String ?? ""
+        baseURL = URL(string: "http://\(address)")!
     }
 
     /// Sends a signal and waits for the process to end; returns its exit status.
     @discardableResult
     func stop(signal: Int32 = SIGTERM) -> Int32 {
-        kill(process.processIdentifier, signal)
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        child.stop(signal: signal)
     }
 
     // MARK: - HTTP

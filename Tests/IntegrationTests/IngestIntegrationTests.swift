@@ -61,6 +61,19 @@ import Testing
         #expect(try query(herald, "SELECT count(*) FROM deliveries") { $0.int(0) } == [0])
     }
 
+    @Test func aMessageForAnAppThisHeraldDoesNotServeIsRefused() async throws {
+        let herald = try HeraldProcess(paused: true)
+        let reply = try await herald.request("POST", "/v1/messages", body: #"{"to": "a", "app": "nope"}"#)
+        #expect(reply.status == 400)
+        #expect((reply.json["error"] as? [String: Any])?["code"] as? String == "InvalidParameters")
+        #expect(reply.text.contains("unknown app"))
+        let batch = try await herald.request("POST", "/v1/messages/batch", body: #"{"messages": [{"to": "a", "app": "nope"}, {"to": "b"}]}"#)
+        let results = try #require(batch.json["results"] as? [[String: Any]])
+        #expect(results.first?["error"] != nil)
+        #expect(results.last?["deliveries"] as? Int == 1)
+        #expect(try query(herald, "SELECT count(*) FROM messages") { $0.int(0) } == [1])
+    }
+
     @Test func idempotentRepeatReturnsTheFirstAnswer() async throws {
         let herald = try HeraldProcess(paused: true)
         let body = #"{"to": "tok-1", "data": {"n": "1"}}"#

@@ -5,50 +5,16 @@ import FoundationNetworking
 
 /// A real `herald fcm-sim` process on an ephemeral loopback port.
 final class SimulatorProcess: @unchecked Sendable {
-    let process = Process()
-    private let pipe = Pipe()
-    private let output = NSMutableData()
-    private let lock = NSLock()
-    private(set) var endpoint: String = ""
-    private(set) var baseURL: URL!
+    private let child: LoggingProcess
+    let endpoint: String
+    let baseURL: URL
+
+    var process: Process { child.process }
 
     init(_ arguments: [String] = []) throws {
-        process.executableURL = HeraldProcess.executable
-        process.arguments = ["fcm-sim", "--listen", "127.0.0.1:0"] + arguments
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.output.append(data)
-            self.lock.unlock()
-        }
-        try process.run()
-        for _ in 0..<1500 {
-            lock.lock()
-            let text = String(decoding: output as Data, as: UTF8.self)
-            lock.unlock()
-            for line in text.split(separator: "\n") {
-                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                      object["msg"] as? String == "fcm-sim listening", let url = object["endpoint"] as? String
-                else { continue }
-                endpoint = url
-                baseURL = URL(string: url)!.deletingLastPathComponent().deletingLastPathComponent()
-                return
-            }
-            if !process.isRunning { break }
-            usleep(20_000)
-        }
-        throw HeraldProcess.StartFailure(description: "fcm-sim did not start")
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        pipe.fileHandleForReading.readabilityHandler = nil
+        child = try LoggingProcess(["fcm-sim", "--listen", "127.0.0.1:0"] + arguments)
+        endpoint = try child.waitForLine("fcm-sim listening")["endpoint"] as? String ?? ""
+        baseURL = URL(string: endpoint)!.deletingLastPathComponent().deletingLastPathComponent()
     }
 
     /// `POST /control` with a JSON object, e.g. `{"fail_next": 1, "status": 503, "retry_after": "2"}`.

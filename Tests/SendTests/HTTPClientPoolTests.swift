@@ -144,6 +144,29 @@ import Testing
         #expect(pool.inFlight == 0)
     }
 
+    @Test func completionsCanSubmitTheNextRequest() async throws {
+        let (server, port) = try startServer(.echo)
+        defer { server.shutdown(gracePeriod: 0) }
+        let pool = HTTPClientPool(maxConnectionsPerHost: 2)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        // Each completion submits the next request from the pool's own thread, as a sender refilling its
+        // window does; the chain must neither deadlock on the mailbox nor lose a request.
+        let bodies = Locked<[String]>([])
+        await withCheckedContinuation { (chainDone: CheckedContinuation<Void, Never>) in
+            @Sendable func chain(_ index: Int) {
+                let request = OutboundRequest(url: "http://127.0.0.1:\(port)/", body: Array("\(index)".utf8))
+                pool.submit(request) { result, _ in
+                    bodies.withLock { $0.append(result.body ?? "failed") }
+                    if index < 19 { chain(index + 1) } else { chainDone.resume() }
+                }
+            }
+            chain(0)
+        }
+
+        #expect(bodies.withLock { $0 } == (0..<20).map(String.init))
+    }
+
     // MARK: - Failures
 
     @Test func handlerThatNeverAnswersTimesOut() async throws {
@@ -267,7 +290,9 @@ import Testing
         #expect(result.status == 200)
 
         let after = Locked<[TransportResult]>([])
-        pool.submit(OutboundRequest(url: "http://127.0.0.1:\(port)/")) { result, _ in after.withLock { $0.append(result) } }
+        pool.submit(OutboundRequest(url: "http://127.0.0.1:\(port)/")) { result, _ in
+            after.withLock { $0.append(result) }
+        }
         #expect(after.withLock { $0 }.first?.failureReason == "cancelled")
     }
 }

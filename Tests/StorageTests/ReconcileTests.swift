@@ -40,6 +40,15 @@ private let t0: Int64 = 1_700_000_000_000
         }
     }
 
+    /// Claims everything ready and hands it back unsent: what the next claim does before it would send.
+    private func claimPass() throws {
+        try writer.write { connection in
+            let claimed = try connection.claim(app: "default", limit: 1000, owner: "pass", leaseMillis: 60_000, now: t0 + 3)
+            try connection.apply(claimed.deliveries.map { .release(id: $0.id) }, owner: "pass", now: t0 + 3,
+                                 chargeAttempt: false)
+        }
+    }
+
     private func rows() throws -> [String] {
         try writer.write {
             try $0.query("SELECT message_id, token, state || coalesce('/' || reason, '') FROM deliveries ORDER BY id") {
@@ -54,18 +63,21 @@ private let t0: Int64 = 1_700_000_000_000
         }
     }
 
-    @Test func notRegisteredDeletesTheTokenAndDropsItsOtherQueuedDeliveries() throws {
+    @Test func notRegisteredDeletesTheTokenAndDropsItsOtherDeliveriesWhenClaimed() throws {
         try register("dead", user: "u1")
         let first = try enqueue(["dead"])
         try enqueue(["dead", "alive"])
         let applied = try answer(first, ["dead": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
         #expect(applied.tokensDeleted == 1)
         #expect(try writer.write { try $0.token("dead") } == nil)
-        #expect(try rows() == ["dead dropped/NotRegistered", "dead dropped/NotRegistered", "alive queued"])
+        #expect(try rows() == ["dead dropped/NotRegistered", "dead queued", "alive queued"])
+        try claimPass()
+        #expect(try rows() == ["dead dropped/NotRegistered", "dead dropped/NotRegistered", "alive queued"],
+                "the other delivery to the dead token is dropped when claimed, never sent")
         #expect(try events() == ["deleted dead"])
     }
 
-    @Test func canonicalIdMovesTheRegistryRowAndRetargetsQueuedDeliveries() throws {
+    @Test func canonicalIdMovesTheRegistryRowAndRetargetsQueuedDeliveriesWhenClaimed() throws {
         try register("23", user: "carol")
         let first = try enqueue(["23"])
         try enqueue(["23"])
@@ -73,6 +85,7 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(applied.tokensReplaced == 1)
         #expect(try writer.write { try $0.token("23") } == nil)
         #expect(try writer.write { try $0.token("32")?.user } == "carol")
+        try claimPass()
         #expect(try rows() == ["23 delivered", "32 queued"])
         #expect(try events() == ["replaced 23 → 32"])
     }
@@ -85,7 +98,19 @@ private let t0: Int64 = 1_700_000_000_000
         try answer(first, ["old": { .delivered(id: $0, fcmMessageID: "1", canonicalToken: "new", status: 200) }])
         let tokens = try writer.write { try $0.query("SELECT token, user FROM tokens") { "\($0.string(0)) \($0.string(1))" } }
         #expect(tokens == ["new dave"])
+        try claimPass()
         #expect(try rows() == ["old delivered", "old dropped/Replaced", "new queued"])
+    }
+
+    @Test func aLaterMessageToADeadTokenIsDroppedInsteadOfSent() throws {
+        let first = try enqueue(["gone"])
+        try answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try enqueue(["gone", "fine"], at: t0 + 10)
+        let claimed = try writer.write {
+            try $0.claim(app: "default", limit: 100, owner: "w2", leaseMillis: 60_000, now: t0 + 20)
+        }
+        #expect(claimed.deliveries.map(\.token) == ["fine"])
+        #expect(claimed.dropped == 1)
     }
 
     @Test func aRefusedMessageDeadLettersEveryQueuedDeliveryOfIt() throws {
@@ -100,6 +125,7 @@ private let t0: Int64 = 1_700_000_000_000
         try enqueue(["t1", "t2"], collapseKey: "score")
         try enqueue(["t1"], collapseKey: "score", at: t0 + 5)
         try enqueue(["t1"], collapseKey: "other", at: t0 + 6)
+        try claimPass()
         #expect(try rows() == ["t1 dropped/Collapsed", "t2 queued", "t1 queued", "t1 queued"])
     }
 

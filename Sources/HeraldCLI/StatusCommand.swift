@@ -1,0 +1,106 @@
+import Storage
+import Support
+
+/// `herald status [--totals] [--db PATH] [--json]`
+enum StatusCommand {
+    static let help = """
+        Usage: herald status [--totals] [--db PATH] [--json]
+
+        Shows, per app: whether it is sending, paused (with the reason) or gated after a Retry-After or 5xx (until
+        when); its queued deliveries and how many of them are ready to send now; how long the oldest ready one has
+        been waiting since it became due; deliveries in flight; dead letters; and what finished in the last minute
+        (delivered, dead, dropped). It reads the indexes only, so it answers quickly at millions of rows.
+
+        Options:
+          --totals    also count every app and state, finished rows included (the queue_depth view); this reads
+                      the whole deliveries table, which takes seconds at millions of rows
+          --db PATH   SQLite database (default: herald.db, or HERALD_DB)
+          --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}
+
+        Example:
+          herald status --db /var/lib/herald/herald.db
+        """
+
+    static func run(_ arguments: [String]) throws -> Int32 {
+        let parsed = try Arguments(arguments, options: Arguments.Option.common + [.flag("totals")])
+        if parsed.flag("help") {
+            print(help)
+            return 0
+        }
+        try parsed.expectPositional(0, "no arguments")
+        let connection = try openExistingDatabase(parsed)
+        let now = Clock.nowMillis()
+        let (apps, totals) = try connection.snapshot {
+            (try connection.appStatuses(now: now), parsed.flag("totals") ? try connection.queueDepth() : nil)
+        }
+        if parsed.flag("json") {
+            var members: [(String, JSON)] = [("at", .int(now)), ("apps", .array(apps.map { json($0, now: now) }))]
+            if let totals { members.append(("totals", .array(totals.map(json)))) }
+            Output.json(JSON(members: members))
+        } else {
+            print(text(apps, totals: totals, now: now))
+        }
+        return 0
+    }
+
+    static func json(_ app: AppStatus, now: Int64) -> JSON {
+        [
+            "app": .string(app.name),
+            "paused": .bool(app.paused),
+            "pause_reason": .optional(app.pauseReason),
+            "paused_at": .optional(app.pausedAt),
+            "gated": .bool(app.gateUntil > now),
+            "gate_until": app.gateUntil > 0 ? .int(app.gateUntil) : .null,
+            "queued": .int(app.queued),
+            "ready": .int(app.ready),
+            "scheduled": .int(app.queued - app.ready),
+            "oldest_ready_seconds": app.oldestReadySince.map { .double(Double(now - $0) / 1000) } ?? .null,
+            "inflight": .int(app.inflight),
+            "dead": .int(app.dead),
+            "last_minute": [
+                "delivered": .int(app.finishedLastMinute.delivered),
+                "dead": .int(app.finishedLastMinute.dead),
+                "dropped": .int(app.finishedLastMinute.dropped),
+            ],
+        ]
+    }
+
+    static func json(_ row: QueueDepthRow) -> JSON {
+        ["app": .string(row.app), "state": .string(row.state), "count": .int(row.count), "oldest": .int(row.oldest)]
+    }
+
+    static func text(_ apps: [AppStatus], totals: [QueueDepthRow]?, now: Int64) -> String {
+        guard !apps.isEmpty else { return "no apps yet: nothing was ever queued" }
+        var table = TextTable(
+            ["APP", "SENDING", "QUEUED", "READY", "OLDEST READY", "IN FLIGHT", "DEAD",
+             "DELIVERED/MIN", "DEAD/MIN", "DROPPED/MIN"],
+            rightAligned: Set(2...9))
+        var notes: [String] = []
+        for app in apps {
+            let sending = app.paused ? "paused" : app.gateUntil > now ? "gated" : "yes"
+            table.append([
+                app.name, sending, String(app.queued), String(app.ready),
+                app.oldestReadySince.map { DurationText.format(now - $0) } ?? "-",
+                String(app.inflight), String(app.dead), String(app.finishedLastMinute.delivered),
+                String(app.finishedLastMinute.dead), String(app.finishedLastMinute.dropped),
+            ])
+            if app.paused {
+                let since = app.pausedAt.map { " since \(Output.time($0)) (\(Output.relative($0, now: now)))" } ?? ""
+                let reason = app.pauseReason ?? "no reason given"
+                notes.append("\(app.name) is paused\(since): \(reason); `herald resume \(app.name)` reopens it")
+            }
+            if app.gateUntil > now {
+                let until = "\(Output.time(app.gateUntil)) (\(Output.relative(app.gateUntil, now: now)))"
+                notes.append("\(app.name) is gated until \(until) after a Retry-After or a server error")
+            }
+        }
+        var output = table.render()
+        if !notes.isEmpty { output += "\n\n" + notes.joined(separator: "\n") }
+        if let totals {
+            var depth = TextTable(["APP", "STATE", "COUNT", "OLDEST"], rightAligned: [2])
+            for row in totals { depth.append([row.app, row.state, String(row.count), Output.time(row.oldest)]) }
+            output += "\n\n" + depth.render()
+        }
+        return output
+    }
+}

@@ -1,0 +1,102 @@
+/// What `herald status` shows for one app: its switches, its backlog, and what finished in the last minute.
+public struct AppStatus: Sendable, Equatable {
+    public var name: String
+    public var paused: Bool
+    public var pauseReason: String?
+    public var pausedAt: Int64?
+    /// No request to the app's endpoint before this time (Retry-After, 5xx); 0 when open.
+    public var gateUntil: Int64
+    /// Queued deliveries, due or not.
+    public var queued: Int
+    /// Queued deliveries whose `next_attempt_at` has come.
+    public var ready: Int
+    /// The earliest `next_attempt_at` of the ready rows: how long the oldest ready delivery has been waiting.
+    public var oldestReadySince: Int64?
+    public var inflight: Int
+    public var dead: Int
+    /// Deliveries that became delivered, dead or dropped in the last minute (by `updated_at`).
+    public var finishedLastMinute: FinishedCounts
+
+    public init(
+        name: String, paused: Bool = false, pauseReason: String? = nil, pausedAt: Int64? = nil, gateUntil: Int64 = 0,
+        queued: Int = 0, ready: Int = 0, oldestReadySince: Int64? = nil, inflight: Int = 0, dead: Int = 0,
+        finishedLastMinute: FinishedCounts = FinishedCounts()
+    ) {
+        self.name = name
+        self.paused = paused
+        self.pauseReason = pauseReason
+        self.pausedAt = pausedAt
+        self.gateUntil = gateUntil
+        self.queued = queued
+        self.ready = ready
+        self.oldestReadySince = oldestReadySince
+        self.inflight = inflight
+        self.dead = dead
+        self.finishedLastMinute = finishedLastMinute
+    }
+}
+
+/// Deliveries that reached each terminal state.
+public struct FinishedCounts: Sendable, Equatable {
+    public var delivered = 0
+    public var dead = 0
+    public var dropped = 0
+
+    public init(delivered: Int = 0, dead: Int = 0, dropped: Int = 0) {
+        self.delivered = delivered
+        self.dead = dead
+        self.dropped = dropped
+    }
+}
+
+/// One row of the `queue_depth` view.
+public struct QueueDepthRow: Sendable, Equatable {
+    public var app: String
+    public var state: String
+    public var count: Int
+    /// `created_at` of the oldest delivery in that state.
+    public var oldest: Int64
+}
+
+/// A delivery in state `dead`, with what an operator needs to decide about it.
+public struct DeadLetterRecord: Sendable, Equatable {
+    public var deliveryID: Int64
+    public var messageID: String
+    public var app: String
+    public var token: String
+    public var reason: String?
+    public var attempts: Int
+    public var lastStatus: Int64?
+    /// When the delivery became dead (`updated_at`).
+    public var diedAt: Int64
+    public var messageCreatedAt: Int64
+    public var messageExpiresAt: Int64
+    public var ttlSeconds: Int
+
+    /// Whether sending it again would only expire it again (the claim's rule: a TTL of 0 is never "expired").
+    public func isExpired(now: Int64) -> Bool { ttlSeconds > 0 && messageExpiresAt <= now }
+}
+
+/// Which dead letters a `dead` command acts on. Every filter given must match; none given matches all.
+public struct DeadLetterFilter: Sendable, Equatable {
+    public var app: String?
+    public var reason: String?
+    /// Only dead letters that died at or after this time.
+    public var diedSince: Int64?
+    /// Only these delivery ids (empty: any).
+    public var deliveryIDs: [Int64]
+
+    public init(app: String? = nil, reason: String? = nil, diedSince: Int64? = nil, deliveryIDs: [Int64] = []) {
+        self.app = app
+        self.reason = reason
+        self.diedSince = diedSince
+        self.deliveryIDs = deliveryIDs
+    }
+}
+
+/// How many dead letters of one app died of one reason.
+public struct DeadLetterGroup: Sendable, Equatable {
+    public var app: String
+    public var reason: String?
+    public var count: Int
+}

@@ -1,0 +1,85 @@
+extension Connection {
+    // MARK: - Status
+
+    /// Every app's switches, backlog and last-minute finishes, from index range scans only (no table scan), so it
+    /// answers quickly at millions of rows. Call inside `snapshot` for figures that agree with each other.
+    public func appStatuses(now: Int64) throws -> [AppStatus] {
+        var statuses = try query(StatusSQL.apps) {
+            AppStatus(
+                name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
+                pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4))
+        }
+        let inflight = try countsByApp(StatusSQL.inflight, [])
+        let dead = try countsByApp(StatusSQL.dead, [])
+        let since = now - 60_000
+        let deadLastMinute = try countsByApp(StatusSQL.deadSince, [.integer(since)])
+        var finished: [String: FinishedCounts] = [:]
+        let finishedRows = try query(StatusSQL.finishedSince, [.integer(since)]) {
+            (app: $0.string(0), state: $0.string(1), count: $0.int(2))
+        }
+        for row in finishedRows {
+            if row.state == "delivered" {
+                finished[row.app, default: FinishedCounts()].delivered = row.count
+            } else {
+                finished[row.app, default: FinishedCounts()].dropped = row.count
+            }
+        }
+        for index in statuses.indices {
+            let app = statuses[index].name
+            let backlog = try queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) }
+            statuses[index].queued = backlog?.0 ?? 0
+            statuses[index].ready = backlog?.1 ?? 0
+            if let due = try nextDue(app: app), due <= now { statuses[index].oldestReadySince = due }
+            statuses[index].inflight = inflight[app] ?? 0
+            statuses[index].dead = dead[app] ?? 0
+            statuses[index].finishedLastMinute = finished[app] ?? FinishedCounts()
+            statuses[index].finishedLastMinute.dead = deadLastMinute[app] ?? 0
+        }
+        return statuses
+    }
+
+    /// The `queue_depth` view: every app and state with its count. It reads every delivery, so it takes seconds
+    /// on a table of millions; `appStatuses` is the quick answer.
+    public func queueDepth() throws -> [QueueDepthRow] {
+        try query("SELECT app, state, count, oldest FROM queue_depth ORDER BY app, state") {
+            QueueDepthRow(app: $0.string(0), state: $0.string(1), count: $0.int(2), oldest: $0.int64(3))
+        }
+    }
+
+    private func countsByApp(_ sql: String, _ arguments: [SQLValue]) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for (app, count) in try query(sql, arguments, row: { ($0.string(0), $0.int(1)) }) { counts[app] = count }
+        return counts
+    }
+}
+
+/// The status queries, each written so SQLite can answer it from one of the partial indexes (see the tests that
+/// check their query plans).
+enum StatusSQL {
+    static let apps = "SELECT name, paused, pause_reason, paused_at, gate_until FROM apps ORDER BY name"
+
+    /// `deliveries_ready`: the app's queued rows, in one range.
+    static let queued = """
+        SELECT count(*), coalesce(sum(next_attempt_at <= ?), 0) FROM deliveries WHERE app = ? AND state = 'queued'
+        """
+
+    /// Without the hint the planner prefers walking `deliveries_by_token` (every row) for the GROUP BY.
+    static let inflight = """
+        SELECT app, count(*) FROM deliveries INDEXED BY deliveries_inflight WHERE state = 'inflight' GROUP BY app
+        """
+
+    /// `deliveries_dead_by_app`.
+    static let dead = "SELECT app, count(*) FROM deliveries WHERE state = 'dead' GROUP BY app"
+
+    /// `deliveries_dead` from the given time on.
+    static let deadSince = """
+        SELECT app, count(*) FROM deliveries INDEXED BY deliveries_dead WHERE state = 'dead' AND updated_at >= ?
+        GROUP BY app
+        """
+
+    /// `deliveries_finished`, which covers the query.
+    static let finishedSince = """
+        SELECT app, state, count(*) FROM deliveries
+        WHERE state IN ('delivered', 'dropped') AND updated_at >= ? GROUP BY app, state
+        """
+}
