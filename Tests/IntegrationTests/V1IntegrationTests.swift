@@ -221,6 +221,8 @@ import FoundationNetworking
         #expect(try await pair.simulator.requests().isEmpty, "nothing is sent without an access token")
         let waiting = HeraldProcess.summary(try await herald.request("GET", "/v1/messages/\(id)").json)
         #expect(waiting["tok-1"] == "queued - 0 -")
+        let status = try runHerald(["status", "--db", herald.databasePath])
+        #expect(status.stdout.contains("OAuth invalid_grant: Invalid JWT Signature."), "\(status.stdout)")
         #expect(herald.stop() == 0)
         try expectKeyKeptSecret(pair, key: Self.otherKey)
     }
