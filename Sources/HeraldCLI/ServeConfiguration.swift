@@ -62,7 +62,7 @@ struct ServeConfiguration: Sendable {
         ("db", "herald.db", "SQLite database; created and migrated on start"),
         ("listen", "127.0.0.1:8600", "ingest API address, HOST:PORT or unix:/path.sock"),
         ("api-token", nil, "require `Authorization: Bearer TOKEN` (needed off loopback)"),
-        ("fcm-endpoint", defaultEndpoint, "where app `default` sends (fcm-v1: \(defaultV1Endpoint))"),
+        ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
         ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),
         ("fcm-service-account", nil, "service-account key file of app `default`: sends with FCM HTTP v1"),
         ("concurrency", "64", "concurrent FCM requests per app"),
