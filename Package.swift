@@ -46,7 +46,8 @@ let package = Package(
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
-            name: "DeliveryTests", dependencies: ["Delivery", "Storage", "Classify", "Send", "OAuth", "Support", "HTTP"]),
+            name: "DeliveryTests",
+            dependencies: ["Delivery", "Storage", "Classify", "Send", "OAuth", "Support", "HTTP"]),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
         .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support", "OAuth"]),
     ],

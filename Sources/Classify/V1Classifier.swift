@@ -14,7 +14,7 @@ import Support
 public enum V1Classifier {
     /// The `error` object of a v1 error answer, as far as the classifier reads it.
     public struct ErrorReply: Sendable, Equatable {
-        /// `error.details[].errorCode` of the `google.firebase.fcm.v1.FcmError` detail (any detail's, if none is typed).
+        /// `error.details[].errorCode` of the `google.firebase.fcm.v1.FcmError` detail (else any detail's).
         public var errorCode: String?
         /// `error.status`, the canonical gRPC code name (`NOT_FOUND`, `INVALID_ARGUMENT`, …).
         public var status: String?
@@ -89,7 +89,9 @@ public enum V1Classifier {
 
     /// Reads `{"error": {"code", "message", "status", "details": [...]}}`; nil when the body is not that shape.
     public static func errorReply(_ body: [UInt8]) -> ErrorReply? {
-        guard let reply = try? JSON.parse(body), let error = reply["error"], error.objectValue != nil else { return nil }
+        guard let reply = try? JSON.parse(body), let error = reply["error"], error.objectValue != nil else {
+            return nil
+        }
         var result = ErrorReply(errorCode: nil, status: error["status"]?.stringValue, namesToken: false)
         var anyErrorCode: String?
         for detail in error["details"]?.arrayValue ?? [] {

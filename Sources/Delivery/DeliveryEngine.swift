@@ -205,7 +205,9 @@ public final class DeliveryEngine: @unchecked Sendable {
         case .pause(let reason):
             if !runtime.paused {
                 runtime.paused = true
-                Log.warn("app paused: credentials refused", ["app": .string(runtime.app.name), "reason": .string(reason)])
+                Log.warn("app paused: credentials refused", [
+                    "app": .string(runtime.app.name), "reason": .string(reason),
+                ])
             }
             write([], plan: OutcomePlan(pauseReason: reason), on: runtime)
         }

@@ -95,7 +95,8 @@ extension FCMSimulator {
         for pair in body.split(separator: UInt8(ascii: "&")) {
             let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
             func decoded(_ bytes: ArraySlice<UInt8>) -> String {
-                let spaced = String(decoding: bytes.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+                let plus = UInt8(ascii: "+")
+                let spaced = String(decoding: bytes.map { $0 == plus ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
                 return spaced.removingPercentEncoding ?? spaced
             }
             fields[decoded(parts[0])] = parts.count > 1 ? decoded(parts[1]) : ""
@@ -118,7 +119,8 @@ extension FCMSimulator {
             case .condition: .deliver
             }
         }
-        let arrival = SimulatorState.V1Arrival(parsed: parsed, project: project, bearerToken: bearer, behaviour: behaviour)
+        let arrival = SimulatorState.V1Arrival(
+            parsed: parsed, project: project, bearerToken: bearer, behaviour: behaviour)
         let decision = state.withLock { $0.receiveV1(arrival, nowMillis: Clock.nowMillis()) }
         let response: HTTPResponse
         switch decision.reply {
@@ -127,7 +129,8 @@ extension FCMSimulator {
         case .error(let error, let retryAfter):
             var headers = [(name: "Content-Type", value: "application/json; charset=UTF-8")]
             if let retryAfter { headers.append(("Retry-After", retryAfter)) }
-            response = HTTPResponse(status: error.httpStatus, headers: headers, body: Array(error.json.serialized().utf8))
+            response = HTTPResponse(
+                status: error.httpStatus, headers: headers, body: Array(error.json.serialized().utf8))
         case .delivered(let name):
             response = HTTPResponse(
                 status: 200, headers: [("Content-Type", "application/json; charset=UTF-8")],

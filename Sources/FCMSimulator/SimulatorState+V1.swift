@@ -55,7 +55,8 @@ extension FCMSimulator {
         static let unauthenticated = V1Error(
             401, "UNAUTHENTICATED", nil,
             "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other "
-                + "valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.")
+                + "valid authentication credential. "
+                + "See https://developers.google.com/identity/sign-in/web/devconsole-project.")
 
         static func permissionDenied(project: String) -> V1Error {
             V1Error(403, "PERMISSION_DENIED", nil, "Permission 'cloudmessaging.messages.create' denied on resource "
@@ -84,7 +85,9 @@ extension FCMSimulator {
             if let field {
                 details.append(.object([
                     ("@type", "type.googleapis.com/google.rpc.BadRequest"),
-                    ("fieldViolations", .array([.object([("field", .string(field)), ("description", .string(message))])])),
+                    ("fieldViolations", .array([
+                        .object([("field", .string(field)), ("description", .string(message))]),
+                    ])),
                 ]))
             }
             var error: [(key: String, value: JSON)] = [

@@ -92,7 +92,8 @@ struct V1Request: Sendable {
         }
         if let android = message["android"] {
             guard android.objectValue != nil else {
-                throw Invalid(message: "Invalid value at 'message.android': must be an object.", field: "message.android")
+                throw Invalid(
+                    message: "Invalid value at 'message.android': must be an object.", field: "message.android")
             }
             if let ttl = android["ttl"] {
                 guard let seconds = ttl.stringValue.flatMap(durationSeconds), seconds <= SendRequest.maximumTTL else {

@@ -172,7 +172,8 @@ import Testing
                   answer: .failed(#"the token endpoint gave a "MAC" token, not a Bearer token"#)),
         AnswerRow(status: 400, body: #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#,
                   answer: .refused("OAuth invalid_grant: Invalid JWT Signature.")),
-        AnswerRow(status: 401, body: #"{"error":"invalid_client","error_description":"The OAuth client was not found."}"#,
+        AnswerRow(status: 401,
+                  body: #"{"error":"invalid_client","error_description":"The OAuth client was not found."}"#,
                   answer: .refused("OAuth invalid_client: The OAuth client was not found.")),
         AnswerRow(status: 400, body: #"{"error":"invalid_scope"}"#, answer: .refused("OAuth invalid_scope")),
         AnswerRow(status: 404, body: "<html>", answer: .refused("the token endpoint answered HTTP 404")),
@@ -183,7 +184,8 @@ import Testing
 
     @Test(arguments: answers)
     func tokenEndpointAnswersAreReadByRFC6749(_ row: AnswerRow) {
-        let result = TransportResult.response(status: row.status, headers: [], body: Array(row.body.utf8), httpVersion: "1.1")
+        let result = TransportResult.response(
+            status: row.status, headers: [], body: Array(row.body.utf8), httpVersion: "1.1")
         #expect(AccessTokenCache.read(result) == row.answer)
     }
 

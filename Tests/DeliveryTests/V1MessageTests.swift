@@ -37,7 +37,8 @@ import Testing
             "android":{"collapse_key":"score","priority":"HIGH","ttl":"3000s",\
             "restricted_package_name":"com.example.app",\
             "notification":{"icon":"ic_ball","color":"#00ff00","sound":"whistle.caf","tag":"match-1",\
-            "click_action":"OPEN_MATCH","channel_id":"scores","body_loc_key":"GOAL_BODY","body_loc_args":["Ronaldo","7"],\
+            "click_action":"OPEN_MATCH","channel_id":"scores",\
+            "body_loc_key":"GOAL_BODY","body_loc_args":["Ronaldo","7"],\
             "title_loc_key":"GOAL_TITLE","title_loc_args":["POR","DEN"]}},\
             "apns":{"headers":{"apns-priority":"10","apns-expiration":"1700003000","apns-collapse-id":"score"},\
             "payload":{"aps":{"badge":3,"sound":"whistle.caf","category":"OPEN_MATCH","content-available":1,\

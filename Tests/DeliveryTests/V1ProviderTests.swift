@@ -24,7 +24,9 @@ import Testing
     }
 
     func deliveries(_ tokens: [String]) -> [ClaimedDelivery] {
-        tokens.enumerated().map { ClaimedDelivery(id: Int64($0.offset), messageID: "m1", token: $0.element, attempts: 0) }
+        tokens.enumerated().map {
+            ClaimedDelivery(id: Int64($0.offset), messageID: "m1", token: $0.element, attempts: 0)
+        }
     }
 
     func answer(_ status: Int, _ body: String) -> TransportResult {

@@ -120,8 +120,8 @@ import Testing
 
     @Test func withoutAServiceAccountEveryAssertionIsRefused() throws {
         let bare = FCMSimulator()
-        let reply = try bare.call("POST", "/token", headers: [("host", Self.host)],
-                                  body: "grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=\(try assertion())")
+        let form = "grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=\(try assertion())"
+        let reply = try bare.call("POST", "/token", headers: [("host", Self.host)], body: form)
         #expect(reply.status == 400)
         #expect(try reply.json()["error_description"]?.stringValue?.contains("--service-account") == true)
     }
@@ -259,7 +259,8 @@ import Testing
     /// A service-account key file with the suite's key, in a temporary file the caller removes.
     static func serviceAccountFile() throws -> String {
         let account = ServiceAccount(clientEmail: email, privateKey: key, projectID: "test-project", tokenURI: tokenURI)
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sim-sa-\(UUID().uuidString).json").path
+        let name = "sim-sa-\(UUID().uuidString).json"
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(name).path
         try account.json().write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }

@@ -255,8 +255,8 @@ import FoundationNetworking
 
         let noProject = try Self.writeServiceAccount(key: Self.key, tokenURI: "http://127.0.0.1:1/token",
                                                      in: directory, name: "no-project.json")
-        try String(contentsOfFile: noProject, encoding: .utf8).replacingOccurrences(of: #""project_id":"test-project","#,
-                                                                                   with: "")
+        try String(contentsOfFile: noProject, encoding: .utf8)
+            .replacingOccurrences(of: #""project_id":"test-project","#, with: "")
             .write(toFile: noProject, atomically: true, encoding: .utf8)
         #expect(try refusal(["--fcm-service-account", noProject]).contains(
             #"has no "project_id" and the config sets none"#))

@@ -36,7 +36,9 @@ import Testing
         #expect(account.privateKey.bits == 2048)
         // What it signs verifies with the key it was written with.
         let claims = JWT.Claims(issuer: "i", scope: "s", audience: "a", issuedAt: 1, lifetime: 60)
-        #expect(throws: Never.self) { try JWT.verify(try JWT.sign(claims, with: account.privateKey), with: testKey.publicKey) }
+        #expect(throws: Never.self) {
+            try JWT.verify(try JWT.sign(claims, with: account.privateKey), with: testKey.publicKey)
+        }
     }
 
     @Test func projectAndTokenURIMayBeLeftToTheConfiguration() throws {
@@ -56,8 +58,11 @@ import Testing
             .hasPrefix(#"sa.json has "type" "authorized_user": Herald needs a "service_account" key"#) == true)
         #expect(problem(json(complete.map { $0.0 == "token_uri" ? ($0.0, "ftp://x") : $0 }))
             == #"sa.json: "token_uri" must be an http(s) URL, got "ftp://x""#)
-        let garbled = problem(json(complete.map { $0.0 == "private_key" ? ($0.0, "-----BEGIN PRIVATE KEY-----\nAAAA\n") : $0 }))
-        #expect(garbled?.hasPrefix(#"sa.json: "private_key" cannot be used: not a PEM private key"#) == true, "\(garbled ?? "")")
+        let garbled = problem(json(complete.map {
+            $0.0 == "private_key" ? ($0.0, "-----BEGIN PRIVATE KEY-----\nAAAA\n") : $0
+        }))
+        #expect(garbled?.hasPrefix(#"sa.json: "private_key" cannot be used: not a PEM private key"#) == true,
+                "\(garbled ?? "")")
     }
 
     @Test func unreadableFilesSayWhy() {
@@ -77,7 +82,9 @@ import Testing
         // A key that is almost right (one line cut) must not be quoted back in the refusal.
         var lines = Self.pem.split(separator: "\n").map(String.init)
         lines.remove(at: 3)
-        let broken = problem(json(complete.map { $0.0 == "private_key" ? ($0.0, .string(lines.joined(separator: "\n"))) : $0 }))
+        let broken = problem(json(complete.map {
+            $0.0 == "private_key" ? ($0.0, .string(lines.joined(separator: "\n"))) : $0
+        }))
         #expect(broken != nil)
         #expect(!(broken ?? "").contains(lines[1]))
     }

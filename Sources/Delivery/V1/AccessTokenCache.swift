@@ -182,7 +182,8 @@ final class AccessTokenCache: Sendable {
         if case .token(_, let seconds) = answer, seconds * 1000 <= 1000 {
             answer = .failed("the token endpoint gave a token that expires in \(seconds) s")
         }
-        let (readiness, waiters) = state.withLock { state -> (ProviderReadiness, [@Sendable (ProviderReadiness) -> Void]) in
+        typealias Waiter = @Sendable (ProviderReadiness) -> Void
+        let (readiness, waiters) = state.withLock { state -> (ProviderReadiness, [Waiter]) in
             state.fetching = false
             let readiness: ProviderReadiness
             switch answer {

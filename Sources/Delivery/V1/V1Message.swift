@@ -46,7 +46,9 @@ enum V1Message {
     /// the legacy notification.
     private static func android(_ stored: JSON, notification: JSON?, remaining: Int) -> JSON {
         var android: [(key: String, value: JSON)] = []
-        if let collapseKey = stored["collapse_key"]?.stringValue { android.append(("collapse_key", .string(collapseKey))) }
+        if let collapseKey = stored["collapse_key"]?.stringValue {
+            android.append(("collapse_key", .string(collapseKey)))
+        }
         if let priority = stored["priority"]?.stringValue {
             android.append(("priority", .string(priority == "high" ? "HIGH" : "NORMAL")))
         }
