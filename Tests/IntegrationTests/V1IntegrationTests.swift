@@ -211,6 +211,18 @@ import FoundationNetworking
         #expect(settled["tok-1"] == "delivered - 1 -")
     }
 
+    @Test func aFailingTokenEndpointIsRetriedWithoutPausing() async throws {
+        let pair = try await start(control: #"{"token_fail_next": 2}"#)
+        let id = try await post(pair.herald, #"{"to": "tok-1"}"#)
+        let settled = HeraldProcess.summary(try await pair.herald.waitUntilSettled(id))
+        #expect(settled["tok-1"] == "delivered - 1 -", "nothing is sent, or charged, until a token is had")
+        let oauth = try await pair.simulator.stats()["oauth"] as? [String: Int]
+        #expect(oauth?["failed"] == 2)
+        #expect(oauth?["tokens_issued"] == 1)
+        #expect(try await pair.simulator.requests().map { $0["status"] as? Int } == [200])
+        #expect(try app(pair.herald).paused == false)
+    }
+
     @Test func aKeyTheTokenEndpointRefusesPausesTheAppWithTheOAuthError() async throws {
         let pair = try await start(heraldKey: Self.otherKey)
         let herald = pair.herald
