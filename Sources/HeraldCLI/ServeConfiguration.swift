@@ -175,9 +175,14 @@ struct ServeConfiguration: Sendable {
         let endpoint = try raw("fcm-endpoint") ?? defaultEndpoint
         if let index = apps.firstIndex(where: { $0.name == "default" }) {
             if let fcmKey {
-                apps[index].provider = AppConfiguration.legacy
+                // Legacy FCM no longer delivers: never let a stray HERALD_FCM_KEY turn a v1 app back into it.
+                guard apps[index].provider == AppConfiguration.legacy else {
+                    throw Invalid(description: """
+                        app "default" is "fcm-v1" in the config file, and --fcm-key (or HERALD_FCM_KEY) gives it a \
+                        legacy server key: remove one of them
+                        """)
+                }
                 apps[index].serverKey = fcmKey
-                apps[index].serviceAccountFile = nil
             }
             if let serviceAccountFile {
                 if apps[index].provider != AppConfiguration.v1 { apps[index].endpoint = defaultV1Endpoint }

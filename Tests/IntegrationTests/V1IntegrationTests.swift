@@ -276,6 +276,10 @@ import FoundationNetworking
         let good = try Self.writeServiceAccount(key: Self.key, tokenURI: "http://127.0.0.1:1/token",
                                                 in: directory, name: "good.json")
         #expect(try refusal(["--fcm-service-account", good, "--fcm-key", "k"]).contains("not both"))
+        let config = directory.appendingPathComponent("herald.json").path
+        try #"{"apps": [{"name": "default", "provider": "fcm-v1", "service_account_file": "good.json"}]}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        #expect(try refusal(["--config", config, "--fcm-key", "k"]).contains("legacy server key: remove one of them"))
         #expect(try refusal(["--fcm-service-account", good, "--fcm-endpoint", "https://fcm.googleapis.com/fcm/send"])
             .contains("its endpoint is a base URL"))
     }
