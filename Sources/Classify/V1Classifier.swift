@@ -45,7 +45,7 @@ public enum V1Classifier {
     static func outcome(status: Int, body: [UInt8], mayRenewCredentials: Bool) -> Outcome {
         if status == 200 { return delivered(body) }
         let reply = errorReply(body)
-        let code = reply?.code.flatMap { isIdentifier($0) ? $0 : nil }
+        let code = reply?.code.flatMap { Outcome.isIdentifier($0) ? $0 : nil }
         let reason = code ?? (reply?.code == nil ? "HTTP \(status)" : "UnknownError")
         switch code {
         case "UNREGISTERED":
@@ -112,17 +112,4 @@ public enum V1Classifier {
         return result
     }
 
-    /// An error code short and plain enough to store as a reason; anything else from the network is not stored.
-    private static func isIdentifier(_ code: String) -> Bool {
-        let bytes = code.utf8
-        return (1...64).contains(bytes.count) && bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
-                true
-            default:
-                false
-            }
-        }
-    }
 }
