@@ -111,5 +111,4 @@ public enum V1Classifier {
         }
         return result
     }
-
 }
