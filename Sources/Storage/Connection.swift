@@ -61,6 +61,13 @@ public final class Connection {
         }
     }
 
+    /// Runs a statement without arguments or rows through the statement cache: for the transaction control the
+    /// writer repeats for every group and job, which `execute` would parse each time.
+    public func executeCached(_ sql: String) throws {
+        let statement = try statement(sql)
+        while try statement.step() {}
+    }
+
     /// A prepared statement for `sql`, cached on this connection and reset for reuse.
     public func statement(_ sql: String) throws -> Statement {
         if let cached = statements[sql] {

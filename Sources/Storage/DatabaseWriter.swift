@@ -118,7 +118,7 @@ public final class DatabaseWriter: Sendable {
 
     private static func commit(_ group: [Job], on connection: Connection) {
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.executeCached("BEGIN IMMEDIATE")
         } catch {
             for job in group { job.complete(error) }
             return
@@ -136,18 +136,18 @@ public final class DatabaseWriter: Sendable {
             for job in group {
                 // A savepoint per job: a job that throws undoes only its own writes.
                 do {
-                    try connection.execute("SAVEPOINT job")
+                    try connection.executeCached("SAVEPOINT job")
                 } catch {
                     job.complete(error)
                     continue
                 }
-                if !job.run(connection) { try? connection.execute("ROLLBACK TO job") }
-                try? connection.execute("RELEASE job")
+                if !job.run(connection) { try? connection.executeCached("ROLLBACK TO job") }
+                try? connection.executeCached("RELEASE job")
                 ran.append(job)
             }
         }
         do {
-            try connection.execute("COMMIT")
+            try connection.executeCached("COMMIT")
         } catch {
             try? connection.execute("ROLLBACK")
             Log.error("group commit failed", ["error": .string("\(error)"), "jobs": .int(Int64(ran.count))])
