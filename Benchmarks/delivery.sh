@@ -433,10 +433,12 @@ poller() { # $1 herald pid, $2 herald port
 # $1 file, $2 mode (steady: median of 1 s windows; span: 10 %..90 % slope), $3 deliveries expected in all.
 analyse() {
     awk -v mode="$2" -v total="$3" -v ramp="$RAMP" -v duration="$DURATION" -v hz="$HZ" '
-        function cpu(a, b,   secs, i, n, x, y, t, name, d, herald, desc, busy, others, ng) {
+        function cpu(a, b,   secs, i, j, n, x, y, t, name, d, herald, desc, busy, others, ng) {
             secs = (ts[b] - ts[a]) / 1e6
             n = split(th[a], x, " "); for (i = 1; i <= n; i++) { split(x[i], t, ":"); before[t[1]] = t[3] }
             n = split(th[b], y, " "); herald = 0; desc = ""
+            # In creation order (tids grow), whatever order the kernel listed them in: #2 is the writer.
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (y[j] + 0 < y[i] + 0) { t[0] = y[i]; y[i] = y[j]; y[j] = t[0] }
             for (i = 1; i <= n; i++) {
                 split(y[i], t, ":"); d = (t[3] - before[t[1]]) / hz; herald += d
                 name = t[2]
@@ -687,9 +689,10 @@ measure_latency() { # $1 run
         sort -u -k1,1 >"$WORK/arrivals.txt"
     cat "$acks"/ack-*.txt | sort -k1,1 >"$WORK/acks.txt"
     # The first and last second of the load are left out (connections opening, the schedule starting).
-    # Arrival (whole ms, truncated) minus acknowledgement (us), in ms, one line per message, sorted.
+    # The simulator gives the arrival in whole milliseconds (truncated): it is taken as the middle of that
+    # millisecond, so each figure is within +-0.5 ms. Arrival minus acknowledgement (us), in ms, sorted.
     join "$WORK/acks.txt" "$WORK/arrivals.txt" | awk '
-        { ack[NR] = $2; arr[NR] = $3 * 1000; if (NR == 1 || $2 < lo) lo = $2; if ($2 > hi) hi = $2 }
+        { ack[NR] = $2; arr[NR] = $3 * 1000 + 500; if (NR == 1 || $2 < lo) lo = $2; if ($2 > hi) hi = $2 }
         END {
             for (i = 1; i <= NR; i++) if (ack[i] >= lo + 1e6 && ack[i] <= hi - 1e6) printf "%.3f\n", (arr[i] - ack[i]) / 1000
             printf "%d %.1f\n", NR, (hi > lo ? NR / ((hi - lo) / 1e6) : 0) > "/dev/stderr"
