@@ -2,7 +2,7 @@
 import PackageDescription
 
 /// Herald: a durable outbound push-delivery queue. No package dependencies: the toolchain's own modules
-/// plus SQLite and libcurl through small system-library modules.
+/// plus SQLite, libcurl and OpenSSL's libcrypto through small system-library modules.
 let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
@@ -13,6 +13,7 @@ let package = Package(
         // MARK: - C libraries
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLinux"),
 
         // MARK: - Pipeline stages
@@ -21,10 +22,14 @@ let package = Package(
         .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
-        .target(name: "FCMSimulator", dependencies: ["HTTP", "Support"]),
+        // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
+        .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
+        .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "Support"]),
-        .target(name: "Delivery", dependencies: ["Storage", "Classify", "Send", "Support"]),
-        .target(name: "HeraldCLI", dependencies: ["Ingest", "Storage", "HTTP", "Support", "FCMSimulator", "Delivery"]),
+        .target(name: "Delivery", dependencies: ["Storage", "Classify", "Send", "OAuth", "Support"]),
+        .target(
+            name: "HeraldCLI",
+            dependencies: ["Ingest", "Storage", "HTTP", "Support", "FCMSimulator", "Delivery", "Send", "OAuth"]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
         // MARK: - Build tooling: migrations/*.sql are compiled into the binary
@@ -37,11 +42,14 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
-        .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP"]),
+        .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
+        .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
-        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "Storage", "Classify", "Send", "Support"]),
+        .testTarget(
+            name: "DeliveryTests",
+            dependencies: ["Delivery", "Storage", "Classify", "Send", "OAuth", "Support", "HTTP"]),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support", "OAuth"]),
     ],
     swiftLanguageModes: [.v6]
 )

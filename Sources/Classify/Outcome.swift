@@ -20,4 +20,7 @@ public enum Outcome: Sendable, Equatable {
     case retrySlow(reason: String)
     /// The sender's credentials are wrong (401, `InvalidApnsCredential`): pause the app; attempts are not charged.
     case pauseApp(reason: String)
+    /// Back to `queued` at once without charging an attempt and without pausing: the answer was about the
+    /// sender's credentials, which the provider renews before sending again (FCM v1's first 401 `UNAUTHENTICATED`).
+    case requeue(reason: String)
 }

@@ -44,15 +44,47 @@ public final class DeliveryEngine: @unchecked Sendable {
     private final class Runtime: @unchecked Sendable {
         let app: App
         var inFlight = 0
-        var pending: [PreparedRequest] = []
+        /// Claimed requests waiting for a slot, oldest first: `queued[head...]`.
+        private var queued: [PreparedRequest] = []
+        private var head = 0
         var claiming = false
         var mayHaveReady = true
         var paused = false
         var gateUntil: Int64 = 0
         var wakeAt: Int64?
         var consecutiveFailures = 0
+        /// The provider is getting ready (v1: fetching an access token); nothing is claimed or sent meanwhile.
+        var preparing = false
+        /// The provider asked not to be prepared again before this time.
+        var notReadyUntil: Int64 = 0
 
         init(app: App) { self.app = app }
+
+        var pendingCount: Int { queued.count - head }
+
+        func addPending(_ requests: [PreparedRequest]) {
+            queued += requests
+        }
+
+        /// The oldest waiting request; O(1), the array is compacted once it is drained.
+        func nextPending() -> PreparedRequest? {
+            guard head < queued.count else { return nil }
+            let request = queued[head]
+            head += 1
+            if head == queued.count {
+                queued.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return request
+        }
+
+        /// Takes every waiting request's deliveries back, as releases.
+        func releasePending() -> [DeliveryUpdate] {
+            let releases = queued[head...].flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+            queued.removeAll(keepingCapacity: true)
+            head = 0
+            return releases
+        }
     }
 
     private let queue = DispatchQueue(label: "herald-delivery")
@@ -108,8 +140,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             stopping = true
             var releases: [DeliveryUpdate] = []
             for runtime in runtimes.values {
-                releases += runtime.pending.flatMap { $0.deliveries.map { .release(id: $0.id) } }
-                runtime.pending.removeAll()
+                releases += runtime.releasePending()
             }
             return releases
         }
@@ -131,18 +162,62 @@ public final class DeliveryEngine: @unchecked Sendable {
             schedule(runtime, at: runtime.gateUntil)
             return
         }
-        while runtime.inFlight < runtime.app.concurrency, !runtime.pending.isEmpty {
-            send(runtime.pending.removeFirst(), on: runtime)
+        if runtime.app.provider.needsPreparation(now: now) {
+            prepare(runtime, now: now)
+            return
         }
-        if !runtime.claiming, runtime.mayHaveReady, runtime.pending.count < runtime.app.concurrency {
+        while runtime.inFlight < runtime.app.concurrency, let request = runtime.nextPending() {
+            send(request, on: runtime)
+        }
+        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.app.concurrency {
             claim(runtime)
+        }
+    }
+
+    /// The provider cannot send yet (v1: no usable access token). Requests built with the credentials it held go back
+    /// to the queue uncharged, and it gets ready off this queue; `prepared` picks up from there.
+    private func prepare(_ runtime: Runtime, now: Int64) {
+        if runtime.pendingCount > 0 {
+            runtime.mayHaveReady = true
+            write(runtime.releasePending(), plan: nil, on: runtime)
+        }
+        guard runtime.mayHaveReady, !runtime.preparing else { return }
+        if runtime.notReadyUntil > now {
+            schedule(runtime, at: runtime.notReadyUntil)
+            return
+        }
+        runtime.preparing = true
+        runtime.app.provider.prepare(now: now) { readiness in
+            self.queue.async { self.prepared(readiness, on: runtime) }
+        }
+    }
+
+    private func prepared(_ readiness: ProviderReadiness, on runtime: Runtime) {
+        runtime.preparing = false
+        guard !stopping else { return }
+        switch readiness {
+        case .ready:
+            runtime.notReadyUntil = 0
+            pump(runtime)
+        case .retry(let at):
+            runtime.notReadyUntil = at
+            schedule(runtime, at: at)
+        case .pause(let reason):
+            if !runtime.paused {
+                runtime.paused = true
+                Log.warn("app paused: credentials refused", [
+                    "app": .string(runtime.app.name), "reason": .string(reason),
+                ])
+            }
+            write([], plan: OutcomePlan(pauseReason: reason), on: runtime)
         }
     }
 
     private func claim(_ runtime: Runtime) {
         runtime.claiming = true
         let (app, limit, owner, lease) = (runtime.app.name, options.claimLimit, self.owner, options.leaseMillis)
-        writer.enqueue({ try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
+        // A claim need not reach the disk: lost in a power cut, its rows simply stay queued.
+        writer.enqueue(durable: false, { try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
             result in
             self.queue.async { self.claimed(result, on: runtime, limit: limit) }
         }
@@ -189,7 +264,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         for id in order {
             guard let message = claim.messages[id], let deliveries = byMessage[id] else { continue }
-            runtime.pending += runtime.app.provider.requests(for: message, deliveries: deliveries, now: now)
+            runtime.addPending(runtime.app.provider.requests(for: message, deliveries: deliveries, now: now))
         }
         pump(runtime)
     }
@@ -228,6 +303,10 @@ public final class DeliveryEngine: @unchecked Sendable {
         ])
 
         var updates = plan.updates
+        if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
+            // Released for the provider to renew its credentials: ready again at once.
+            runtime.mayHaveReady = true
+        }
         if let reason = plan.pauseReason, !runtime.paused {
             runtime.paused = true
             Log.warn("app paused: FCM refused the sender", ["app": .string(runtime.app.name), "reason": .string(reason)])
@@ -245,8 +324,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         if runtime.paused || runtime.gateUntil > now {
             // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
-            updates += runtime.pending.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
-            runtime.pending.removeAll()
+            updates += runtime.releasePending()
         }
         write(updates, plan: plan, on: runtime)
         pump(runtime)

@@ -44,6 +44,8 @@ public enum OutcomePlanner {
             case .pauseApp(let reason):
                 plan.updates.append(.release(id: delivery.id))
                 plan.pauseReason = plan.pauseReason ?? reason
+            case .requeue:
+                plan.updates.append(.release(id: delivery.id))
             }
         }
         // A reply with fewer outcomes than deliveries is a classifier bug; never leave a lease dangling.

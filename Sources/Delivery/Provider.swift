@@ -12,11 +12,36 @@ public struct PreparedRequest: Sendable {
     public var format: RequestFormat
 }
 
+/// Whether a provider can send, once `prepare` has run.
+public enum ProviderReadiness: Sendable, Equatable {
+    case ready
+    /// Not before this Unix millisecond: the credentials could not be had for now (the token endpoint failed).
+    case retry(at: Int64)
+    /// The credentials were refused: pause the app with this reason until an operator resumes it.
+    case pause(reason: String)
+}
+
 /// What differs between FCM's legacy HTTP API and HTTP v1: how claimed deliveries become requests and how
-/// answers become outcomes. Everything around it (claim, retry, reconcile) is shared.
+/// answers become outcomes, and whether credentials must be obtained first. Everything around it (claim, retry,
+/// reconcile) is shared.
 public protocol Provider: Sendable {
     /// The requests for one message's claimed deliveries.
     func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest]
     /// One outcome per delivery of `request`.
     func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification
+    /// Whether the engine must call `prepare` before it sends or claims for this app (v1: no usable access token).
+    /// Called on the engine's queue: cheap, never blocking.
+    func needsPreparation(now: Int64) -> Bool
+    /// Gets ready to send (v1: fetches an access token) without blocking the caller; `completion` runs once, on any
+    /// thread.
+    func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void)
+}
+
+extension Provider {
+    /// A server key needs no preparation.
+    public func needsPreparation(now: Int64) -> Bool { false }
+
+    public func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
+        completion(.ready)
+    }
 }

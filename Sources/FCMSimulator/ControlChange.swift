@@ -15,6 +15,10 @@ public enum ControlChange: Sendable, Equatable {
     /// none is set), or back.
     case retryAfterAsDate(Bool)
     case slowMilliseconds(Int)
+    /// The next `count` requests to FCM v1's token endpoint get `fault`.
+    case tokenNext(FCMSimulator.TokenFault, count: Int)
+    /// Forgets every access token issued, so the next v1 send with one is answered 401 `UNAUTHENTICATED`.
+    case revokeTokens
 }
 
 extension FCMSimulator {
@@ -57,14 +61,21 @@ extension ControlChange {
             case "slow_rate": changes.append(.rate(.slow, try rate(key, value)))
             case "drop_rate": changes.append(.rate(.drop, try rate(key, value)))
             case "status":
-                guard let status = value.int64Value, (500...599).contains(status) else {
-                    throw BadRequest(message: "\"status\" must be an integer from 500 to 599")
+                guard let status = value.int64Value, status == 429 || (500...599).contains(status) else {
+                    throw BadRequest(message: "\"status\" must be 429 or an integer from 500 to 599")
                 }
                 changes.append(.failStatus(Int(status)))
             case "slow_ms":
                 changes.append(.slowMilliseconds(try count(key, value)))
             case "retry_after":
                 changes.append(.retryAfter(try retryAfter(value)))
+            case "token_fail_next": changes.append(.tokenNext(.unavailable, count: try count(key, value)))
+            case "token_refuse_next": changes.append(.tokenNext(.refuse, count: try count(key, value)))
+            case "revoke_tokens":
+                guard let revoke = value.boolValue else {
+                    throw BadRequest(message: "\"revoke_tokens\" must be true or false")
+                }
+                if revoke { changes.append(.revokeTokens) }
             case "retry_after_date":
                 guard let flag = value.boolValue else {
                     throw BadRequest(message: "\"retry_after_date\" must be true or false")
@@ -73,7 +84,8 @@ extension ControlChange {
             default:
                 throw BadRequest(message: "unknown control key \"\(key)\"; known: reset, fail_next, status, "
                     + "retry_after, retry_after_date, unauthorized_next, slow_next, slow_ms, drop_next, "
-                    + "fail_rate, unauthorized_rate, slow_rate, drop_rate")
+                    + "fail_rate, unauthorized_rate, slow_rate, drop_rate, token_fail_next, token_refuse_next, "
+                    + "revoke_tokens")
             }
         }
         if let dateForm { changes.append(.retryAfterAsDate(dateForm)) }

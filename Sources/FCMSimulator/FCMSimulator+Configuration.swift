@@ -33,6 +33,10 @@ extension FCMSimulator {
         /// The most tokens the kept requests may hold together: older requests go first, so large multicasts in
         /// a benchmark cannot grow the log without bound.
         public var requestLogTokenLimit: Int
+        /// FCM v1: the service account whose public key checks token-endpoint assertions; nil refuses every one.
+        public var v1Account: FCMSimulator.V1Account?
+        /// `expires_in` of the access tokens the token endpoint issues.
+        public var tokenLifetimeSeconds: Int
 
         public init(
             serverKey: String? = nil,
@@ -46,7 +50,9 @@ extension FCMSimulator {
             dropRate: Double = 0,
             seed: UInt64? = nil,
             requestLogLimit: Int = 10_000,
-            requestLogTokenLimit: Int = 200_000
+            requestLogTokenLimit: Int = 200_000,
+            v1Account: FCMSimulator.V1Account? = nil,
+            tokenLifetimeSeconds: Int = 3600
         ) {
             self.serverKey = serverKey
             self.aliases = aliases
@@ -60,6 +66,8 @@ extension FCMSimulator {
             self.seed = seed
             self.requestLogLimit = requestLogLimit
             self.requestLogTokenLimit = requestLogTokenLimit
+            self.v1Account = v1Account
+            self.tokenLifetimeSeconds = tokenLifetimeSeconds
         }
     }
 
@@ -85,10 +93,11 @@ extension FCMSimulator {
         }
     }
 
-    /// The two body formats of FCM's legacy HTTP API.
+    /// The two body formats of FCM's legacy HTTP API, and FCM HTTP v1's.
     public enum Format: String, Sendable, Equatable {
         case json
         case plain
+        case v1
     }
 }
 

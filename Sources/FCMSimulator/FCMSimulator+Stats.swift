@@ -17,6 +17,8 @@ extension FCMSimulator {
         /// code. Recipients of requests answered 400, 401 or with an injected fault have no outcome.
         public var outcomes: [String: Int]
         public var faults: FaultCounts
+        /// FCM v1's token endpoint: what it was asked and what it answered.
+        public var oauth: OAuthCounts
         /// The most recent requests in arrival order, at most `Configuration.requestLogLimit`.
         public var requests: [ReceivedRequest]
     }
@@ -29,7 +31,17 @@ extension FCMSimulator {
         public var dropped = 0
     }
 
-    /// One `POST /fcm/send` as received.
+    /// `POST /token` requests and their answers.
+    public struct OAuthCounts: Sendable, Equatable {
+        public var tokenRequests = 0
+        public var tokensIssued = 0
+        /// Answered 400 (a refused assertion, or a queued refusal).
+        public var refused = 0
+        /// Answered 503 (a queued failure).
+        public var failed = 0
+    }
+
+    /// One send as received: `POST /fcm/send`, or FCM v1's `messages:send` (`format` `v1`).
     public struct ReceivedRequest: Sendable, Equatable {
         /// Arrival, Unix milliseconds.
         public var at: Int64
@@ -70,6 +82,12 @@ extension FCMSimulator.Stats {
                 ("unauthorized", .int(faults.unauthorized)),
                 ("slow", .int(faults.slow)),
                 ("dropped", .int(faults.dropped)),
+            ])),
+            ("oauth", .object([
+                ("token_requests", .int(oauth.tokenRequests)),
+                ("tokens_issued", .int(oauth.tokensIssued)),
+                ("refused", .int(oauth.refused)),
+                ("failed", .int(oauth.failed)),
             ])),
             ("requests", .array(kept.map(\.json))),
         ])

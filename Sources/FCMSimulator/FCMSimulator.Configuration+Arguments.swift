@@ -50,8 +50,8 @@ extension FCMSimulator.Configuration {
                 configuration.serverKey = value
             case .failRate: configuration.failRate = try rate(name, value)
             case .failStatus:
-                guard let status = Int(value), (500...599).contains(status) else {
-                    throw ArgumentError("\(name) must be an HTTP status from 500 to 599, got \"\(value)\"")
+                guard let status = Int(value), status == 429 || (500...599).contains(status) else {
+                    throw ArgumentError("\(name) must be 429 or an HTTP status from 500 to 599, got \"\(value)\"")
                 }
                 configuration.failStatus = status
             case .retryAfter: retryAfterSeconds = try whole(name, value, upTo: 86_400)
@@ -74,6 +74,13 @@ extension FCMSimulator.Configuration {
                 }
                 configuration.seed = seed
             case .retryAfterDate: break
+            case .serviceAccount:
+                do {
+                    configuration.v1Account = try FCMSimulator.V1Account(serviceAccountFile: value)
+                } catch {
+                    throw ArgumentError("\(name): \(error)")
+                }
+            case .tokenLifetime: configuration.tokenLifetimeSeconds = max(1, try whole(name, value, upTo: 86_400))
             }
         }
         if retryAfterAsDate {
@@ -97,6 +104,8 @@ extension FCMSimulator.Configuration {
         case dropRate = "--drop-rate"
         case alias = "--alias"
         case seed = "--seed"
+        case serviceAccount = "--service-account"
+        case tokenLifetime = "--token-lifetime"
     }
 
     private static func rate(_ name: String, _ value: String) throws(ArgumentError) -> Double {

@@ -3,16 +3,19 @@ extension FCMSimulator.Configuration {
     public static let help = """
         Usage: herald fcm-sim --listen HOST:PORT [options]
 
-        Runs a stand-in for FCM's legacy HTTP API on HOST:PORT for tests, demos and benchmarks. It speaks
-        POST /fcm/send in JSON and plain text, answers each token by its name (below), injects request-level
-        faults at the rates you give, and counts everything at GET /stats. Nothing leaves the machine.
-        Point Herald at it with --fcm-endpoint http://HOST:PORT/fcm/send and any --fcm-key.
+        Runs a stand-in for FCM on HOST:PORT for tests, demos and benchmarks. It speaks the legacy HTTP API
+        (POST /fcm/send, JSON and plain text) and FCM HTTP v1 (POST /token, POST /v1/projects/P/messages:send),
+        answers each token by its name (below), injects request-level faults at the rates you give, and counts
+        everything at GET /stats. Nothing leaves the machine.
+        Legacy: point Herald at it with --fcm-endpoint http://HOST:PORT/fcm/send and any --fcm-key.
+        v1: start it with --service-account FILE and give Herald the same file with --fcm-service-account FILE,
+        --fcm-endpoint http://HOST:PORT, and "token_uri": "http://HOST:PORT/token" (in the file or the config).
 
         Options:
           --listen HOST:PORT       address to listen on, e.g. 127.0.0.1:8700 (port 0 picks a free one)
           --server-key KEY         accept only "Authorization: key=KEY" (default: any non-empty key)
           --fail-rate R            answer this fraction (0 to 1) of sends with a server error (default 0)
-          --fail-status CODE       status of those errors, 500 to 599 (default 503)
+          --fail-status CODE       status of those errors, 429 or 500 to 599 (default 503)
           --retry-after N          send "Retry-After: N" (seconds) with those errors (default: no header)
           --retry-after-date       send Retry-After as an HTTP-date N seconds ahead instead (N from
                                    --retry-after, default 1)
@@ -24,6 +27,10 @@ extension FCMSimulator.Configuration {
           --alias TOKEN=BEHAVIOUR  answer TOKEN as if it were the token BEHAVIOUR (repeatable), so tests can
                                    use any token: --alias 42=notreg-42 --alias 23=canon-23-to-32
           --seed N                 seed of the fault draws, to repeat a run (default: random; /stats shows it)
+          --service-account FILE   FCM v1: a service-account key file; the token endpoint accepts only
+                                   assertions signed with its key and issued by its client_email, and
+                                   messages:send only its project_id (without it, every assertion is refused)
+          --token-lifetime N       FCM v1: expires_in of issued access tokens, seconds (default 3600)
           --help                   show this text
 
         Token outcomes, by prefix (the same token always gets the same answer):
@@ -55,6 +62,27 @@ extension FCMSimulator.Configuration {
         id=0:... (and registration_id=NEW on a second line), Error=CODE, or HTTP 500 for Unavailable.
         dry_run=true is answered like a real send, with message_id "fake_message_id".
 
+        FCM v1 (POST /v1/projects/P/messages:send with "Authorization: Bearer <token from POST /token>"):
+        one token, topic or condition per request, answered {"name": "projects/P/messages/N"}, or FCM v1's
+        error {"error": {"code", "message", "status", "details": [{"errorCode"}]}} for the same names:
+          notreg-...               404 UNREGISTERED
+          invalid-...              400 INVALID_ARGUMENT naming message.token
+          mismatch-...             403 SENDER_ID_MISMATCH
+          badpkg-...               400 INVALID_ARGUMENT (the message)
+          apns-...                 401 THIRD_PARTY_AUTH_ERROR
+          unavail-N-... / internal-N-... / ratelimit-N-...
+                                   503 UNAVAILABLE / 500 INTERNAL / 429 QUOTA_EXCEEDED N times, then delivered
+          canon-OLD-to-NEW         delivered (v1 has no canonical ids)
+          error-CODE-...           CODE as a v1 errorCode (legacy names are translated, unknown ones are 500)
+        A missing, unknown or expired access token gets 401 UNAUTHENTICATED; another project than the service
+        account's gets 403 PERMISSION_DENIED; an invalid body (several targets, non-string data values, a bad
+        android.ttl) gets 400 INVALID_ARGUMENT. Faults apply as for legacy sends: --unauthorized-rate gives 401
+        UNAUTHENTICATED, --fail-status 429 gives QUOTA_EXCEEDED, 503 UNAVAILABLE, 500 INTERNAL.
+        The token endpoint (POST /token, form grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=JWT)
+        checks the RS256 signature, iss (client_email), aud (http://HOST:PORT/token as requested), scope
+        (firebase.messaging) and iat/exp (at most an hour), and answers {"access_token", "expires_in",
+        "token_type": "Bearer"} or 400 {"error": "invalid_grant", "error_description": ...} in Google's words.
+
         Control (JSON to POST /control; a queued fault comes before any drawn at a rate):
           {"fail_next": 2, "status": 503, "retry_after": "2"}   next 2 sends get 503, Retry-After: 2
           {"fail_next": 1, "retry_after_date": true}             ... with Retry-After as an HTTP-date
@@ -62,16 +90,22 @@ extension FCMSimulator.Configuration {
           {"slow_next": 1, "slow_ms": 500}                       next reply comes 500 ms late
           {"drop_next": 1}                                       next send is dropped
           {"fail_rate": 0.1}                                     also unauthorized_rate, slow_rate, drop_rate
+          {"token_fail_next": 1}                                 next token request gets 503
+          {"token_refuse_next": 1}                               next token request gets 400 invalid_grant
+          {"revoke_tokens": true}                                forget every access token issued (v1 sends
+                                                                 then get 401 UNAUTHENTICATED)
           {"reset": true}                                        clear counters, token sightings and faults
-                                                                 back to the flags' settings
+                                                                 back to the flags' settings (issued access
+                                                                 tokens stay valid)
         retry_after takes seconds (2 or "2"), any other header text verbatim, or null for none.
         The answer is the fault settings now in force.
 
         Stats (GET /stats, ?requests=N for only the last N requests): total_requests, statuses (requests
         per HTTP status), tokens_received, topic_messages, condition_messages, outcomes (delivered,
-        canonical, or the error code, per recipient), faults, the seed, and requests: up to the last 10000
-        sends in arrival order, each {"at": <unix ms>, "tokens": [...], "to"|"topic"|"condition",
-        "time_to_live", "collapse_key", "priority", "dry_run", "format": "json"|"plain", "status"}.
+        canonical, or the error code, per recipient), faults, oauth (token_requests, tokens_issued, refused,
+        failed), the seed, and requests: up to the last 10000 sends in arrival order, each {"at": <unix ms>,
+        "tokens": [...], "to"|"topic"|"condition", "time_to_live", "collapse_key", "priority", "dry_run",
+        "format": "json"|"plain"|"v1", "status"} (v1: time_to_live from android.ttl, validate_only as dry_run).
 
         Example:
           herald fcm-sim --listen 127.0.0.1:8700 --fail-rate 0.01 --retry-after 2 --seed 7

@@ -1,5 +1,6 @@
 import Dispatch
 import HTTP
+import OAuth
 import Support
 import Synchronization
 
@@ -9,6 +10,9 @@ import Synchronization
 /// Routes:
 /// - `POST /fcm/send`: FCM legacy, JSON or plain text; per-token outcomes by token prefix (see
 ///   `Configuration.help`), request-level faults at configured rates or queued through `/control`.
+/// - `POST /token`: FCM v1's OAuth2 token endpoint, checking RS256 assertions against `Configuration.v1Account`.
+/// - `POST /v1/projects/{p}/messages:send`: FCM v1 with the same per-token outcomes and faults
+///   (`FCMSimulator+V1.swift`).
 /// - `POST /control`: queue faults and change them, e.g. `{"fail_next": 2, "status": 503, "retry_after": "2"}`
 ///   (see `ControlChange.parse`); answers the fault settings now in force.
 /// - `GET /stats[?requests=N]`: `Stats.json(requestLimit:)`.
@@ -28,7 +32,9 @@ public final class FCMSimulator: HTTPHandler {
     public static let controlBodyLimit = 64 << 10
 
     public let configuration: Configuration
-    private let state: Mutex<SimulatorState>
+    let state: Mutex<SimulatorState>
+    /// The public key of `configuration.v1Account`, parsed once.
+    let v1PublicKey: RSAPublicKey?
     /// Message IDs are `0:<idBase + n>%<idTag>`, like FCM's `0:1489053538475785%a6bd5ed5f9fd7ecd`: the start
     /// time keeps them apart from an earlier run's, the tag from another simulator's.
     private let idBase: UInt64
@@ -38,6 +44,7 @@ public final class FCMSimulator: HTTPHandler {
         self.configuration = configuration
         let seed = configuration.seed ?? .random(in: .min ... .max)
         state = Mutex(SimulatorState(configuration: configuration, seed: seed))
+        v1PublicKey = configuration.v1Account.flatMap { try? RSAPublicKey(pem: $0.publicKeyPEM) }
         idBase = UInt64(max(0, Clock.nowMillis())) * 1000
         let tag = String(UInt64.random(in: .min ... .max), radix: 16)
         idTag = String(repeating: "0", count: 16 - tag.count) + tag
@@ -65,7 +72,7 @@ public final class FCMSimulator: HTTPHandler {
     // MARK: - HTTPHandler
 
     public func bodyLimit(method: String, path: String) -> Int {
-        path == "/fcm/send" ? Self.sendBodyLimit : Self.controlBodyLimit
+        path == "/fcm/send" || Self.v1Project(path) != nil ? Self.sendBodyLimit : Self.controlBodyLimit
     }
 
     public func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
@@ -76,12 +83,20 @@ public final class FCMSimulator: HTTPHandler {
             control(request, responder)
         case ("GET", "/stats"):
             statsEndpoint(request, responder)
-        case (_, "/fcm/send"), (_, "/control"):
+        case ("POST", Self.tokenPath):
+            tokenEndpoint(request, responder)
+        case ("POST", let path) where Self.v1Project(path) != nil:
+            v1Send(request, project: Self.v1Project(path)!, responder)
+        case (_, "/fcm/send"), (_, "/control"), (_, Self.tokenPath):
             responder.respond(.text(405, "Use POST\n", headers: [("Allow", "POST")]))
         case (_, "/stats"):
             responder.respond(.text(405, "Use GET\n", headers: [("Allow", "GET")]))
         default:
-            responder.respond(.text(404, "Not found: the simulator serves POST /fcm/send, POST /control, GET /stats\n"))
+            if Self.v1Project(request.path) != nil {
+                return responder.respond(.text(405, "Use POST\n", headers: [("Allow", "POST")]))
+            }
+            responder.respond(.text(404, "Not found: the simulator serves POST /fcm/send, POST /token, "
+                + "POST /v1/projects/{project}/messages:send, POST /control, GET /stats\n"))
         }
     }
 
@@ -158,7 +173,7 @@ public final class FCMSimulator: HTTPHandler {
                 return plainReply(request, firstID: firstID, outcome: outcomes[0], status: decision.status)
             case (.json, .topic?), (.json, .condition?):
                 return jsonTopicReply(firstID: firstID, outcome: outcomes[0])
-            case (.json, _):
+            case (.json, _), (.v1, _):
                 return jsonMulticastReply(request, firstID: firstID, outcomes: outcomes)
             }
         }

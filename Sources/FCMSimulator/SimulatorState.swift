@@ -33,7 +33,7 @@ struct SimulatorState: Sendable {
         var delayMilliseconds: Int
     }
 
-    private struct Faults: Sendable {
+    struct Faults: Sendable {
         var queued: [FCMSimulator.Fault: Int] = [:]
         var rates: [FCMSimulator.Fault: Double]
         var failStatus: Int
@@ -60,16 +60,19 @@ struct SimulatorState: Sendable {
     /// Faults that decide the reply, in order of precedence.
     private static let replyFaults: [FCMSimulator.Fault] = [.drop, .unauthorized, .serverError]
 
-    private let configuration: FCMSimulator.Configuration
+    // Internal rather than private: the FCM v1 transitions (SimulatorState+V1.swift) share them.
+    let configuration: FCMSimulator.Configuration
     let seed: UInt64
-    private var faults: Faults
-    private var random: SplitMix64
+    var faults: Faults
+    var random: SplitMix64
     /// Sightings of tokens and topics whose behaviour depends on how often they were seen.
-    private var seen: [String: Int] = [:]
+    var seen: [String: Int] = [:]
     /// Never reset, so IDs stay unique for the simulator's life.
-    private var nextID: UInt64 = 1
-    private var stats: FCMSimulator.Stats
-    private var log: RequestLog
+    var nextID: UInt64 = 1
+    var stats: FCMSimulator.Stats
+    var log: RequestLog
+    /// FCM v1's token endpoint: issued access tokens (kept across a reset) and its own faults.
+    var oauth = OAuthState()
 
     init(configuration: FCMSimulator.Configuration, seed: UInt64) {
         self.configuration = configuration
@@ -84,16 +87,7 @@ struct SimulatorState: Sendable {
 
     /// Decides the answer to one `POST /fcm/send` and records it.
     mutating func receive(_ arrival: Arrival, nowMillis: Int64) -> Decision {
-        // Every rate is drawn for every request, whatever is queued, so the draws depend only on the request count.
-        let drawnDrop = random.chance(faults.rates[.drop] ?? 0)
-        let drawnUnauthorized = random.chance(faults.rates[.unauthorized] ?? 0)
-        let drawnServerError = random.chance(faults.rates[.serverError] ?? 0)
-        let drawnSlow = random.chance(faults.rates[.slow] ?? 0)
-        // A queued fault comes before a drawn one, so a test's `fail_next` holds whatever rates are configured.
-        let fault = Self.replyFaults.first(where: { faults.takeQueued($0) })
-            ?? (drawnDrop ? .drop : drawnUnauthorized ? .unauthorized : drawnServerError ? .serverError : nil)
-        let slow = faults.takeQueued(.slow) || drawnSlow
-
+        let (fault, slow) = drawFaults()
         let decision: Decision
         switch fault {
         case .drop?:
@@ -116,6 +110,20 @@ struct SimulatorState: Sendable {
         if slow { stats.faults.slow += 1 }
         record(arrival, status: delayed.status, nowMillis: nowMillis)
         return delayed
+    }
+
+    /// The request-level fault for one send, legacy or v1, and whether its reply is slowed.
+    mutating func drawFaults() -> (fault: FCMSimulator.Fault?, slow: Bool) {
+        // Every rate is drawn for every request, whatever is queued, so the draws depend only on the request count.
+        let drawnDrop = random.chance(faults.rates[.drop] ?? 0)
+        let drawnUnauthorized = random.chance(faults.rates[.unauthorized] ?? 0)
+        let drawnServerError = random.chance(faults.rates[.serverError] ?? 0)
+        let drawnSlow = random.chance(faults.rates[.slow] ?? 0)
+        // A queued fault comes before a drawn one, so a test's `fail_next` holds whatever rates are configured.
+        let fault = Self.replyFaults.first(where: { faults.takeQueued($0) })
+            ?? (drawnDrop ? .drop : drawnUnauthorized ? .unauthorized : drawnServerError ? .serverError : nil)
+        let slow = faults.takeQueued(.slow) || drawnSlow
+        return (fault, slow)
     }
 
     private mutating func answer(_ arrival: Arrival) -> Decision {
@@ -204,6 +212,8 @@ struct SimulatorState: Sendable {
             if case .date(let seconds)? = faults.retryAfter { faults.retryAfter = .seconds(seconds) }
         case .slowMilliseconds(let milliseconds):
             faults.slowMilliseconds = max(0, milliseconds)
+        case .tokenNext, .revokeTokens:
+            oauth.apply(change)
         }
     }
 
@@ -240,16 +250,17 @@ struct SimulatorState: Sendable {
     private init(configuration: FCMSimulator.Configuration, seed: UInt64, keepingIDsFrom old: SimulatorState) {
         self.init(configuration: configuration, seed: seed)
         nextID = old.nextID
+        oauth.issued = old.oauth.issued
     }
 
     private static func emptyStats(seed: UInt64) -> FCMSimulator.Stats {
         FCMSimulator.Stats(
             seed: seed, totalRequests: 0, statuses: [:], tokensReceived: 0, topicMessages: 0, conditionMessages: 0,
-            outcomes: [:], faults: FCMSimulator.FaultCounts(), requests: [])
+            outcomes: [:], faults: FCMSimulator.FaultCounts(), oauth: FCMSimulator.OAuthCounts(), requests: [])
     }
 
     /// Tokens count by their exact text as sent (before aliases), topics by `/topics/<name>`.
-    private static func sightingKey(_ target: SendRequest.Target?, _ index: Int) -> String {
+    static func sightingKey(_ target: SendRequest.Target?, _ index: Int) -> String {
         switch target {
         case .tokens(let tokens, _)?: tokens[index]
         case .topic(let topic)?: topic

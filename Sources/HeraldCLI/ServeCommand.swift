@@ -59,7 +59,11 @@ enum ServeCommand {
 
             Examples:
               herald serve --sandbox
-              HERALD_FCM_KEY=... herald serve --db /var/lib/herald/herald.db --listen 127.0.0.1:8600
+              herald serve --fcm-service-account /etc/herald/firebase-service-account.json   (FCM HTTP v1)
+              HERALD_FCM_KEY=... herald serve --db /var/lib/herald/herald.db --listen 127.0.0.1:8600   (legacy)
+
+            Per-app providers ("fcm-v1" with "service_account_file", "project_id", "token_uri", "endpoint";
+            "fcm-legacy" with "server_key", "endpoint") go in the config file's "apps" list.
             """
     }
 }

@@ -1,15 +1,40 @@
+import Delivery
 import Foundation
 import HTTP
+import OAuth
 import Storage
 import Support
 
 /// One app: where its pushes go and with which credentials. Secrets stay in memory only.
-struct AppConfiguration: Sendable, Equatable {
+struct AppConfiguration: Sendable {
+    static let legacy = "fcm-legacy"
+    static let v1 = "fcm-v1"
+
     var name: String
+    /// `fcm-legacy` or `fcm-v1`.
     var provider: String
+    /// Legacy: the send URL. v1: the base URL, `https://fcm.googleapis.com`.
     var endpoint: String
     var serverKey: String?
     var concurrency: Int
+    /// v1: the key file as configured, and (once `ServeConfiguration.check` has read it) its key and the project and
+    /// token endpoint in force: the config's overrides, else the file's.
+    var serviceAccountFile: String?
+    var projectID: String?
+    var tokenURI: String?
+    var serviceAccount: ServiceAccount?
+
+    init(name: String, provider: String, endpoint: String, serverKey: String? = nil, concurrency: Int,
+         serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
+        self.name = name
+        self.provider = provider
+        self.endpoint = endpoint
+        self.serverKey = serverKey
+        self.concurrency = concurrency
+        self.serviceAccountFile = serviceAccountFile
+        self.projectID = projectID
+        self.tokenURI = tokenURI
+    }
 }
 
 /// Everything `herald serve` runs with, resolved from flag > environment > config file > default.
@@ -28,6 +53,7 @@ struct ServeConfiguration: Sendable {
     var apps: [AppConfiguration]
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
+    static let defaultV1Endpoint = V1Provider.defaultEndpoint
 
     /// The settings of `serve`: flag name, default, and the help line. The environment variable is
     /// `HERALD_` + the name in capitals with `_`; the config file key is the name with `_`.
@@ -36,8 +62,9 @@ struct ServeConfiguration: Sendable {
         ("db", "herald.db", "SQLite database; created and migrated on start"),
         ("listen", "127.0.0.1:8600", "ingest API address, HOST:PORT or unix:/path.sock"),
         ("api-token", nil, "require `Authorization: Bearer TOKEN` (needed off loopback)"),
-        ("fcm-endpoint", defaultEndpoint, "where app `default` sends"),
-        ("fcm-key", nil, "server key of app `default`; never logged"),
+        ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
+        ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),
+        ("fcm-service-account", nil, "service-account key file of app `default`: sends with FCM HTTP v1"),
         ("concurrency", "64", "concurrent FCM requests per app"),
         ("durability", "full", "full: fsync before acknowledging; normal: survives a crash, not a power cut"),
         ("sandbox", nil, "send to a built-in FCM simulator on loopback; no credentials needed"),
@@ -73,8 +100,8 @@ struct ServeConfiguration: Sendable {
             file = object
         }
 
-        /// The winning text of a setting, or nil when none of the sources sets it.
-        func raw(_ name: String) throws -> String? {
+        /// The text of a setting from the flag, environment or file that sets it, or nil when none does.
+        func given(_ name: String) throws -> String? {
             if name == "sandbox" {
                 if arguments.flag(name) { return "true" }
             } else if let value = arguments.value(name) {
@@ -91,7 +118,12 @@ struct ServeConfiguration: Sendable {
                 default: throw Invalid(description: "config key \"\(key)\" must be a string, number or boolean")
                 }
             }
-            return settings.first(where: { $0.name == name })?.value
+            return nil
+        }
+
+        /// The winning text of a setting, or its default.
+        func raw(_ name: String) throws -> String? {
+            try given(name) ?? settings.first(where: { $0.name == name })?.value
         }
 
         func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int {
@@ -124,22 +156,55 @@ struct ServeConfiguration: Sendable {
         let apiToken = try raw("api-token").flatMap { $0.isEmpty ? nil : $0 }
         let concurrency = try integer("concurrency", in: 1...10_000)
 
-        var apps = try parseApps(file.first(where: { $0.key == "apps" })?.value, concurrency: concurrency)
+        let configDirectory = configPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+        var apps = try parseApps(
+            file.first(where: { $0.key == "apps" })?.value, concurrency: concurrency, directory: configDirectory)
         let fcmKey = try raw("fcm-key").flatMap { $0.isEmpty ? nil : $0 }
+        var serviceAccountFile = try given("fcm-service-account").flatMap { $0.isEmpty ? nil : $0 }
+        if let path = serviceAccountFile, arguments.value("fcm-service-account") == nil,
+           environment[environmentName("fcm-service-account")] == nil, let configDirectory {
+            serviceAccountFile = resolvePath(path, against: configDirectory)
+        }
+        if fcmKey != nil && serviceAccountFile != nil {
+            throw Invalid(description: """
+                give app "default" either --fcm-key (FCM legacy) or --fcm-service-account (FCM HTTP v1), not both
+                """)
+        }
+        let endpointGiven = arguments.value("fcm-endpoint") != nil
+            || environment[environmentName("fcm-endpoint")] != nil
         let endpoint = try raw("fcm-endpoint") ?? defaultEndpoint
         if let index = apps.firstIndex(where: { $0.name == "default" }) {
-            if let fcmKey { apps[index].serverKey = fcmKey }
-            if arguments.value("fcm-endpoint") != nil || environment[environmentName("fcm-endpoint")] != nil {
-                apps[index].endpoint = endpoint
+            if let fcmKey {
+                // Legacy FCM no longer delivers: never let a stray HERALD_FCM_KEY turn a v1 app back into it.
+                guard apps[index].provider == AppConfiguration.legacy else {
+                    throw Invalid(description: """
+                        app "default" is "fcm-v1" in the config file, and --fcm-key (or HERALD_FCM_KEY) gives it a \
+                        legacy server key: remove one of them
+                        """)
+                }
+                apps[index].serverKey = fcmKey
             }
+            if let serviceAccountFile {
+                if apps[index].provider != AppConfiguration.v1 { apps[index].endpoint = defaultV1Endpoint }
+                apps[index].provider = AppConfiguration.v1
+                apps[index].serviceAccountFile = serviceAccountFile
+                apps[index].serverKey = nil
+            }
+            if endpointGiven { apps[index].endpoint = endpoint }
+        } else if let serviceAccountFile {
+            let given = try given("fcm-endpoint")
+            apps.insert(
+                AppConfiguration(
+                    name: "default", provider: AppConfiguration.v1, endpoint: given ?? defaultV1Endpoint,
+                    concurrency: concurrency, serviceAccountFile: serviceAccountFile), at: 0)
         } else if fcmKey != nil || sandbox {
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: "fcm-legacy", endpoint: endpoint, serverKey: fcmKey,
+                    name: "default", provider: AppConfiguration.legacy, endpoint: endpoint, serverKey: fcmKey,
                     concurrency: concurrency), at: 0)
         }
 
-        let configuration = ServeConfiguration(
+        var configuration = ServeConfiguration(
             databasePath: try raw("db") ?? "herald.db", listen: listen, apiToken: apiToken, durability: durability,
             sandbox: sandbox, logLevel: logLevel, maxConnections: try integer("max-connections", in: 1...1_000_000),
             apps: apps)
@@ -147,17 +212,40 @@ struct ServeConfiguration: Sendable {
         return configuration
     }
 
-    /// Start-up refusals: no way to deliver, or an open listener without a token.
-    func check() throws {
+    /// Start-up refusals: no way to deliver, credentials that cannot work, or an open listener without a token.
+    /// Reads each v1 app's service-account file and settles its project and token endpoint.
+    mutating func check() throws {
         if !sandbox {
             if apps.isEmpty {
                 throw Invalid(description: """
-                    no FCM credentials: give --fcm-key (or HERALD_FCM_KEY), an "apps" list in --config, \
-                    or run with --sandbox to send to the built-in simulator
+                    no FCM credentials: give --fcm-service-account FILE (FCM HTTP v1), --fcm-key (FCM legacy), \
+                    an "apps" list in --config, or run with --sandbox to send to the built-in simulator
                     """)
             }
-            if let app = apps.first(where: { $0.serverKey == nil }) {
-                throw Invalid(description: "app \"\(app.name)\" has no server key (\"server_key\" in the config file)")
+            for index in apps.indices {
+                switch apps[index].provider {
+                case AppConfiguration.v1: try Self.loadServiceAccount(&apps[index])
+                default:
+                    if apps[index].serverKey == nil {
+                        throw Invalid(description: """
+                            app "\(apps[index].name)" has no server key ("server_key" in the config file, or \
+                            "provider": "fcm-v1" with a "service_account_file")
+                            """)
+                    }
+                }
+            }
+        }
+        for app in apps where app.provider == AppConfiguration.v1 {
+            if app.endpoint.hasSuffix("/fcm/send") {
+                throw Invalid(description: """
+                    app "\(app.name)" uses FCM HTTP v1: its endpoint is a base URL such as \(Self.defaultV1Endpoint), \
+                    not the legacy \(app.endpoint)
+                    """)
+            }
+            do {
+                try ServiceAccount.checkURL(app.endpoint, name: "endpoint", source: "app \"\(app.name)\"")
+            } catch {
+                throw Invalid(description: error.description)
             }
         }
         if !listen.isLoopback && apiToken == nil {
@@ -167,7 +255,50 @@ struct ServeConfiguration: Sendable {
         }
     }
 
-    private static func parseApps(_ value: JSON?, concurrency: Int) throws -> [AppConfiguration] {
+    /// Reads a v1 app's key file (exactly what is wrong, if anything) and settles `projectID` and `tokenURI`: the
+    /// config's overrides, else the file's.
+    static func loadServiceAccount(_ app: inout AppConfiguration) throws {
+        guard let path = app.serviceAccountFile else {
+            throw Invalid(description: "app \"\(app.name)\" uses fcm-v1 but names no \"service_account_file\"")
+        }
+        let account: ServiceAccount
+        do {
+            account = try ServiceAccount(contentsOf: path)
+        } catch {
+            throw Invalid(description: "app \"\(app.name)\": \(error)")
+        }
+        guard let projectID = app.projectID ?? account.projectID else {
+            throw Invalid(description: """
+                app "\(app.name)": service account file \(path) has no "project_id" and the config sets none
+                """)
+        }
+        guard let tokenURI = app.tokenURI ?? account.tokenURI else {
+            throw Invalid(description: """
+                app "\(app.name)": service account file \(path) has no "token_uri" and the config sets none
+                """)
+        }
+        do {
+            try ServiceAccount.checkURL(tokenURI, name: "token_uri", source: "app \"\(app.name)\"")
+        } catch {
+            throw Invalid(description: error.description)
+        }
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
+            Log.warn("the service account file can be read by other users: chmod 600 it", [
+                "app": .string(app.name), "file": .string(path),
+            ])
+        }
+        app.serviceAccount = account
+        app.projectID = projectID
+        app.tokenURI = tokenURI
+    }
+
+    /// A path from the config file, relative to the file's own directory.
+    private static func resolvePath(_ path: String, against directory: String) -> String {
+        path.hasPrefix("/") ? path : URL(fileURLWithPath: directory).appendingPathComponent(path).path
+    }
+
+    private static func parseApps(_ value: JSON?, concurrency: Int, directory: String?) throws -> [AppConfiguration] {
         guard let value else { return [] }
         guard let list = value.arrayValue else { throw Invalid(description: "config key \"apps\" must be a list") }
         var apps: [AppConfiguration] = []
@@ -175,7 +306,9 @@ struct ServeConfiguration: Sendable {
             guard let object = item.objectValue else {
                 throw Invalid(description: "apps[\(index)] must be an object")
             }
-            let known: Set = ["name", "provider", "server_key", "endpoint", "concurrency"]
+            let legacyKeys: Set = ["server_key"]
+            let v1Keys: Set = ["service_account_file", "project_id", "token_uri"]
+            let known = Set(["name", "provider", "endpoint", "concurrency"]).union(legacyKeys).union(v1Keys)
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
             }
@@ -185,9 +318,21 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            let provider = item["provider"]?.stringValue ?? "fcm-legacy"
-            guard provider == "fcm-legacy" else {
-                throw Invalid(description: "apps[\(index)] \"\(name)\": provider \"\(provider)\" is not supported")
+            for (key, value) in object where value.stringValue == nil && key != "concurrency" {
+                throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
+            }
+            let inferred = item["service_account_file"] != nil ? AppConfiguration.v1 : AppConfiguration.legacy
+            let provider = item["provider"]?.stringValue ?? inferred
+            guard provider == AppConfiguration.legacy || provider == AppConfiguration.v1 else {
+                throw Invalid(description: """
+                    apps[\(index)] "\(name)": provider "\(provider)" is not supported: use "fcm-v1" or "fcm-legacy"
+                    """)
+            }
+            let foreign = provider == AppConfiguration.v1 ? legacyKeys : v1Keys
+            if let misplaced = object.first(where: { foreign.contains($0.key) }) {
+                throw Invalid(description: """
+                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(provider)"
+                    """)
             }
             var appConcurrency = concurrency
             if let number = item["concurrency"] {
@@ -196,10 +341,16 @@ struct ServeConfiguration: Sendable {
                 }
                 appConcurrency = Int(value)
             }
+            let isV1 = provider == AppConfiguration.v1
             apps.append(
                 AppConfiguration(
-                    name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? defaultEndpoint,
-                    serverKey: item["server_key"]?.stringValue, concurrency: appConcurrency))
+                    name: name, provider: provider,
+                    endpoint: item["endpoint"]?.stringValue ?? (isV1 ? defaultV1Endpoint : defaultEndpoint),
+                    serverKey: item["server_key"]?.stringValue, concurrency: appConcurrency,
+                    serviceAccountFile: item["service_account_file"]?.stringValue.map { path in
+                        directory.map { resolvePath(path, against: $0) } ?? path
+                    },
+                    projectID: item["project_id"]?.stringValue, tokenURI: item["token_uri"]?.stringValue))
         }
         return apps
     }

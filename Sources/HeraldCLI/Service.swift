@@ -3,6 +3,8 @@ import FCMSimulator
 import Foundation
 import HTTP
 import Ingest
+import OAuth
+import Send
 import Storage
 import Support
 import Synchronization
@@ -15,6 +17,8 @@ final class Service: Sendable {
     private let readers: DatabaseReaders
     private let simulator: HTTPServer?
     private let engine: DeliveryEngine
+    /// FCM v1 apps' token requests; nil without v1 apps.
+    private let tokenPool: HTTPClientPool?
     private let server: HTTPServer
     private let stopping = StopFlag()
     private let metrics = Metrics.herald()
@@ -28,14 +32,26 @@ final class Service: Sendable {
 
         var apps = configuration.apps
         if configuration.sandbox {
+            // v1 apps get a throw-away service account that only the built-in simulator trusts.
+            let sandboxAccount = try apps.contains { $0.provider == AppConfiguration.v1 }
+                ? ServiceAccount(clientEmail: "sandbox@herald.invalid", privateKey: RSAPrivateKey.generate(),
+                                 projectID: "sandbox", tokenURI: nil)
+                : nil
             let simulator = HTTPServer(
                 configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)),
-                handler: FCMSimulator())
+                handler: FCMSimulator(configuration: .init(v1Account: sandboxAccount.map(FCMSimulator.V1Account.init))))
             let address = try simulator.start()
             let endpoint = SimulatorCommand.endpointURL(address)
             for index in apps.indices {
-                apps[index].endpoint = endpoint
-                apps[index].serverKey = "sandbox"
+                if apps[index].provider == AppConfiguration.v1 {
+                    apps[index].endpoint = "http://\(address)"
+                    apps[index].serviceAccount = sandboxAccount
+                    apps[index].projectID = sandboxAccount?.projectID
+                    apps[index].tokenURI = "http://\(address)\(FCMSimulator.tokenPath)"
+                } else {
+                    apps[index].endpoint = endpoint
+                    apps[index].serverKey = "sandbox"
+                }
             }
             Log.warn("SANDBOX MODE: every push goes to the built-in FCM simulator, none reaches a device", [
                 "simulator": .string(endpoint),
@@ -44,11 +60,23 @@ final class Service: Sendable {
         } else {
             simulator = nil
         }
+        let tokenPool = apps.contains { $0.provider == AppConfiguration.v1 }
+            ? HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth") : nil
+        self.tokenPool = tokenPool
         engine = DeliveryEngine(writer: writer, apps: apps.map { app in
-            DeliveryEngine.App(
-                name: app.name,
-                provider: LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? ""),
-                concurrency: app.concurrency)
+            let provider: any Provider
+            if app.provider == AppConfiguration.v1, let account = app.serviceAccount, let projectID = app.projectID,
+               let tokenURI = app.tokenURI, let tokenPool {
+                provider = V1Provider(app: app.name, account: account, projectID: projectID, endpoint: app.endpoint,
+                                      tokenURI: tokenURI, tokenPool: tokenPool)
+                Log.info("fcm v1 app", [
+                    "app": .string(app.name), "project": .string(projectID), "client_email": .string(account.clientEmail),
+                    "endpoint": .string(app.endpoint), "token_uri": .string(tokenURI),
+                ])
+            } else {
+                provider = LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "")
+            }
+            return DeliveryEngine.App(name: app.name, provider: provider, concurrency: app.concurrency)
         }, metrics: metrics)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
@@ -77,6 +105,7 @@ final class Service: Sendable {
         stopping.set()
         server.shutdown(gracePeriod: 10)
         engine.stop(gracePeriod: 10)
+        tokenPool?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
         readers.close()
         writer.close()

@@ -38,7 +38,10 @@ enum SimulatorCommand {
         let server = HTTPServer(configuration: HTTPServerConfiguration(address: address),
                                 handler: FCMSimulator(configuration: configuration))
         let bound = try server.start()
-        Log.info("fcm-sim listening", ["address": .string("\(bound)"), "endpoint": .string(endpointURL(bound))])
+        Log.info("fcm-sim listening", [
+            "address": .string("\(bound)"), "endpoint": .string(endpointURL(bound)),
+            "v1_endpoint": .string("http://\(bound)"), "token_uri": .string("http://\(bound)\(FCMSimulator.tokenPath)"),
+        ])
         var received: Int32 = 0
         sigwait(&signals, &received)
         server.shutdown(gracePeriod: 2)

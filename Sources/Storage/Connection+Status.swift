@@ -63,7 +63,7 @@ enum StatusSQL {
         SELECT count(*), coalesce(sum(next_attempt_at <= ?), 0) FROM deliveries WHERE app = ? AND state = 'queued'
         """
 
-    /// Without the hint the planner prefers walking `deliveries_by_token` (every row) for the GROUP BY.
+    /// Without the hint the planner may prefer walking a full index (every row) for the GROUP BY.
     static let inflight = """
         SELECT app, count(*) FROM deliveries INDEXED BY deliveries_inflight WHERE state = 'inflight' GROUP BY app
         """

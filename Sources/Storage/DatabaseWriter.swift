@@ -21,8 +21,11 @@ public final class DatabaseWriter: Sendable {
         /// Runs the work; false when it threw (its writes must be undone).
         let run: (Connection) -> Bool
         let complete: (Error?) -> Void
+        /// Whether its commit must reach the disk before it completes (see `enqueue(durable:)`).
+        let durable: Bool
 
-        init(run: @escaping (Connection) -> Bool, complete: @escaping (Error?) -> Void) {
+        init(durable: Bool, run: @escaping (Connection) -> Bool, complete: @escaping (Error?) -> Void) {
+            self.durable = durable
             self.run = run
             self.complete = complete
         }
@@ -32,6 +35,7 @@ public final class DatabaseWriter: Sendable {
 
     private let queue = JobQueue<Job>()
     private let finished = Rendezvous<Void>()
+    private let durability: Durability
     public let path: String
     /// The largest number of jobs committed together.
     private static let maxGroup = 4096
@@ -39,13 +43,14 @@ public final class DatabaseWriter: Sendable {
     /// Opens the database (creating it 0600), sets WAL and durability, applies migrations, starts the thread.
     public init(path: String, durability: Durability = .full) throws {
         self.path = path
+        self.durability = durability
         let connection = try Connection(path: path)
         try connection.execute("PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
         try Migrator.migrate(connection)
         let box = UncheckedBox(connection)
         let thread = Thread { [queue, finished] in
-            Self.loop(connection: box.take(), queue: queue)
+            Self.loop(connection: box.take(), queue: queue, durability: durability)
             finished.fulfil(.success(()))
         }
         thread.name = "herald-writer"
@@ -54,12 +59,18 @@ public final class DatabaseWriter: Sendable {
 
     /// Queues `work` for the next group commit; `completion` is called on the writer thread after the commit
     /// (or with the error that rolled the job or the group back). Keep completions short.
+    ///
+    /// - Parameter durable: false for writes that may be lost in a power cut without harm (a claim's leases: the
+    ///   rows simply stay queued). A group of only such jobs commits without the fsync of `Durability.full`; any
+    ///   later durable commit makes them durable too.
     public func enqueue<T>(
+        durable: Bool = true,
         _ work: @escaping @Sendable (Connection) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
         let box = Box<T>()
         let job = Job(
+            durable: durable,
             run: { connection in
                 box.result = Result { try work(connection) }
                 if case .failure = box.result! { return false }
@@ -84,10 +95,18 @@ public final class DatabaseWriter: Sendable {
         try? finished.wait()
     }
 
-    private static func loop(connection: Connection, queue: JobQueue<Job>) {
+    private static func loop(connection: Connection, queue: JobQueue<Job>, durability: Durability) {
+        var syncing = durability == .full
         while true {
             let group = queue.popBatch(limit: maxGroup)
             if group.isEmpty { break }
+            if durability == .full {
+                // The pragma cannot change inside a transaction: set it between groups, only when it differs.
+                let needsSync = group.contains(where: \.durable)
+                if needsSync != syncing, (try? connection.execute("PRAGMA synchronous = \(needsSync ? "FULL" : "NORMAL")")) != nil {
+                    syncing = needsSync
+                }
+            }
             commit(group, on: connection)
         }
         do {

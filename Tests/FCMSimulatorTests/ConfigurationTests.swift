@@ -1,4 +1,5 @@
 import FCMSimulator
+import Foundation
 import Testing
 
 /// `herald fcm-sim` flags and help.
@@ -89,9 +90,11 @@ import Testing
             .filter { $0.hasPrefix("  --") }
             .compactMap { $0.split(separator: " ").first.map(String.init) }
             .filter { $0 != "--help" }
-        #expect(flags.count == 12)
+        #expect(flags.count == 14)
+        let serviceAccount = try V1SimulatorTests.serviceAccountFile()
+        defer { try? FileManager.default.removeItem(atPath: serviceAccount) }
         for flag in flags {
-            let value = ["--alias": "a=b", "--fail-status": "500"][flag] ?? "1"
+            let value = ["--alias": "a=b", "--fail-status": "500", "--service-account": serviceAccount][flag] ?? "1"
             let arguments = flag == "--retry-after-date" ? [flag] : [flag, value]
             #expect(throws: Never.self, "\(flag)") { try Configuration.parse(arguments: arguments) }
         }

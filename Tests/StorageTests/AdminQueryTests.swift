@@ -127,7 +127,7 @@ private let day: Int64 = 86_400_000
 
     /// "Quick at millions of rows" as a property that can be checked without timing: every status, dead-letter and
     /// retention statement reads deliveries through a partial index (or by id, or one message's rows), never by
-    /// scanning the table or the all-rows `deliveries_by_token` index.
+    /// scanning the table or an index of every row.
     @Test func adminStatementsReadDeliveriesThroughIndexes() throws {
         let allowed = ["deliveries_ready", "deliveries_inflight", "deliveries_dead", "deliveries_finished",
                        "INTEGER PRIMARY KEY", "deliveries_by_message (message_id=?)"]
@@ -164,7 +164,6 @@ private let day: Int64 = 86_400_000
             #expect(!lines.isEmpty, "no plan for \(sql)")
             for line in lines {
                 #expect(allowed.contains(where: line.contains), "\(line) — in the plan of: \(sql)")
-                #expect(!line.contains("deliveries_by_token"), "\(line) — in the plan of: \(sql)")
             }
         }
     }

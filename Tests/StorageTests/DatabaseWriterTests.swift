@@ -65,6 +65,25 @@ import Testing
         #expect(results.withLock { $0 } == ["kept-1": true, "undone": false, "kept-2": true])
     }
 
+    @Test func onlyGroupsWithADurableJobAreSyncedUnderFullDurability() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full)
+        func synchronous(durable: Bool) throws -> Int {
+            let rendezvous = Rendezvous<Int>()
+            writer.enqueue(durable: durable, { try $0.queryOne("PRAGMA synchronous") { $0.int(0) } ?? -1 }) {
+                rendezvous.fulfil($0)
+            }
+            return try rendezvous.wait()
+        }
+        #expect(try synchronous(durable: false) == 1, "a claim-only group commits without fsync (NORMAL)")
+        #expect(try synchronous(durable: true) == 2, "an ingest group is synced (FULL)")
+        writer.close()
+
+        let relaxed = try DatabaseWriter(path: directory.path("normal.db"), durability: .normal)
+        #expect(try relaxed.write { try $0.queryOne("PRAGMA synchronous") { $0.int(0) } } == 1)
+        relaxed.close()
+    }
+
     @Test func writesAfterCloseFailInsteadOfVanishing() throws {
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"))

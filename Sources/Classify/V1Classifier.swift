@@ -1,0 +1,128 @@
+import Support
+
+/// Turns one FCM HTTP v1 answer (one token, topic or condition per request) into its outcome (SPEC §12). Pure: no
+/// I/O, no clock, no logging; never traps on whatever the network returns.
+///
+/// ```swift
+/// let classification = V1Classifier.classify(status: 404, headers: [], body: Array(reply.utf8), now: now,
+///                                            mayRenewCredentials: true)
+/// // classification.outcomes == [.notRegistered]
+/// ```
+///
+/// The reason is the provider's `errorCode` (from `error.details[].errorCode`), else `error.status`, else
+/// `HTTP <status>`. The code decides the outcome; the HTTP status decides only for codes the table does not know.
+public enum V1Classifier {
+    /// The `error` object of a v1 error answer, as far as the classifier reads it.
+    public struct ErrorReply: Sendable, Equatable {
+        /// `error.details[].errorCode` of the `google.firebase.fcm.v1.FcmError` detail (else any detail's).
+        public var errorCode: String?
+        /// `error.status`, the canonical gRPC code name (`NOT_FOUND`, `INVALID_ARGUMENT`, …).
+        public var status: String?
+        /// The error names the registration token: a `google.rpc.BadRequest` field violation on `message.token`,
+        /// or a message about the registration token.
+        public var namesToken: Bool
+
+        public var code: String? { errorCode ?? status }
+    }
+
+    public static func classify(
+        status: Int, headers: [(name: String, value: String)], body: [UInt8], now: Int64, mayRenewCredentials: Bool
+    ) -> Classification {
+        let retryAfterUntil = RetryAfter.until(headers: headers, now: now)
+        return Classification(
+            outcomes: [outcome(status: status, body: body, mayRenewCredentials: mayRenewCredentials)],
+            retryAfterUntil: retryAfterUntil,
+            closesGate: status >= 500 || retryAfterUntil != nil)
+    }
+
+    /// Timeout, reset, DNS or connect failure: retry, and the gate closes like a 5xx.
+    public static func transportFailure(reason: String) -> Classification {
+        Classifier.transportFailure(reason: reason, targetCount: 1)
+    }
+
+    // MARK: - The table
+
+    static func outcome(status: Int, body: [UInt8], mayRenewCredentials: Bool) -> Outcome {
+        if status == 200 { return delivered(body) }
+        let reply = errorReply(body)
+        let code = reply?.code.flatMap { isIdentifier($0) ? $0 : nil }
+        let reason = code ?? (reply?.code == nil ? "HTTP \(status)" : "UnknownError")
+        switch code {
+        case "UNREGISTERED":
+            return .notRegistered
+        case "SENDER_ID_MISMATCH":
+            return .deadToken(reason: reason)
+        case "INVALID_ARGUMENT":
+            return reply?.namesToken == true ? .deadToken(reason: reason) : .deadMessage(reason: reason)
+        case "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED":
+            // FCM asks for at least a minute before retrying a quota error: the slow lane.
+            return .retrySlow(reason: reason)
+        case "UNAVAILABLE", "INTERNAL", "UNSPECIFIED_ERROR", "DEADLINE_EXCEEDED", "ABORTED":
+            return .retry(reason: reason)
+        case "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR", "PERMISSION_DENIED":
+            return .pauseApp(reason: reason)
+        case "UNAUTHENTICATED":
+            return unauthenticated(mayRenewCredentials)
+        default:
+            break
+        }
+        switch status {
+        case 400: return .deadMessage(reason: code ?? "INVALID_ARGUMENT")
+        case 401: return code == nil ? unauthenticated(mayRenewCredentials) : .pauseApp(reason: reason)
+        case 403: return .pauseApp(reason: code ?? "PERMISSION_DENIED")
+        case 429: return .retrySlow(reason: code ?? "QUOTA_EXCEEDED")
+        default: return .retry(reason: reason)
+        }
+    }
+
+    private static func unauthenticated(_ mayRenewCredentials: Bool) -> Outcome {
+        mayRenewCredentials ? .requeue(reason: "UNAUTHENTICATED") : .pauseApp(reason: "UNAUTHENTICATED")
+    }
+
+    /// `{"name": "projects/p/messages/123"}`; anything else is not FCM's answer and is retried.
+    private static func delivered(_ body: [UInt8]) -> Outcome {
+        guard let reply = try? JSON.parse(body), case .string(let name)? = reply["name"], !name.isEmpty,
+              name.utf8.count <= 512
+        else { return .retry(reason: Classifier.Reason.invalidResponse) }
+        return .delivered(fcmMessageID: name, canonicalToken: nil)
+    }
+
+    /// Reads `{"error": {"code", "message", "status", "details": [...]}}`; nil when the body is not that shape.
+    public static func errorReply(_ body: [UInt8]) -> ErrorReply? {
+        guard let reply = try? JSON.parse(body), let error = reply["error"], error.objectValue != nil else {
+            return nil
+        }
+        var result = ErrorReply(errorCode: nil, status: error["status"]?.stringValue, namesToken: false)
+        var anyErrorCode: String?
+        for detail in error["details"]?.arrayValue ?? [] {
+            let type = detail["@type"]?.stringValue ?? ""
+            if let code = detail["errorCode"]?.stringValue {
+                if type.hasSuffix("google.firebase.fcm.v1.FcmError") { result.errorCode = result.errorCode ?? code }
+                anyErrorCode = anyErrorCode ?? code
+            }
+            for violation in detail["fieldViolations"]?.arrayValue ?? []
+            where violation["field"]?.stringValue == "message.token" {
+                result.namesToken = true
+            }
+        }
+        result.errorCode = result.errorCode ?? anyErrorCode
+        if let message = error["message"]?.stringValue, message.lowercased().contains("registration token") {
+            result.namesToken = true
+        }
+        return result
+    }
+
+    /// An error code short and plain enough to store as a reason; anything else from the network is not stored.
+    private static func isIdentifier(_ code: String) -> Bool {
+        let bytes = code.utf8
+        return (1...64).contains(bytes.count) && bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                true
+            default:
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Classify
+import OAuth
+import Send
+import Storage
+import Support
+import Synchronization
+
+/// FCM HTTP v1: `POST {endpoint}/v1/projects/{project}/messages:send` with an OAuth2 access token, one request per
+/// token, topic or condition (v1 has no multicast; HTTP/2 multiplexing carries the fan-out).
+///
+/// Stored messages stay legacy-shaped; `V1Message` maps each to v1's body, and `V1Classifier` reads the answers,
+/// so the engine's claim, retry and reconciliation are the same as for `LegacyProvider`.
+///
+/// ```swift
+/// let provider = V1Provider(app: "default", account: try ServiceAccount(contentsOf: path), projectID: "my-project",
+///                           endpoint: "https://fcm.googleapis.com", tokenURI: "https://oauth2.googleapis.com/token",
+///                           tokenPool: HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth"))
+/// ```
+public final class V1Provider: Provider {
+    public static let defaultEndpoint = "https://fcm.googleapis.com"
+    public static let defaultTokenURI = "https://oauth2.googleapis.com/token"
+
+    public let app: String
+    /// `{endpoint}/v1/projects/{project}/messages:send`.
+    public let sendURL: String
+    public let timeoutMillis: Int
+    let tokens: AccessTokenCache
+    /// The HTTP version of the last answer, to log when it first shows and whenever it changes.
+    private let httpVersion = Mutex<String?>(nil)
+
+    public init(app: String, account: ServiceAccount, projectID: String, endpoint: String, tokenURI: String,
+                tokenPool: HTTPClientPool, timeoutMillis: Int = 30_000) {
+        self.app = app
+        var base = endpoint
+        while base.hasSuffix("/") { base.removeLast() }
+        sendURL = base + "/v1/projects/" + Self.pathSegment(projectID) + "/messages:send"
+        self.timeoutMillis = timeoutMillis
+        tokens = AccessTokenCache(app: app, account: account, tokenURI: tokenURI, pool: tokenPool)
+    }
+
+    // MARK: - Provider
+
+    public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
+        tokens.renewIfDue(now: now)
+        // Without a usable token the engine prepares before it sends, and releases these requests unsent.
+        let headers = [
+            (name: "Content-Type", value: "application/json"),
+            (name: "Authorization", value: "Bearer " + (tokens.usableToken(now: now)?.value ?? "")),
+        ]
+        let kind: TargetKind = switch message.targetKind {
+        case "topic": .topic
+        case "condition": .condition
+        default: .tokens
+        }
+        return deliveries.map { delivery in
+            PreparedRequest(
+                app: app, message: message, deliveries: [delivery],
+                outbound: OutboundRequest(
+                    url: sendURL, headers: headers,
+                    body: V1Message.body(for: message, target: delivery.token, kind: kind, now: now),
+                    timeoutMillis: timeoutMillis),
+                kind: kind, format: .json)
+        }
+    }
+
+    public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
+        guard case .response(let status, let headers, let body, let version) = result else {
+            if case .failure(let reason) = result { return V1Classifier.transportFailure(reason: reason) }
+            return V1Classifier.transportFailure(reason: "no answer")
+        }
+        noteHTTPVersion(version)
+        let token = Self.bearerToken(of: request)
+        var classification = V1Classifier.classify(
+            status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
+        guard case .requeue? = classification.outcomes.first else {
+            tokens.accepted(token)
+            return classification
+        }
+        switch tokens.rejected(token) {
+        case .renew:
+            Log.warn("fcm v1 refused the access token: fetching a new one", ["app": .string(app)])
+        case .stale:
+            break
+        case .pause:
+            classification = V1Classifier.classify(
+                status: status, headers: headers, body: body, now: now, mayRenewCredentials: false)
+        }
+        return classification
+    }
+
+    public func needsPreparation(now: Int64) -> Bool {
+        tokens.usableToken(now: now) == nil
+    }
+
+    public func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
+        tokens.fetch(now: now, completion: completion)
+    }
+
+    // MARK: - Helpers
+
+    private static func bearerToken(of request: PreparedRequest) -> String {
+        let value = request.outbound.headers.first(where: { $0.name == "Authorization" })?.value ?? ""
+        return value.hasPrefix("Bearer ") ? String(value.dropFirst("Bearer ".count)) : value
+    }
+
+    /// HTTP/2 is what lets one connection carry many v1 requests at once; an endpoint that answers over HTTP/1.1
+    /// needs a connection per request in flight, which an operator should know about.
+    private func noteHTTPVersion(_ version: String) {
+        let changed = httpVersion.withLock { last -> Bool in
+            guard last != version else { return false }
+            last = version
+            return true
+        }
+        guard changed else { return }
+        let fields: KeyValuePairs<String, Log.Value> = ["app": .string(app), "http_version": .string(version)]
+        if version == "1.1" && sendURL.hasPrefix("https:") {
+            Log.warn("fcm v1 endpoint answers over HTTP/1.1: no multiplexing, one connection per request", fields)
+        } else {
+            Log.info("fcm v1 endpoint answers", fields)
+        }
+    }
+
+    /// A project id is `[a-z0-9-]`; anything else is percent-encoded rather than allowed to change the path.
+    private static func pathSegment(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return result
+    }
+}

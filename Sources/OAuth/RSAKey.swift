@@ -1,0 +1,151 @@
+import CCrypto
+
+/// An RSA private key held by libcrypto: it signs RS256 (RSASSA-PKCS1-v1_5 with SHA-256), the only algorithm
+/// Google's OAuth2 token endpoint accepts for service-account assertions.
+///
+/// ```swift
+/// let key = try RSAPrivateKey(pem: serviceAccount.privateKeyPEM)
+/// let signature = try key.signSHA256(Array("header.claims".utf8))
+/// key.publicKey.verifySHA256(signature, of: Array("header.claims".utf8))   // true
+/// ```
+///
+/// The key material stays inside libcrypto; nothing here prints it. `EVP_PKEY` is safe to use from several threads
+/// for signing and verifying (OpenSSL 3), so the type is `Sendable`.
+///
+/// Related documentation: [EVP_DigestSignInit(3)](https://www.openssl.org/docs/man3.0/man3/EVP_DigestSignInit.html).
+public final class RSAPrivateKey: @unchecked Sendable, CustomStringConvertible {
+    let pointer: OpaquePointer
+
+    /// Reads a PEM private key: PKCS#8 (`BEGIN PRIVATE KEY`, what Google issues) or PKCS#1 (`BEGIN RSA PRIVATE KEY`).
+    /// Throws for anything else, an encrypted key, or a key that is not RSA.
+    public init(pem: String) throws(CryptoError) {
+        ERR_clear_error()
+        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
+            defer { BIO_free(bio) }
+            // An empty passphrase callback result makes an encrypted key fail instead of prompting on the terminal.
+            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
+        }
+        guard let key else { throw CryptoError.drain("not a PEM private key") }
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
+            EVP_PKEY_free(key)
+            throw CryptoError("not an RSA key: RS256 needs one", detail: "")
+        }
+        pointer = key
+    }
+
+    /// A new random key, for tests and the sandbox's throw-away service account.
+    public static func generate(bits: Int = 2048) throws(CryptoError) -> RSAPrivateKey {
+        ERR_clear_error()
+        guard let key = herald_rsa_generate(UInt32(bits)) else { throw CryptoError.drain("RSA key generation failed") }
+        return RSAPrivateKey(taking: key)
+    }
+
+    private init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit {
+        EVP_PKEY_free(pointer)
+    }
+
+    /// Size of the modulus in bits.
+    public var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+
+    /// The PKCS#1 v1.5 SHA-256 signature of `message`.
+    public func signSHA256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        ERR_clear_error()
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError.drain("EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
+            throw CryptoError.drain("EVP_DigestSignInit failed")
+        }
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
+            throw CryptoError.drain("EVP_DigestSign failed")
+        }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else {
+            throw CryptoError.drain("EVP_DigestSign failed")
+        }
+        return Array(signature.prefix(length))
+    }
+
+    /// The public half, for verifying what this key signed.
+    public var publicKey: RSAPublicKey {
+        // Round-trip through DER SubjectPublicKeyInfo: a separate EVP_PKEY without the private parts.
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PUBKEY(pointer, &der)
+        precondition(length > 0 && der != nil, "i2d_PUBKEY failed on a valid key")
+        defer { CRYPTO_free(der, nil, 0) }
+        var cursor = UnsafePointer<UInt8>(der)
+        let copy = d2i_PUBKEY(nil, &cursor, Int(length))
+        precondition(copy != nil, "d2i_PUBKEY failed on its own output")
+        return RSAPublicKey(taking: copy!)
+    }
+
+    /// The key as PKCS#8 PEM (`BEGIN PRIVATE KEY`), as in a service-account file. Tests and the sandbox write it;
+    /// nothing logs it.
+    public func pkcs8PEM() -> String {
+        withMemoryBIO { PEM_write_bio_PrivateKey($0, pointer, nil, nil, 0, nil, nil) }
+    }
+
+    /// Never the key: a description that cannot leak it into a log line or an error body.
+    public var description: String { "RSAPrivateKey(\(bits) bits)" }
+}
+
+/// An RSA public key: it checks RS256 signatures.
+public final class RSAPublicKey: @unchecked Sendable, CustomStringConvertible {
+    let pointer: OpaquePointer
+
+    fileprivate init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Reads a PEM `BEGIN PUBLIC KEY` (SubjectPublicKeyInfo).
+    public init(pem: String) throws(CryptoError) {
+        ERR_clear_error()
+        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        }
+        guard let key else { throw CryptoError.drain("not a PEM public key") }
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
+            EVP_PKEY_free(key)
+            throw CryptoError("not an RSA public key", detail: "")
+        }
+        pointer = key
+    }
+
+    deinit {
+        EVP_PKEY_free(pointer)
+    }
+
+    /// Whether `signature` is this key's PKCS#1 v1.5 SHA-256 signature of `message`.
+    public func verifySHA256(_ signature: [UInt8], of message: [UInt8]) -> Bool {
+        defer { ERR_clear_error() }
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { return false }
+        return EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
+    }
+
+    /// `BEGIN PUBLIC KEY` PEM.
+    public func pem() -> String {
+        withMemoryBIO { PEM_write_bio_PUBKEY($0, pointer) }
+    }
+
+    public var description: String { "RSAPublicKey(\(EVP_PKEY_get_bits(pointer)) bits)" }
+}
+
+/// Runs `write` into a memory BIO and returns what it wrote as text.
+private func withMemoryBIO(_ write: (OpaquePointer) -> Int32) -> String {
+    guard let bio = BIO_new(BIO_s_mem()) else { fatalError("BIO_new failed (out of memory)") }
+    defer { BIO_free(bio) }
+    precondition(write(bio) == 1, "PEM encoding into memory failed")
+    let pending = Int(BIO_ctrl_pending(bio))
+    var bytes = [UInt8](repeating: 0, count: pending)
+    let read = BIO_read(bio, &bytes, Int32(pending))
+    return String(decoding: bytes.prefix(Int(max(0, read))), as: UTF8.self)
+}

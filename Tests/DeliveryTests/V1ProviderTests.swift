@@ -1,0 +1,130 @@
+import Classify
+import Foundation
+import HTTP
+import OAuth
+import Send
+import Storage
+import Support
+import Testing
+
+@testable import Delivery
+
+@Suite struct V1ProviderTests {
+    let pool = HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth-test")
+    let now = Clock.nowMillis()
+
+    func provider(_ endpoint: TestTokenEndpoint, base: String = "https://fcm.example.test/") -> V1Provider {
+        V1Provider(app: "default", account: testAccount(), projectID: "test-project", endpoint: base,
+                   tokenURI: endpoint.url, tokenPool: pool)
+    }
+
+    func message(kind: String = "tokens") -> ClaimedMessage {
+        ClaimedMessage(id: "m1", app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: kind, ttlSeconds: 60,
+                       dryRun: false, expiresAt: now + 60_000)
+    }
+
+    func deliveries(_ tokens: [String]) -> [ClaimedDelivery] {
+        tokens.enumerated().map {
+            ClaimedDelivery(id: Int64($0.offset), messageID: "m1", token: $0.element, attempts: 0)
+        }
+    }
+
+    func answer(_ status: Int, _ body: String) -> TransportResult {
+        .response(status: status, headers: [], body: Array(body.utf8), httpVersion: "2")
+    }
+
+    static let unauthenticated = #"{"error":{"code":401,"message":"Request had invalid authentication credentials.","#
+        + #""status":"UNAUTHENTICATED"}}"#
+
+    @Test func needsATokenBeforeItCanSend() throws {
+        let endpoint = try TestTokenEndpoint()
+        defer { endpoint.shutdown() }
+        let provider = provider(endpoint)
+        #expect(provider.needsPreparation(now: now))
+        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
+        #expect(!provider.needsPreparation(now: now))
+    }
+
+    @Test func oneRequestPerTokenWithTheBearerToken() throws {
+        let endpoint = try TestTokenEndpoint()
+        defer { endpoint.shutdown() }
+        let provider = provider(endpoint)
+        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
+        let requests = provider.requests(for: message(), deliveries: deliveries(["a", "b", "c"]), now: now)
+        #expect(requests.count == 3)
+        #expect(requests.map { $0.deliveries.map(\.token) } == [["a"], ["b"], ["c"]])
+        for request in requests {
+            #expect(request.outbound.url == "https://fcm.example.test/v1/projects/test-project/messages:send")
+            #expect(request.outbound.headers.map(\.name) == ["Content-Type", "Authorization"])
+            #expect(request.outbound.headers.map(\.value) == ["application/json", "Bearer token-1"])
+            #expect(request.kind == .tokens)
+        }
+        let body = String(decoding: requests[1].outbound.body, as: UTF8.self)
+        #expect(body.hasPrefix(#"{"validate_only":false,"message":{"token":"b","data":{"a":"b"}"#))
+    }
+
+    @Test func topicsAndConditionsAreOneRequestEach() throws {
+        let endpoint = try TestTokenEndpoint()
+        defer { endpoint.shutdown() }
+        let provider = provider(endpoint)
+        let topic = provider.requests(for: message(kind: "topic"), deliveries: deliveries(["/topics/news"]), now: now)
+        #expect(topic.map(\.kind) == [.topic])
+        #expect(String(decoding: topic[0].outbound.body, as: UTF8.self).contains(#""topic":"news""#))
+    }
+
+    @Test func deliveredCarriesTheMessageName() throws {
+        let endpoint = try TestTokenEndpoint()
+        defer { endpoint.shutdown() }
+        let provider = provider(endpoint)
+        let request = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)[0]
+        let classification = provider.classify(answer(200, #"{"name":"projects/test-project/messages/1"}"#),
+                                               of: request, now: now)
+        #expect(classification.outcomes == [.delivered(fcmMessageID: "projects/test-project/messages/1",
+                                                       canonicalToken: nil)])
+    }
+
+    @Test func unauthenticatedRenewsTheTokenOnceThenPauses() throws {
+        let endpoint = try TestTokenEndpoint()
+        defer { endpoint.shutdown() }
+        let provider = provider(endpoint)
+        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
+        let first = provider.requests(for: message(), deliveries: deliveries(["a", "b"]), now: now)
+
+        // The first refusal requeues without charging, and the token is dropped.
+        #expect(provider.classify(answer(401, Self.unauthenticated), of: first[0], now: now).outcomes
+            == [.requeue(reason: "UNAUTHENTICATED")])
+        #expect(provider.needsPreparation(now: now))
+        // Another request that carried the same token is requeued too, without a second renewal.
+        #expect(provider.classify(answer(401, Self.unauthenticated), of: first[1], now: now).outcomes
+            == [.requeue(reason: "UNAUTHENTICATED")])
+
+        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
+        #expect(endpoint.forms.count == 2)
+        let second = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)
+        #expect(second[0].outbound.headers.last?.value == "Bearer token-2")
+        // The renewed token refused too: renewing again cannot help.
+        #expect(provider.classify(answer(401, Self.unauthenticated), of: second[0], now: now).outcomes
+            == [.pauseApp(reason: "UNAUTHENTICATED")])
+    }
+
+    @Test func requeueReleasesWithoutChargingAndWithoutPausing() {
+        let request = PreparedRequest(
+            app: "default", message: message(), deliveries: deliveries(["a"]),
+            outbound: OutboundRequest(url: "http://127.0.0.1:1"), kind: .tokens, format: .json)
+        var random = SplitMix64(seed: 1)
+        let plan = OutcomePlanner.plan(
+            Classification(outcomes: [.requeue(reason: "UNAUTHENTICATED")]), for: request, status: 401,
+            policy: RetryPolicy(), fallbackGateMillis: 1000, now: now, using: &random)
+        #expect(plan == OutcomePlan(updates: [.release(id: 0)], pauseReason: nil, gateUntil: nil))
+    }
+
+    @Test func transportFailuresRetry() throws {
+        let endpoint = try TestTokenEndpoint()
+        defer { endpoint.shutdown() }
+        let provider = provider(endpoint)
+        let request = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)[0]
+        let classification = provider.classify(.failure(reason: "timeout"), of: request, now: now)
+        #expect(classification.outcomes == [.retry(reason: "timeout")])
+        #expect(classification.closesGate)
+    }
+}
