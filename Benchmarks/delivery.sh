@@ -104,6 +104,7 @@ HERALD_PID=""
 NGINX_PID=""
 SIM_PID=""
 POLLER_PID=""
+FETCHER_PID=""
 CHILD_PID=""
 stop_pid() { # $1 pid, $2 signal: signal, wait up to 20 s, then SIGKILL
     local pid=$1 waited=0
@@ -121,6 +122,7 @@ cleanup() {
     trap - EXIT INT TERM
     stop_pid "$CHILD_PID" TERM
     stop_pid "$POLLER_PID" TERM
+    stop_pid "$FETCHER_PID" TERM
     stop_herald quiet || true
     stop_pid "$SIM_PID" TERM
     stop_pid "$NGINX_PID" QUIT
@@ -633,7 +635,7 @@ run_wrk_fcm() { # $1 body file, $2 path
 # for LATENCY_DURATION seconds and writes each acknowledged token with its acknowledgement time; the simulator's
 # request log (the last 10,000 requests, fetched every 2 s) gives each token's arrival. Sets L_P50 L_P99 L_N L_NEG.
 measure_latency() { # $1 run
-    local run=$1 sim_port db=$WORK/latency-$1.db acks=$WORK/acks-$1 stats=$WORK/stats-$1 fetcher out=$WORK/wrk-lat.out
+    local run=$1 sim_port db=$WORK/latency-$1.db acks=$WORK/acks-$1 stats=$WORK/stats-$1 out=$WORK/wrk-lat.out
     mkdir -p "$acks" "$stats"
     for _ in 1 2 3 4 5; do
         sim_port=$(free_port)
@@ -647,13 +649,13 @@ measure_latency() { # $1 run
     start_herald "$db" "http://127.0.0.1:$sim_port/fcm/send"
     (
         k=0
-        while :; do
+        while kill -0 "$SIM_PID" 2>/dev/null; do # ends with the simulator, whatever happens to this script
             k=$((k + 1))
             curl -fsS --max-time 5 "http://127.0.0.1:$sim_port/stats?requests=5000" -o "$stats/$k.json" 2>/dev/null || true
             sleep 2
         done
     ) &
-    fetcher=$!
+    FETCHER_PID=$!
     local h0 h1 m0 m1
     h0=$(awk '{ print $14 + $15 }' "/proc/$HERALD_PID/stat")
     wrk -t "$LATENCY_CONNECTIONS" -c "$LATENCY_CONNECTIONS" -d "${LATENCY_DURATION}s" --timeout 10s -s "$LATENCY_LUA" \
@@ -674,8 +676,8 @@ measure_latency() { # $1 run
         waited=$((waited + 1))
         ((waited < 100)) || break
     done
-    kill "$fetcher" 2>/dev/null || true
-    wait "$fetcher" 2>/dev/null || true
+    stop_pid "$FETCHER_PID" TERM
+    FETCHER_PID=""
     curl -fsS "http://127.0.0.1:$sim_port/stats?requests=5000" -o "$stats/final.json" || fail "fcm-sim /stats failed"
     stop_herald
     stop_pid "$SIM_PID" TERM
