@@ -21,7 +21,12 @@
 #                                     increasing order (inserts append to the token index: a best case)
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp  where the databases go (must be a real disk for fsync to mean anything)
 #   HERALD_BENCH_SERVE_ARGS="..."     credential flags for `herald serve`, e.g. "--sandbox" (default: a placeholder
-#                                     FCM key and a loopback endpoint, so nothing is ever sent off this machine)
+#                                     FCM key and a loopback port nobody listens on, so nothing is ever sent off
+#                                     this machine)
+#   HERALD_BENCH_PAUSE=1              pause app "default" in each fresh database before Herald starts, so the
+#                                     delivery engine claims nothing and the figures are ingest alone ("0": the
+#                                     engine runs too, and with the default SERVE_ARGS it fails to connect and
+#                                     retries)
 #   HERALD_BENCH_SKIP_BUILD=1         use the existing .build/release/herald
 # Exit status: non-zero on errors (a non-202 answer, a socket error, an acknowledged message missing from the
 # database, a tool failing), never because a target was missed.
@@ -37,8 +42,8 @@ BATCH_CONNECTIONS=${HERALD_BENCH_BATCH_CONNECTIONS:-16}
 BATCH_SIZE=${HERALD_BENCH_BATCH_SIZE:-500}
 WRK_THREADS=${HERALD_BENCH_WRK_THREADS:-2}
 TOKENS=${HERALD_BENCH_TOKENS:-random}
-[[ $TOKENS == random || $TOKENS == sequential ]] || fail "HERALD_BENCH_TOKENS must be random or sequential"
-SERVE_ARGS=${HERALD_BENCH_SERVE_ARGS:---fcm-key bench-placeholder --fcm-endpoint http://127.0.0.1:9/fcm/send}
+SERVE_ARGS=${HERALD_BENCH_SERVE_ARGS:-}
+PAUSE=${HERALD_BENCH_PAUSE:-1}
 TARGET_SINGLE=20000
 TARGET_BATCH=150000
 
@@ -48,6 +53,8 @@ fail() {
     exit 1
 }
 
+[[ $TOKENS == random || $TOKENS == sequential ]] || fail "HERALD_BENCH_TOKENS must be random or sequential"
+[[ $PAUSE == 0 || $PAUSE == 1 ]] || fail "HERALD_BENCH_PAUSE must be 0 or 1"
 for value in "$DURATION" "$RUNS" "$CONNECTIONS" "$BATCH_CONNECTIONS" "$BATCH_SIZE" "$WRK_THREADS"; do
     [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* numbers must be positive integers (got '$value')"
 done
@@ -120,10 +127,24 @@ free_port() {
     fail "no free loopback port found"
 }
 
+# Herald now delivers what it ingests. Unless told otherwise, it gets a placeholder key and an endpoint on a
+# loopback port nobody listens on, and app "default" is paused before it starts: nothing is claimed or sent,
+# and nothing could leave this machine if it were.
+if [[ -z $SERVE_ARGS ]]; then
+    SERVE_ARGS="--fcm-key bench-placeholder --fcm-endpoint http://127.0.0.1:$(free_port)/fcm/send"
+fi
+
 HERALD_LOG=""
 PORT=""
 start_herald() { # $1: database path
     local db=$1 deadline
+    if [[ $PAUSE == 1 ]]; then
+        if ! "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" ||
+            ! "$HERALD" pause default --reason "ingest benchmark" --db "$db" >/dev/null 2>>"$WORK/migrate.log"; then
+            cat "$WORK/migrate.log" >&2
+            fail "herald migrate/pause failed"
+        fi
+    fi
     for _ in 1 2 3 4 5; do
         PORT=$(free_port)
         HERALD_LOG=$WORK/herald-$(basename "$db" .db).log
@@ -316,6 +337,7 @@ COMMIT;"
 log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $(nproc) cores; ${DURATION}s x $RUNS runs;"
 log "  single: $CONNECTIONS connections; batch: $BATCH_SIZE messages/request over $BATCH_CONNECTIONS connections;"
 log "  $TOKENS tokens; wrk threads $WRK_THREADS; databases in $WORK ($FSTYPE); sqlite $(sqlite3 --version | cut -d' ' -f1)"
+log "  herald serve $SERVE_ARGS; app default $([[ $PAUSE == 1 ]] && echo "paused (nothing is claimed or sent)" || echo "not paused")"
 
 # After Herald has stopped (SIGTERM: it finishes, checkpoints and closes), looks every acknowledged message id
 # found in the answer bodies up in its database. $1 database, $2 bodies dir, $3 messages acknowledged,
