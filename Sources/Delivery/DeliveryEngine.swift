@@ -96,6 +96,16 @@ public final class DeliveryEngine: @unchecked Sendable {
     private var random = SystemRandomNumberGenerator()
     private var stopping = false
     private var ticks = 0
+    /// Outcomes waiting for the next flush, per app: every answer handled in one turn of `queue` shares one
+    /// writer job instead of each paying for its own.
+    private var outbox: [String: Outbox] = [:]
+    private var flushScheduled = false
+
+    private struct Outbox {
+        var updates: [DeliveryUpdate] = []
+        var pauseReason: String?
+        var gateUntil: Int64?
+    }
     /// Identifies this process's leases.
     public let owner: String
 
@@ -149,7 +159,8 @@ public final class DeliveryEngine: @unchecked Sendable {
             _ = try? writer.write { try $0.apply(unsent, owner: owner, now: Clock.nowMillis()) }
         }
         pool.shutdown(gracePeriod: gracePeriod)
-        queue.sync {}  // completions posted by the pool have been planned and handed to the writer
+        queue.sync {}  // completions posted by the pool have been planned
+        queue.sync { flush() }  // and handed to the writer
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
     }
 
@@ -330,28 +341,50 @@ public final class DeliveryEngine: @unchecked Sendable {
         pump(runtime)
     }
 
-    /// Commits updates (and the app switches of `plan`) in one write job.
+    /// Queues updates (and the app switches of `plan`) for the next flush, which commits every app's outbox in one
+    /// writer job.
     private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, on runtime: Runtime) {
-        let (owner, app, metrics) = (self.owner, runtime.app.name, self.metrics)
-        let pauseReason = plan?.pauseReason
-        let gateUntil = plan?.gateUntil
-        writer.enqueue({ connection -> AppliedOutcomes in
+        var box = outbox[runtime.app.name] ?? Outbox()
+        box.updates += updates
+        if let reason = plan?.pauseReason { box.pauseReason = box.pauseReason ?? reason }
+        if let until = plan?.gateUntil { box.gateUntil = max(box.gateUntil ?? 0, until) }
+        outbox[runtime.app.name] = box
+        if !flushScheduled {
+            flushScheduled = true
+            queue.async { self.flush() }
+        }
+        if let earliest = updates.compactMap({ if case .retry(_, let at, _, _) = $0 { at } else { nil } }).min() {
+            schedule(runtime, at: earliest)
+        }
+    }
+
+    private func flush() {
+        flushScheduled = false
+        guard !outbox.isEmpty else { return }
+        let boxes = outbox
+        outbox = [:]
+        let (owner, metrics) = (self.owner, self.metrics)
+        writer.enqueue({ connection -> [String: AppliedOutcomes] in
             let now = Clock.nowMillis()
-            let applied = try connection.apply(updates, owner: owner, now: now)
-            if let pauseReason { try connection.pauseApp(app, reason: pauseReason, now: now) }
-            if let gateUntil { try connection.closeGate(app, until: gateUntil) }
+            var applied: [String: AppliedOutcomes] = [:]
+            for (app, box) in boxes {
+                applied[app] = try connection.apply(box.updates, owner: owner, now: now)
+                if let reason = box.pauseReason { try connection.pauseApp(app, reason: reason, now: now) }
+                if let until = box.gateUntil { try connection.closeGate(app, until: until) }
+            }
             return applied
         }) { result in
             switch result {
             case .success(let applied):
-                Self.count(updates, applied: applied, app: app, into: metrics)
+                for (app, outcomes) in applied {
+                    Self.count(boxes[app]?.updates ?? [], applied: outcomes, app: app, into: metrics)
+                }
             case .failure(let error):
                 // The leases stay; the rescuer hands the rows out again when they expire.
-                Log.error("writing outcomes failed", ["app": .string(app), "error": .string("\(error)")])
+                Log.error("writing outcomes failed", [
+                    "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
+                ])
             }
-        }
-        if let earliest = updates.compactMap({ if case .retry(_, let at, _, _) = $0 { at } else { nil } }).min() {
-            schedule(runtime, at: earliest)
         }
     }
 
