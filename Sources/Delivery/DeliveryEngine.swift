@@ -115,7 +115,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         self.options = options
         self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let connections = apps.map(\.concurrency).reduce(0, +)
-        self.pool = HTTPClientPool(maxConnectionsPerHost: max(1, connections), name: "herald-sender")
+        self.pool = HTTPClientPool(maxConnectionsPerHost: max(1, connections), name: "sender")
         self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0)) })
     }
 

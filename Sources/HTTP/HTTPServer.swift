@@ -57,8 +57,10 @@ public final class HTTPServer: Sendable {
                 throw error
             }
             for loop in loops {
-                let thread = Thread { loop.run() }
-                thread.name = "herald-http-\(loop.index)"
+                let thread = Thread {
+                    Thread.current.name = "herald-http-\(loop.index)"  // from the thread itself: the kernel sees it
+                    loop.run()
+                }
                 thread.start()
             }
             state.withLock { $0 = .running(loops: loops, address: bound) }

@@ -15,6 +15,7 @@ public final class DatabaseReaders: Sendable {
             let box = UncheckedBox(connection)
             let done = Rendezvous<Void>()
             let thread = Thread { [queue] in
+                Thread.current.name = "herald-reader\(index)"
                 let connection = box.take()
                 while true {
                     let jobs = queue.popBatch(limit: 1)
@@ -23,7 +24,6 @@ public final class DatabaseReaders: Sendable {
                 }
                 done.fulfil(.success(()))
             }
-            thread.name = "herald-reader-\(index)"
             thread.start()
             finished.append(done)
         }

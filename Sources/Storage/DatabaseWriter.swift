@@ -50,10 +50,10 @@ public final class DatabaseWriter: Sendable {
         try Migrator.migrate(connection)
         let box = UncheckedBox(connection)
         let thread = Thread { [queue, finished] in
+            Thread.current.name = "herald-writer"  // set from the thread itself, so `top -H` and `perf` see it
             Self.loop(connection: box.take(), queue: queue, durability: durability)
             finished.fulfil(.success(()))
         }
-        thread.name = "herald-writer"
         thread.start()
     }
 
