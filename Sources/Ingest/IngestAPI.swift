@@ -17,6 +17,7 @@ public final class IngestAPI: HTTPHandler {
     private let metrics: Metrics
     private let fcmSend: FCMSendEndpoint
     private let knownApps: Set<String>?
+    private let maxWriterBacklog: Int
 
     /// - Parameters:
     ///   - apiToken: when set, every call but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`
@@ -25,14 +26,17 @@ public final class IngestAPI: HTTPHandler {
     ///   - committed: called after messages were committed (wakes the claimer).
     ///   - knownApps: the apps `serve` delivers for; a message to another app is refused rather than queued
     ///     forever. Nil accepts any app.
+    ///   - maxWriterBacklog: writes waiting for the writer thread beyond which new messages get 503 with
+    ///     `Retry-After` instead of queueing in memory without bound.
     public init(
         writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?, knownApps: Set<String>? = nil,
-        metrics: Metrics = .herald(),
+        maxWriterBacklog: Int = 20_000, metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.metrics = metrics
         self.knownApps = knownApps
+        self.maxWriterBacklog = maxWriterBacklog
         self.writer = writer
         self.readers = readers
         self.apiToken = apiToken.map { Array($0.utf8) }
@@ -53,6 +57,11 @@ public final class IngestAPI: HTTPHandler {
             return responder.respond(.json(200, #"{"status":"ok"}"#))
         case ("GET", "readyz") where segments.count == 1:
             return ready(responder)
+        case ("POST", _) where writer.backlog >= maxWriterBacklog:
+            // The writer is behind: refuse now, cheaply, rather than hold requests in memory without bound.
+            return responder.respond(error(
+                APIError(status: 503, code: "Unavailable", message: "the database is behind; retry later"),
+                headers: [("Retry-After", "1")]))
         case (_, "fcm") where path == FCMSendEndpoint.path:
             // FCM's client libraries send `Authorization: key=<server key>` and read FCM's own error answers.
             guard isAuthorized(request, fcmCompatible: true) else {

@@ -89,6 +89,9 @@ public final class DatabaseWriter: Sendable {
         return try rendezvous.wait()
     }
 
+    /// Writes queued and not yet taken by the writer thread: how far the writer is behind.
+    public var backlog: Int { queue.count }
+
     /// Finishes queued writes, checkpoints the WAL into the database file, and closes the connection.
     public func close() {
         queue.close()

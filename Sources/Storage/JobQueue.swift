@@ -6,6 +6,13 @@ final class JobQueue<Job>: @unchecked Sendable {
     private var jobs: [Job] = []
     private var closed = false
 
+    /// Jobs waiting to be taken.
+    var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.count
+    }
+
     /// Adds a job; false when the queue is closed (the job will never run).
     @discardableResult
     func push(_ job: Job) -> Bool {
