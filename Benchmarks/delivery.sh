@@ -57,11 +57,9 @@ export LC_ALL=C
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-log() { printf '%s\n' "$*" >&2; }
-fail() {
-    log "ERROR: $*"
-    exit 1
-}
+# shellcheck source=Benchmarks/common.sh
+source Benchmarks/common.sh
+STOP_TIMEOUT_SECONDS=300
 
 RUNS=${HERALD_BENCH_RUNS:-3}
 DURATION=${HERALD_BENCH_DURATION:-15}
@@ -136,9 +134,6 @@ trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
 
 # --- tools -------------------------------------------------------------------------------------------------
-need_root() {
-    [[ $(id -u) -eq 0 ]] || fail "$1 is missing and installing it needs root (apt-get)"
-}
 apt_install() { # packages
     need_root "$*"
     log "installing $* (benchmark tools; not dependencies of Herald)"
@@ -174,26 +169,9 @@ HZ=$(getconf CLK_TCK)
 
 # --- helpers -----------------------------------------------------------------------------------------------
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
-median() { # numbers as arguments
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-fmt() { # number with thousands separators, no decimals
-    awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); r = ""; while (length(s) > 3) { r = "," substr(s, length(s) - 2) r; s = substr(s, 1, length(s) - 3) } print s r }'
-}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf (r >= 0.1 ? "%.2f" : "%.4f"), r }'; }
 
 # A loopback port nobody listens on.
-free_port() {
-    local port
-    for _ in $(seq 1 50); do
-        port=$((20000 + RANDOM % 40000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            echo "$port"
-            return 0
-        fi
-    done
-    fail "no free loopback port found"
-}
 
 wait_http() { # $1 url, $2 pid that must stay alive, $3 what
     local deadline=$(($(date +%s) + 60))
@@ -312,27 +290,6 @@ start_herald() { # $1 database, $2 FCM endpoint URL (on 127.0.0.1 only)
         fail "herald serve exited at start"
     done
     fail "could not start herald on a free port"
-}
-stop_herald() { # SIGTERM: Herald finishes or releases what is in flight, checkpoints and exits 0
-    local pid=$HERALD_PID status=0 waited=0
-    [[ -n $pid ]] || return 0
-    HERALD_PID=""
-    kill -TERM "$pid" 2>/dev/null || return 0
-    while kill -0 "$pid" 2>/dev/null && ((waited < 3000)); do
-        sleep 0.1
-        waited=$((waited + 1))
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        [[ ${1:-} == quiet ]] || fail "herald did not stop within 300 s of SIGTERM"
-        return 0
-    fi
-    wait "$pid" 2>/dev/null || status=$?
-    if ((status != 0)) && [[ ${1:-} != quiet ]]; then
-        tail -5 "$HERALD_LOG" >&2
-        fail "herald exited with status $status after SIGTERM"
-    fi
 }
 
 # --- backlogs ----------------------------------------------------------------------------------------------

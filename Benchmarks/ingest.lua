@@ -101,21 +101,5 @@ function response(status, headers, body)
     end
 end
 
-function done(summary, latency, requests)
-    local ok, failed, sample = 0, 0, ""
-    for _, thread in ipairs(threads) do
-        ok = ok + thread:get("acked")
-        failed = failed + thread:get("bad")
-        local s = thread:get("bad_sample")
-        if sample == "" and s ~= nil then sample = s end
-    end
-    local e = summary.errors
-    io.write(string.format(
-        "BENCH ok=%d bad=%d requests=%d duration_us=%d connect=%d read=%d write=%d status=%d timeout=%d "
-            .. "p50_us=%d p99_us=%d\n",
-        ok, failed, summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-        latency:percentile(50), latency:percentile(99)))
-    if sample ~= "" then
-        io.write("BENCH_BAD_SAMPLE ", (sample:gsub("[\r\n]", " ")), "\n")
-    end
-end
+-- done(): the shared "BENCH ..." report, next to this script.
+done = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "wrk_report.lua")(threads)

@@ -47,11 +47,8 @@ PAUSE=${HERALD_BENCH_PAUSE:-1}
 TARGET_SINGLE=20000
 TARGET_BATCH=150000
 
-log() { printf '%s\n' "$*" >&2; }
-fail() {
-    log "ERROR: $*"
-    exit 1
-}
+# shellcheck source=Benchmarks/common.sh
+source Benchmarks/common.sh
 
 [[ $TOKENS == random || $TOKENS == sequential ]] || fail "HERALD_BENCH_TOKENS must be random or sequential"
 [[ $PAUSE == 0 || $PAUSE == 1 ]] || fail "HERALD_BENCH_PAUSE must be 0 or 1"
@@ -79,9 +76,6 @@ trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
 
 # --- tools -------------------------------------------------------------------------------------------------
-need_root() {
-    [[ $(id -u) -eq 0 ]] || fail "$1 is missing and installing it needs root (apt-get)"
-}
 if ! command -v wrk >/dev/null; then
     need_root wrk
     log "installing wrk (load generator; not a dependency of Herald)"
@@ -115,17 +109,6 @@ HZ=$(getconf CLK_TCK)
 now_ns() { date +%s%N; }
 
 # A loopback port nobody listens on (a connection attempt is refused).
-free_port() {
-    local port
-    for _ in $(seq 1 50); do
-        port=$((20000 + RANDOM % 40000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            echo "$port"
-            return 0
-        fi
-    done
-    fail "no free loopback port found"
-}
 
 # Herald now delivers what it ingests. Unless told otherwise, it gets a placeholder key and an endpoint on a
 # loopback port nobody listens on, and app "default" is paused before it starts: nothing is claimed or sent,
@@ -167,27 +150,6 @@ start_herald() { # $1: database path
     fail "could not start herald on a free port"
 }
 
-stop_herald() { # SIGTERM: Herald finishes, checkpoints and exits 0
-    local pid=$HERALD_PID status=0 waited=0
-    [[ -n $pid ]] || return 0
-    HERALD_PID=""
-    kill -TERM "$pid" 2>/dev/null || return 0
-    while kill -0 "$pid" 2>/dev/null && ((waited < 1200)); do
-        sleep 0.1
-        waited=$((waited + 1))
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        [[ ${1:-} == quiet ]] || fail "herald did not stop within 120 s of SIGTERM"
-        return 0
-    fi
-    wait "$pid" 2>/dev/null || status=$?
-    if ((status != 0)) && [[ ${1:-} != quiet ]]; then
-        tail -5 "$HERALD_LOG" >&2
-        fail "herald exited with status $status after SIGTERM"
-    fi
-}
 
 # CPU ticks of each Herald thread as "tid:name:ticks ..." (user + system). Thread names are whatever the
 # kernel has (Herald's threads may all be called "herald"); threads are also numbered in creation order.
@@ -270,12 +232,6 @@ run_wrk() {
     read -r R_OK R_REQUESTS R_US R_P50 R_P99 R_BAD R_CPU <<<"$line"
 }
 
-median() { # numbers as arguments
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-fmt() { # integer with thousands separators
-    awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); r = ""; while (length(s) > 3) { r = "," substr(s, length(s) - 2) r; s = substr(s, 1, length(s) - 3) } print s r }'
-}
 rate() { awk -v n="$1" -v us="$2" 'BEGIN { printf "%.1f", n * 1000000 / us }'; }
 
 # The SQLite baseline: $1 messages into a fresh database made by `herald migrate`, in transactions of
