@@ -27,8 +27,10 @@ public final class DeliveryEngine: @unchecked Sendable {
     public struct Options: Sendable {
         /// Rows leased per claim (one multicast request's worth).
         public var claimLimit = 1000
-        /// How long a lease lasts before the rescuer may hand the row out again.
+        /// How long a lease lasts unless renewed; the rescuer hands out again only rows whose lease nobody renewed.
         public var leaseMillis: Int64 = 120_000
+        /// How often the leases of rows this process still holds (claimed, not yet answered) are renewed.
+        public var renewEveryTicks = 10
         public var policy = RetryPolicy()
         /// Gate after a 5xx or transport failure without Retry-After: 1 s doubling per consecutive failure, capped.
         public var gateBaseMillis: Int64 = 1_000
@@ -100,6 +102,9 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// writer job instead of each paying for its own.
     private var outbox: [String: Outbox] = [:]
     private var flushScheduled = false
+    /// Deliveries this process has leased and not yet handed an outcome to the writer: waiting for a slot or in
+    /// flight. Their leases are renewed; nothing else's is.
+    private var held = Set<Int64>()
 
     private struct Outbox {
         var updates: [DeliveryUpdate] = []
@@ -178,6 +183,11 @@ public final class DeliveryEngine: @unchecked Sendable {
             return
         }
         while runtime.inFlight < runtime.app.concurrency, let request = runtime.nextPending() {
+            // Its TTL (or TTL 0's window) ran out while it waited for a slot: never sent late.
+            if request.message.expiresAt <= now {
+                write(request.deliveries.map { .expired(id: $0.id) }, plan: nil, on: runtime)
+                continue
+            }
             send(request, on: runtime)
         }
         if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.app.concurrency {
@@ -226,7 +236,11 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     private func claim(_ runtime: Runtime) {
         runtime.claiming = true
-        let (app, limit, owner, lease) = (runtime.app.name, options.claimLimit, self.owner, options.leaseMillis)
+        // Claim one window of requests at most: rows then wait for a slot no longer than one round of answers.
+        let slots = max(1, runtime.app.concurrency - runtime.pendingCount)
+        let perRequest = runtime.app.provider.maxTargetsPerRequest
+        let limit = min(options.claimLimit, slots.multipliedReportingOverflow(by: perRequest).partialValue)
+        let (app, owner, lease) = (runtime.app.name, self.owner, options.leaseMillis)
         // A claim need not reach the disk: lost in a power cut, its rows simply stay queued.
         writer.enqueue(durable: false, { try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
             result in
@@ -261,6 +275,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         runtime.mayHaveReady = claim.deliveries.count + claim.expired + claim.dropped >= limit
         if let due = claim.nextDueAt { schedule(runtime, at: due) }
 
+        held.formUnion(claim.deliveries.lazy.map(\.id))
         if stopping {
             let releases = claim.deliveries.map { DeliveryUpdate.release(id: $0.id) }
             write(releases, plan: nil, on: runtime)
@@ -344,6 +359,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Queues updates (and the app switches of `plan`) for the next flush, which commits every app's outbox in one
     /// writer job.
     private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, on runtime: Runtime) {
+        for update in updates { held.remove(update.id) }
         var box = outbox[runtime.app.name] ?? Outbox()
         box.updates += updates
         if let reason = plan?.pauseReason { box.pauseReason = box.pauseReason ?? reason }
@@ -402,6 +418,9 @@ public final class DeliveryEngine: @unchecked Sendable {
             case .dead(_, let reason, _), .deadMessage(_, let reason, _):
                 outcomes["dead", default: 0] += 1
                 deadReasons[reason, default: 0] += 1
+            case .expired:
+                outcomes["dead", default: 0] += 1
+                deadReasons["Expired", default: 0] += 1
             }
         }
         for (outcome, count) in outcomes {
@@ -468,11 +487,23 @@ public final class DeliveryEngine: @unchecked Sendable {
                 self.queue.asyncAfter(deadline: .now() + .milliseconds(self.options.tickMillis)) { self.tick() }
             }
         }
-        if ticks % options.rescueEveryTicks == 0 {
-            writer.enqueue({ try $0.rescueExpiredLeases(now: Clock.nowMillis()) }) { result in
-                if case .success(let rescued) = result, rescued > 0 {
+        let rescue = ticks % options.rescueEveryTicks == 0
+        if rescue || ticks % options.renewEveryTicks == 0 {
+            // Renewed first, in the same job: the rescuer never takes back a row this process still holds.
+            let (ids, owner, lease) = (Array(held), self.owner, options.leaseMillis)
+            writer.enqueue(durable: false, { connection -> Int in
+                let now = Clock.nowMillis()
+                try connection.renewLeases(ids, owner: owner, until: now + lease)
+                return rescue ? try connection.rescueExpiredLeases(now: now) : 0
+            }) { result in
+                switch result {
+                case .success(let rescued) where rescued > 0:
                     Log.warn("rescued expired leases", ["deliveries": .int(Int64(rescued))])
                     self.wake()
+                case .failure(let error):
+                    Log.warn("renewing leases failed", ["error": .string("\(error)")])
+                default:
+                    break
                 }
             }
         }

@@ -6,6 +6,7 @@ import Support
 /// FCM's legacy HTTP protocol: `Authorization: key=…`, one request per message and up to 1000 tokens.
 public struct LegacyProvider: Provider {
     public static let maxTokensPerRequest = 1000
+    public var maxTargetsPerRequest: Int { Self.maxTokensPerRequest }
 
     public let app: String
     public let endpoint: String

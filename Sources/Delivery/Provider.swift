@@ -25,6 +25,8 @@ public enum ProviderReadiness: Sendable, Equatable {
 /// answers become outcomes, and whether credentials must be obtained first. Everything around it (claim, retry,
 /// reconcile) is shared.
 public protocol Provider: Sendable {
+    /// How many deliveries one request can carry (legacy multicast: 1000; v1: one token per request).
+    var maxTargetsPerRequest: Int { get }
     /// The requests for one message's claimed deliveries.
     func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest]
     /// One outcome per delivery of `request`.

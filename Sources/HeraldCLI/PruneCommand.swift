@@ -4,10 +4,13 @@ import Support
 /// `herald prune [--older-than 7d] [--dry-run]`: retention for finished deliveries.
 enum PruneCommand {
     static let help = """
-        Usage: herald prune [--older-than DURATION] [--dry-run] [--db PATH] [--json]
+        Usage: herald prune [--older-than DURATION] [--events-older-than DURATION] [--dry-run]
+                            [--db PATH] [--json]
 
         Deletes delivered and dropped deliveries last updated longer ago than DURATION (default 7d), then the
-        messages left without any delivery. Dead letters are never deleted (nor their messages): they wait for an
+        messages left without any delivery, the token-event feed's entries older than --events-older-than (default
+        30d), and reconciliation's bookkeeping (token tombstones, collapse heads) older than FCM's longest TTL
+        plus a day, which no queued delivery can need any more. `herald serve` trims the last two hourly itself. Dead letters are never deleted (nor their messages): they wait for an
         operator (`herald dead requeue` or `herald dead purge`). A message is also kept while its idempotency key
         still answers (24 h).
 
@@ -16,9 +19,12 @@ enum PruneCommand {
 
         Options:
           --older-than DURATION   age of the rows to delete: 90s, 15m, 12h, 7d (default 7d)
+          --events-older-than DURATION
+                                  age of the token-event feed entries to delete (default 30d)
           --dry-run               count the deliveries that would be deleted; delete nothing
           --db PATH               SQLite database (default: herald.db, or HERALD_DB)
-          --json                  {"cutoff", "deliveries", "messages", "dead_letters_kept"}
+          --json                  {"cutoff", "deliveries", "messages", "token_events", "bookkeeping",
+                                   "dead_letters_kept"}
 
         Example:
           herald prune --older-than 3d
@@ -26,13 +32,14 @@ enum PruneCommand {
 
     static func run(_ arguments: [String]) throws -> Int32 {
         let parsed = try Arguments(
-            arguments, options: Arguments.Option.common + [.value("older-than"), .flag("dry-run")])
+            arguments, options: Arguments.Option.common + [.value("older-than"), .value("events-older-than"), .flag("dry-run")])
         if parsed.flag("help") {
             print(help)
             return 0
         }
         try parsed.expectPositional(0, "no arguments")
         let age = try DurationText.option("older-than", in: parsed) ?? 7 * 86_400_000
+        let eventsAge = try DurationText.option("events-older-than", in: parsed) ?? 30 * 86_400_000
         let now = Clock.nowMillis()
         let cutoff = now - age
         let rows = { Output.count($0, "delivered or dropped delivery", "delivered or dropped deliveries") }
@@ -70,16 +77,29 @@ enum PruneCommand {
             cursor = page.next
             return cursor != nil
         }
+        var events = 0
+        try BatchedWrites.repeatUntilDone(connection) {
+            let count = try connection.pruneTokenEvents(before: now - eventsAge, limit: BatchedWrites.batchSize)
+            events += count
+            return count > 0
+        }
+        var bookkeeping = 0
+        try BatchedWrites.repeatUntilDone(connection) {
+            let count = try connection.pruneReconciliationState(now: now, limit: BatchedWrites.batchSize)
+            bookkeeping += count
+            return count > 0
+        }
         let dead = try connection.deadLetterCount()
         if parsed.flag("json") {
             Output.json([
                 "cutoff": .int(cutoff), "deliveries": .int(deliveries), "messages": .int(messages),
-                "dead_letters_kept": .int(dead),
+                "token_events": .int(events), "bookkeeping": .int(bookkeeping), "dead_letters_kept": .int(dead),
             ])
         } else {
             print("deleted \(rows(deliveries)) "
                   + "last updated before \(Output.time(cutoff)) and \(Output.count(messages, "message")) left without "
-                  + "deliveries; kept \(Output.count(dead, "dead letter"))")
+                  + "deliveries, \(Output.count(events, "token event")) and "
+                  + "\(Output.count(bookkeeping, "reconciliation row")); kept \(Output.count(dead, "dead letter"))")
         }
         return 0
     }

@@ -49,7 +49,12 @@ enum SendCommand {
         }
         let connection = try openExistingDatabase(parsed)
         let stored = message.stored(idempotencyKey: key)
-        let accepted = try connection.transaction { try connection.insertMessage(stored, now: Clock.nowMillis()) }
+        let accepted: AcceptedMessage
+        do {
+            accepted = try connection.transaction { try connection.insertMessage(stored, now: Clock.nowMillis()) }
+        } catch let conflict as IdempotencyConflict {
+            return reject(.idempotencyConflict(conflict), parsed)
+        }
         let deliveries = Output.count(accepted.deliveries, "delivery", "deliveries")
         if parsed.flag("json") {
             Output.json([

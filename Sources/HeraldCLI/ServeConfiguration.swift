@@ -50,6 +50,10 @@ struct ServeConfiguration: Sendable {
     var sandbox: Bool
     var logLevel: Log.Level
     var maxConnections: Int
+    /// How long after acceptance a `time_to_live: 0` message may still be sent.
+    var ttlZeroWindowMillis: Int64
+    /// How long the token-event feed keeps its entries.
+    var tokenEventRetentionMillis: Int64
     var apps: [AppConfiguration]
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
@@ -70,6 +74,8 @@ struct ServeConfiguration: Sendable {
         ("sandbox", nil, "send to a built-in FCM simulator on loopback; no credentials needed"),
         ("log-level", "info", "debug, info, warn or error"),
         ("max-connections", "4096", "open ingest connections at most"),
+        ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
+        ("token-event-retention", "30d", "how long GET /v1/token-events keeps its entries (trimmed hourly)"),
     ]
 
     static var options: [Arguments.Option] {
@@ -153,6 +159,18 @@ struct ServeConfiguration: Sendable {
         guard let sandbox = ["true": true, "1": true, "false": false, "0": false, "": false][sandboxText] else {
             throw Invalid(description: "sandbox must be true or false, got \"\(sandboxText)\"")
         }
+        func duration(_ name: String, in range: ClosedRange<Int64>) throws -> Int64 {
+            let text = try raw(name) ?? ""
+            guard let millis = DurationText.millis(text), range.contains(millis) else {
+                throw Invalid(description: """
+                    --\(name) must be a duration from \(DurationText.format(range.lowerBound)) to \
+                    \(DurationText.format(range.upperBound)), written like 5s, 15m, 12h or 30d; got "\(text)"
+                    """)
+            }
+            return millis
+        }
+        let ttlZeroWindow = try duration("ttl-zero-window", in: 1_000...600_000)
+        let tokenEventRetention = try duration("token-event-retention", in: 3_600_000...3650 * 86_400_000)
         let apiToken = try raw("api-token").flatMap { $0.isEmpty ? nil : $0 }
         let concurrency = try integer("concurrency", in: 1...10_000)
 
@@ -207,7 +225,7 @@ struct ServeConfiguration: Sendable {
         var configuration = ServeConfiguration(
             databasePath: try raw("db") ?? "herald.db", listen: listen, apiToken: apiToken, durability: durability,
             sandbox: sandbox, logLevel: logLevel, maxConnections: try integer("max-connections", in: 1...1_000_000),
-            apps: apps)
+            ttlZeroWindowMillis: ttlZeroWindow, tokenEventRetentionMillis: tokenEventRetention, apps: apps)
         try configuration.check()
         return configuration
     }

@@ -89,8 +89,11 @@ final class Service: Sendable {
     }
 
     func start() throws {
+        let window = configuration.ttlZeroWindowMillis
+        try writer.write { $0.ttlZeroWindowMillis = window }
         try engine.start()
         refreshGauges()
+        gauges.async { self.trimBookkeeping() }
         let address = try server.start()
         Log.info("listening", [
             "address": .string("\(address)"), "db": .string(configuration.databasePath),
@@ -140,6 +143,28 @@ extension Service {
     }
 
     static let gaugeRefreshSeconds = 10
+
+    /// Hourly (and at start): the token-event feed past its retention, and reconciliation's bookkeeping past the
+    /// longest TTL, in small writer jobs so ingest never waits behind a big delete.
+    private func trimBookkeeping() {
+        guard !stopping.isSet else { return }
+        let eventsCutoff = Clock.nowMillis() - configuration.tokenEventRetentionMillis
+        var trimmed = 0
+        do {
+            while !stopping.isSet {
+                let count = try writer.write { connection in
+                    try connection.pruneTokenEvents(before: eventsCutoff, limit: 1000)
+                        + connection.pruneReconciliationState(now: Clock.nowMillis(), limit: 1000)
+                }
+                trimmed += count
+                if count == 0 { break }
+            }
+            if trimmed > 0 { Log.info("trimmed token events and reconciliation bookkeeping", ["rows": .int(Int64(trimmed))]) }
+        } catch {
+            Log.warn("trimming token events failed", ["error": .string("\(error)")])
+        }
+        gauges.asyncAfter(deadline: .now() + .seconds(3600)) { self.trimBookkeeping() }
+    }
 }
 
 /// Set once when the service begins to stop; read from any thread.

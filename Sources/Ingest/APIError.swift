@@ -1,3 +1,4 @@
+import Storage
 import Support
 
 /// An error a client sees: an HTTP status and `{"error":{"code":"...","message":"..."}}`.
@@ -74,6 +75,12 @@ extension APIError {
 
     public static func payloadTooLarge(_ message: String) -> APIError {
         APIError(status: 413, code: "PayloadTooLarge", message: message)
+    }
+
+    /// The app already used this `Idempotency-Key` for a different message within the window. Never names the other
+    /// message: the key says nothing about who used it.
+    public static func idempotencyConflict(_ conflict: IdempotencyConflict) -> APIError {
+        APIError(status: 409, code: "IdempotencyConflict", message: conflict.description)
     }
 
     /// The caller should retry; the response carries `Retry-After`.

@@ -121,6 +121,8 @@ public final class IngestAPI: HTTPHandler {
                     if !accepted.isRepeat { metrics.increment("herald_ingested_messages_total", ["app": stored.app]) }
                     if !accepted.isRepeat && accepted.deliveries > 0 { committed() }
                     responder.respond(.json(202, Self.acceptedJSON(accepted).serialized()))
+                case .failure(let conflict as IdempotencyConflict):
+                    responder.respond(.json(409, APIError.idempotencyConflict(conflict).jsonBody))
                 case .failure(let failure):
                     responder.respond(Self.unavailable(failure))
                 }

@@ -69,12 +69,27 @@ public enum DeliveryUpdate: Sendable, Equatable {
     case retry(id: Int64, at: Int64, reason: String, status: Int?)
     /// Back to `queued` now without charging an attempt (paused app, shutdown).
     case release(id: Int64)
+    /// The message's TTL ran out before it could be sent: `dead`/`Expired`, no attempt charged.
+    case expired(id: Int64)
 
     public var id: Int64 {
         switch self {
         case .delivered(let id, _, _, _), .dropped(let id, _, _), .dead(let id, _, _), .deadMessage(let id, _, _),
-            .retry(let id, _, _, _), .release(let id):
+            .retry(let id, _, _, _), .release(let id), .expired(let id):
             id
+        }
+    }
+}
+
+extension DeliveryUpdate {
+    /// For an update that ends the delivery: its terminal state, reason and status, and whether it charges an
+    /// attempt. Only called for `.dropped`, `.dead`, `.deadMessage` and `.expired`.
+    fileprivate var ending: (state: String, reason: String, status: Int?, charges: Bool) {
+        switch self {
+        case .dropped(_, let reason, let status): ("dropped", reason, status, true)
+        case .dead(_, let reason, let status), .deadMessage(_, let reason, let status): ("dead", reason, status, true)
+        case .expired: ("dead", "Expired", nil, false)
+        case .delivered, .retry, .release: preconditionFailure("\(self) does not end a delivery this way")
         }
     }
 }
@@ -140,19 +155,20 @@ extension Connection {
                     collapseKey: $0.optionalString(7))
             }
         }
-        try reconcileClaimed(&result, app: app, owner: owner, now: now)
-        // A TTL of 0 means "now or never": its first attempt is always made.
+        // Expiry first: a row past its TTL is `Expired` whatever else might have settled it, so trimming the
+        // bookkeeping that reconciliation reads (which only ever concerns rows older than the longest TTL) changes
+        // no outcome. TTL 0 expires after `ttl_zero_window`.
         let expired = result.deliveries.filter { delivery in
             guard let message = result.messages[delivery.messageID] else { return true }
-            return message.ttlSeconds > 0 && message.expiresAt <= now
+            return message.expiresAt <= now
         }
         if !expired.isEmpty {
             let ids = Set(expired.map(\.id))
-            try apply(expired.map { .dead(id: $0.id, reason: "Expired", status: nil) }, owner: owner, now: now,
-                      chargeAttempt: false)
+            try apply(expired.map { .expired(id: $0.id) }, owner: owner, now: now)
             result.deliveries.removeAll { ids.contains($0.id) }
             result.expired = expired.count
         }
+        try reconcileClaimed(&result, app: app, owner: owner, now: now)
         if result.deliveries.count + result.expired + result.dropped < limit {
             result.nextDueAt = try nextDue(app: app)
         }
@@ -184,7 +200,11 @@ extension Connection {
         _ updates: [DeliveryUpdate], owner: String, now: Int64, chargeAttempt: Bool = true
     ) throws -> AppliedOutcomes {
         let charge: Int64 = chargeAttempt ? 1 : 0
-        let guardClause = "WHERE id = ? AND state = 'inflight' AND lease_owner = ? RETURNING app, token, message_id"
+        // Only while the lease is held: owner and an unexpired lease (an expired one may be rescued at any moment).
+        let guardClause = """
+            WHERE id = ? AND state = 'inflight' AND lease_owner = ? AND lease_expires_at > ?
+            RETURNING app, token, message_id
+            """
         let lease = "lease_owner = NULL, lease_expires_at = NULL"
         var applied = AppliedOutcomes()
         for update in updates {
@@ -200,22 +220,22 @@ extension Connection {
                         fcm_message_id = ?, canonical_token = ?, last_status = ?, updated_at = ? \(guardClause)
                     """,
                     [.integer(charge), .optional(fcmMessageID), .optional(canonicalToken),
-                     .optional(status.map(Int64.init)), .integer(now), .integer(id), .text(owner)], row: returning)
+                     .optional(status.map(Int64.init)), .integer(now), .integer(id), .text(owner), .integer(now)],
+                    row: returning)
                 if let row, let canonicalToken, canonicalToken != row.token {
                     if try replaceToken(row.token, with: canonicalToken, app: row.app, messageID: row.messageID, now: now) {
                         applied.tokensReplaced += 1
                     }
                 }
-            case .dropped(let id, let reason, let status), .dead(let id, let reason, let status),
-                .deadMessage(let id, let reason, let status):
-                let state = if case .dropped = update { "dropped" } else { "dead" }
+            case .dropped, .dead, .deadMessage, .expired:
+                let (state, reason, status, charges) = update.ending
                 row = try queryOne(
                     """
                     UPDATE deliveries SET state = ?, reason = ?, attempts = attempts + ?, \(lease), last_status = ?,
                         updated_at = ? \(guardClause)
                     """,
-                    [.text(state), .text(reason), .integer(charge), .optional(status.map(Int64.init)), .integer(now),
-                     .integer(id), .text(owner)], row: returning)
+                    [.text(state), .text(reason), .integer(charges ? charge : 0), .optional(status.map(Int64.init)),
+                     .integer(now), .integer(update.id), .text(owner), .integer(now)], row: returning)
                 guard let row else { break }
                 if state == "dead" { applied.deadLetters += 1 }
                 if case .dropped(_, "NotRegistered", _) = update {
@@ -223,7 +243,7 @@ extension Connection {
                         applied.tokensDeleted += 1
                     }
                 }
-                if case .deadMessage = update {
+                if case .deadMessage(_, let reason, _) = update {
                     applied.deadLetters += try run(
                         """
                         UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ?
@@ -237,11 +257,11 @@ extension Connection {
                         \(lease), last_status = ?, updated_at = ? \(guardClause)
                     """,
                     [.text(reason), .integer(charge), .integer(at), .optional(status.map(Int64.init)), .integer(now),
-                     .integer(id), .text(owner)], row: returning)
+                     .integer(id), .text(owner), .integer(now)], row: returning)
             case .release(let id):
                 row = try queryOne(
                     "UPDATE deliveries SET state = 'queued', \(lease), updated_at = ? \(guardClause)",
-                    [.integer(now), .integer(id), .text(owner)], row: returning)
+                    [.integer(now), .integer(id), .text(owner), .integer(now)], row: returning)
             }
             if row != nil { applied.updated.append(update.id) }
         }
@@ -258,29 +278,24 @@ extension Connection {
     ///   `Collapsed`.
     /// Doing this at claim time rather than when FCM answered keeps ingest free of a random-key index on tokens.
     func reconcileClaimed(_ result: inout ClaimResult, app: String, owner: String, now: Int64) throws {
-        let anyEvents = try queryOne("SELECT EXISTS (SELECT 1 FROM token_events)") { $0.int(0) != 0 } ?? false
+        let anyTombstones = try queryOne("SELECT EXISTS (SELECT 1 FROM token_tombstones)") { $0.int(0) != 0 } ?? false
         var drops: [DeliveryUpdate] = []
         for index in result.deliveries.indices {
             let delivery = result.deliveries[index]
             guard let message = result.messages[delivery.messageID] else { continue }
             if let collapseKey = message.collapseKey,
-               let head = try queryOne(
-                   "SELECT message_id FROM collapse_heads WHERE app = ? AND collapse_key = ? AND token = ?",
-                   [.text(app), .text(collapseKey), .text(delivery.token)], row: { $0.string(0) }),
-               head > delivery.messageID {
+               try isSuperseded(delivery, app: app, collapseKey: collapseKey, now: now) {
                 drops.append(.dropped(id: delivery.id, reason: "Collapsed", status: nil))
                 continue
             }
-            guard anyEvents, message.targetKind == "tokens" else { continue }
+            guard anyTombstones, message.targetKind == "tokens" else { continue }
             var token = delivery.token
+            var tombstone = try self.tombstone(app: app, token: token)
             for _ in 0..<8 {  // a chain of replacements, bounded against a cycle
-                guard let next = try queryOne(
-                    """
-                    SELECT replacement FROM token_events
-                    WHERE app = ? AND token = ? AND kind = 'replaced' ORDER BY id DESC LIMIT 1
-                    """, [.text(app), .text(token)], row: { $0.string(0) }), next != token
+                guard let found = tombstone, found.kind == "replaced", let next = found.replacement, next != token
                 else { break }
                 token = next
+                tombstone = try self.tombstone(app: app, token: token)
             }
             if token != delivery.token {
                 let duplicate = try queryOne(
@@ -294,8 +309,7 @@ extension Connection {
                         .text(token), .integer(now), .integer(delivery.id))
                 result.deliveries[index].token = token
             }
-            if try hasEvent(app: app, token: token, kind: "deleted"),
-               try self.token(token)?.app != app {
+            if tombstone?.kind == "deleted", try self.token(token)?.app != app {
                 drops.append(.dropped(id: delivery.id, reason: "NotRegistered", status: nil))
             }
         }
@@ -306,13 +320,34 @@ extension Connection {
         result.dropped = drops.count
     }
 
+    /// Whether a newer message with the same `collapse_key` to the same target will really reach the device: its
+    /// delivery is delivered, or still pending and not expired. (A head that ended dead or dropped is no longer in
+    /// `collapse_heads`; one whose delivery row is gone was delivered and pruned.)
+    private func isSuperseded(_ delivery: ClaimedDelivery, app: String, collapseKey: String, now: Int64) throws -> Bool {
+        let head = try queryOne(
+            """
+            SELECT h.message_id, d.state, m.expires_at
+            FROM collapse_heads AS h
+            LEFT JOIN deliveries AS d ON d.id = h.delivery_id
+            LEFT JOIN messages AS m ON m.id = h.message_id
+            WHERE h.app = ? AND h.collapse_key = ? AND h.token = ?
+            """, [.text(app), .text(collapseKey), .text(delivery.token)]
+        ) { (messageID: $0.string(0), state: $0.optionalString(1), expiresAt: $0.optionalInt64(2)) }
+        guard let head, head.messageID > delivery.messageID else { return false }
+        switch head.state {
+        case "delivered", nil: return true
+        case "queued", "inflight": return (head.expiresAt ?? 0) > now
+        default: return false
+        }
+    }
+
     /// FCM said the token is dead: remove it from the registry and record a `deleted` event. Other queued
     /// deliveries to it are dropped when claimed (`reconcileClaimed`), so it is never sent to again.
     /// Returns whether an event was written.
     func forgetToken(_ token: String, app: String, messageID: String, now: Int64) throws -> Bool {
         let registered = try run("DELETE FROM tokens WHERE token = ? AND app = ?", .text(token), .text(app)) > 0
         // A token the registry never held is still reported once, for backends that keep their own tables.
-        guard try registered || !hasEvent(app: app, token: token, kind: "deleted") else { return false }
+        guard try registered || self.tombstone(app: app, token: token)?.kind != "deleted" else { return false }
         try recordEvent(app: app, token: token, kind: "deleted", replacement: nil, reason: "NotRegistered",
                         messageID: messageID, now: now)
         return true
@@ -331,18 +366,21 @@ extension Connection {
                     "UPDATE tokens SET token = ?, updated_at = ? WHERE token = ?", .text(new), .integer(now), .text(old)) > 0
             }
         }
-        guard try registryChanged || !hasEvent(app: app, token: old, kind: "replaced") else { return false }
+        let known = try tombstone(app: app, token: old)
+        guard registryChanged || known?.kind != "replaced" || known?.replacement != new else { return false }
         try recordEvent(app: app, token: old, kind: "replaced", replacement: new, reason: "CanonicalId",
                         messageID: messageID, now: now)
         return true
     }
 
-    private func hasEvent(app: String, token: String, kind: String) throws -> Bool {
+    /// The latest thing FCM said about a token, kept for as long as a queued delivery could still need it.
+    private func tombstone(app: String, token: String) throws -> (kind: String, replacement: String?)? {
         try queryOne(
-            "SELECT 1 FROM token_events WHERE app = ? AND token = ? AND kind = ? LIMIT 1",
-            [.text(app), .text(token), .text(kind)]) { _ in true } ?? false
+            "SELECT kind, replacement FROM token_tombstones WHERE app = ? AND token = ?",
+            [.text(app), .text(token)]) { (kind: $0.string(0), replacement: $0.optionalString(1)) }
     }
 
+    /// Appends to the feed and keeps the token's tombstone, which is what claims read.
     private func recordEvent(
         app: String, token: String, kind: String, replacement: String?, reason: String, messageID: String, now: Int64
     ) throws {
@@ -352,9 +390,36 @@ extension Connection {
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, .integer(now), .text(app), .text(token), .text(kind), .optional(replacement), .text(reason),
             .text(messageID))
+        try run(
+            """
+            INSERT INTO token_tombstones (app, token, kind, replacement, at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (app, token) DO UPDATE SET kind = excluded.kind, replacement = excluded.replacement,
+                at = excluded.at
+            """, .text(app), .text(token), .text(kind), .optional(replacement), .integer(now))
     }
 
     // MARK: - Leases
+
+    /// Extends to `until` the leases `owner` still holds on `ids` (rows it claimed and has not answered yet), so a
+    /// row that waits long inside the process — behind slow answers, a gate, a full window — is never taken back by
+    /// the rescuer while it is still going to be sent. Rows finished or taken back meanwhile are left alone.
+    /// Returns how many leases were renewed.
+    @discardableResult
+    public func renewLeases(_ ids: [Int64], owner: String, until: Int64) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        var list = "["
+        list.reserveCapacity(ids.count * 8)
+        for (index, id) in ids.enumerated() {
+            if index > 0 { list += "," }
+            list += String(id)
+        }
+        list += "]"
+        return try run(
+            """
+            UPDATE deliveries SET lease_expires_at = ?
+            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'inflight' AND lease_owner = ?
+            """, .integer(until), .text(list), .text(owner))
+    }
 
     /// Returns to `queued` every delivery whose lease expired before `now` (the process that held it died
     /// mid-send). Each row is reset only if it is still `inflight` under the very lease that was read.

@@ -5,14 +5,24 @@ public let idempotencyWindowMillis: Int64 = 24 * 3600 * 1000
 
 extension Connection {
     /// Stores a message and one queued delivery per target. Call inside a write transaction.
-    /// A repeated idempotency key within the window returns the first message instead.
+    ///
+    /// An idempotency key is scoped to the app. A repeat within the window with the same message returns the first
+    /// one and stores nothing; the same key with a different message throws `IdempotencyConflict`.
     public func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
+        let fingerprint = message.idempotencyKey.map { _ in message.fingerprint }
         if let key = message.idempotencyKey {
             let earlier = try queryOne(
-                "SELECT id, created_at, rowid FROM messages WHERE idempotency_key = ?", [.text(key)]
-            ) { (id: $0.string(0), createdAt: $0.int64(1), rowID: $0.int64(2)) }
+                """
+                SELECT id, created_at, rowid, idempotency_fingerprint FROM messages
+                WHERE app = ? AND idempotency_key = ?
+                """, [.text(message.app), .text(key)]
+            ) { (id: $0.string(0), createdAt: $0.int64(1), rowID: $0.int64(2), fingerprint: $0.optionalInt64(3)) }
             if let earlier {
                 if earlier.createdAt > now - idempotencyWindowMillis {
+                    // Rows stored before fingerprints existed match any body, as they did then.
+                    guard earlier.fingerprint == nil || earlier.fingerprint == fingerprint else {
+                        throw IdempotencyConflict(key: key)
+                    }
                     let count = try queryOne(
                         "SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(earlier.id)]) { $0.int(0) } ?? 0
                     return AcceptedMessage(id: earlier.id, rowID: earlier.rowID, deliveries: count, isRepeat: true)
@@ -31,16 +41,17 @@ extension Connection {
         }
 
         let id = MessageID.make(now: now)
-        let expiresAt = now + Int64(message.ttlSeconds) * 1000
+        // TTL 0 is "now or never": it may wait for a send no longer than the window.
+        let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
         try ensureApp(message.app)
         try run(
             """
-            INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority,
-                                  ttl_seconds, dry_run, created_at, expires_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
+                                  priority, ttl_seconds, dry_run, created_at, expires_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            .text(id), .text(message.app), .optional(message.idempotencyKey), .text(message.payload),
-            .text(message.target.kind), .optional(message.collapseKey), .text(message.priority),
+            .text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
+            .text(message.payload), .text(message.target.kind), .optional(message.collapseKey), .text(message.priority),
             .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt))
         let rowID = lastInsertRowID
         let insert = try statement(
@@ -49,25 +60,33 @@ extension Connection {
             VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)
             """)
         let rank: Int64 = message.priority == "high" ? 0 : 1
+        // A dry run reaches no device, so it supersedes nothing.
+        let collapseKey = message.dryRun ? nil : message.collapseKey
         for target in targets {
-            if let collapseKey = message.collapseKey {
-                try collapse(target, app: message.app, collapseKey: collapseKey, messageID: id)
-            }
             try insert.execute([
                 .text(id), .text(message.app), .text(target), .integer(now), .integer(now), .integer(rank), .integer(now),
             ])
+            if let collapseKey {
+                try collapse(target, app: message.app, collapseKey: collapseKey, messageID: id,
+                             deliveryID: lastInsertRowID, now: now)
+            }
         }
         return AcceptedMessage(id: id, rowID: rowID, deliveries: targets.count, isRepeat: false)
     }
 
     /// A newer message with the same `collapse_key` supersedes older ones still queued for the same target
-    /// (FCM itself would keep only the newest): this message becomes the head, and the claim drops the others.
-    private func collapse(_ target: String, app: String, collapseKey: String, messageID: String) throws {
+    /// (FCM itself would keep only the newest) for as long as it will reach the device: this delivery becomes the
+    /// head, and the claim drops older ones while the head is pending or delivered (`collapsedBy`).
+    private func collapse(
+        _ target: String, app: String, collapseKey: String, messageID: String, deliveryID: Int64, now: Int64
+    ) throws {
         try run(
             """
-            INSERT INTO collapse_heads (app, collapse_key, token, message_id) VALUES (?, ?, ?, ?)
-            ON CONFLICT (app, collapse_key, token) DO UPDATE SET message_id = excluded.message_id
-            """, .text(app), .text(collapseKey), .text(target), .text(messageID))
+            INSERT INTO collapse_heads (app, collapse_key, token, message_id, delivery_id, created_at)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (app, collapse_key, token) DO UPDATE SET
+                message_id = excluded.message_id, delivery_id = excluded.delivery_id, created_at = excluded.created_at
+            """, .text(app), .text(collapseKey), .text(target), .text(messageID), .integer(deliveryID), .integer(now))
     }
 
     /// Every registered token of these users in `app`, each once.
@@ -124,5 +143,39 @@ extension Connection {
             UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = ?
             WHERE message_id = ? AND state = 'queued'
             """, .integer(now), .text(id))
+    }
+}
+
+/// How long a `time_to_live: 0` message may wait for its one attempt unless `serve` is told otherwise.
+public let defaultTTLZeroWindowMillis: Int64 = 5_000
+
+/// An `Idempotency-Key` the app already used within the window for a different message.
+public struct IdempotencyConflict: Error, CustomStringConvertible {
+    public var key: String
+    public var description: String {
+        "Idempotency-Key was already used for a different message; use a new key for a new message"
+    }
+}
+
+extension NewMessage {
+    /// A 64-bit FNV-1a hash of everything stored of the message: equal for a repeat of the same message, different
+    /// (but for a 2^-64 chance) for another one under the same key.
+    var fingerprint: Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ text: String) {
+            for byte in text.utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            }
+            hash = (hash ^ 0xFF) &* 0x0000_0100_0000_01B3  // a separator no UTF-8 text contains
+        }
+        let target: [String] = switch self.target {
+        case .tokens(let tokens): ["tokens"] + tokens
+        case .users(let users): ["users"] + users
+        case .topic(let topic): ["topic", topic]
+        case .condition(let condition): ["condition", condition]
+        }
+        for part in target { mix(part) }
+        for part in [payload, collapseKey ?? "\u{0}", priority, String(ttlSeconds), dryRun ? "1" : "0"] { mix(part) }
+        return Int64(bitPattern: hash)
     }
 }

@@ -33,11 +33,30 @@ extension Connection {
         return (deleted, done ? nil : last)
     }
 
+    /// Deletes the oldest token-feed entries recorded before `cutoff`, up to `limit` of them; returns how many. The
+    /// feed is only history for backends that follow it: claims read `token_tombstones`, so trimming it changes no
+    /// outcome. Call again until it returns 0.
+    public func pruneTokenEvents(before cutoff: Int64, limit: Int) throws -> Int {
+        try run(RetentionSQL.pruneTokenEvents, .integer(Int64(limit)), .integer(cutoff))
+    }
+
+    /// Deletes up to `limit` token tombstones and up to `limit` collapse heads older than `reconciliationHorizon`
+    /// before `now`; returns how many. Every delivery either could still affect was queued before it and has expired
+    /// by then, and a claim settles expiry before reconciliation, so this changes no outcome.
+    public func pruneReconciliationState(now: Int64, limit: Int) throws -> Int {
+        let cutoff = now - reconciliationHorizonMillis
+        return try run(RetentionSQL.pruneTombstones, .integer(cutoff), .integer(Int64(limit)))
+            + run(RetentionSQL.pruneCollapseHeads, .integer(cutoff), .integer(Int64(limit)))
+    }
+
     /// How many dead letters there are (all apps); retention keeps every one.
     public func deadLetterCount() throws -> Int {
         try queryOne(RetentionSQL.countDead) { $0.int(0) } ?? 0
     }
 }
+
+/// How long reconciliation's bookkeeping is kept: FCM's longest TTL (4 weeks) and a day of margin.
+public let reconciliationHorizonMillis: Int64 = (2_419_200 + 86_400) * 1000
 
 /// The retention queries. The state terms are written exactly as the partial indexes' WHERE clauses: SQLite uses a
 /// partial index only when the query repeats its condition (`IN ('dropped', 'delivered')` would scan the table).
@@ -60,6 +79,22 @@ enum RetentionSQL {
         DELETE FROM messages
         WHERE id > ? AND id <= ? AND created_at < ? AND (idempotency_key IS NULL OR created_at <= ?)
           AND NOT EXISTS (SELECT 1 FROM deliveries WHERE message_id = messages.id)
+        """
+
+    /// Looks only at the oldest `limit` entries (ids grow with time), so a feed with nothing to trim costs no scan.
+    static let pruneTokenEvents = """
+        DELETE FROM token_events WHERE id IN (
+            SELECT id FROM (SELECT id, at FROM token_events ORDER BY id LIMIT ?) WHERE at < ?)
+        """
+
+    static let pruneTombstones = """
+        DELETE FROM token_tombstones WHERE (app, token) IN (
+            SELECT app, token FROM token_tombstones WHERE at < ? ORDER BY at LIMIT ?)
+        """
+
+    static let pruneCollapseHeads = """
+        DELETE FROM collapse_heads WHERE (app, collapse_key, token) IN (
+            SELECT app, collapse_key, token FROM collapse_heads WHERE created_at < ? ORDER BY created_at LIMIT ?)
         """
 
     static let countDead = "SELECT count(*) FROM deliveries INDEXED BY deliveries_dead WHERE state = 'dead'"

@@ -17,6 +17,8 @@ import Synchronization
 ///                           tokenPool: HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth"))
 /// ```
 public final class V1Provider: Provider {
+    /// v1 has no multicast: HTTP/2 multiplexing carries the fan-out.
+    public let maxTargetsPerRequest = 1
     public static let defaultEndpoint = "https://fcm.googleapis.com"
     public static let defaultTokenURI = "https://oauth2.googleapis.com/token"
 
