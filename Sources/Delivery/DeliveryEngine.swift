@@ -28,16 +28,14 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// Rows leased per claim (one multicast request's worth).
         public var claimLimit = 1000
         /// How long a lease lasts unless renewed; the rescuer hands out again only rows whose lease nobody renewed.
+        /// Held leases are renewed, and expired ones rescued, four times per lease.
         public var leaseMillis: Int64 = 120_000
-        /// How often the leases of rows this process still holds (claimed, not yet answered) are renewed.
-        public var renewEveryTicks = 10
         public var policy = RetryPolicy()
         /// Gate after a 5xx or transport failure without Retry-After: 1 s doubling per consecutive failure, capped.
         public var gateBaseMillis: Int64 = 1_000
         public var gateCapMillis: Int64 = 60_000
-        /// How often the `apps` table and due rows are looked at, and expired leases rescued.
+        /// How often the `apps` table and due rows are looked at.
         public var tickMillis = 1_000
-        public var rescueEveryTicks = 30
 
         public init() {}
     }
@@ -487,14 +485,13 @@ public final class DeliveryEngine: @unchecked Sendable {
                 self.queue.asyncAfter(deadline: .now() + .milliseconds(self.options.tickMillis)) { self.tick() }
             }
         }
-        let rescue = ticks % options.rescueEveryTicks == 0
-        if rescue || ticks % options.renewEveryTicks == 0 {
+        if ticks % max(1, Int(options.leaseMillis / 4) / options.tickMillis) == 0 {
             // Renewed first, in the same job: the rescuer never takes back a row this process still holds.
             let (ids, owner, lease) = (Array(held), self.owner, options.leaseMillis)
             writer.enqueue(durable: false, { connection -> Int in
                 let now = Clock.nowMillis()
                 try connection.renewLeases(ids, owner: owner, until: now + lease)
-                return rescue ? try connection.rescueExpiredLeases(now: now) : 0
+                return try connection.rescueExpiredLeases(now: now)
             }) { result in
                 switch result {
                 case .success(let rescued) where rescued > 0:

@@ -54,6 +54,8 @@ struct ServeConfiguration: Sendable {
     var ttlZeroWindowMillis: Int64
     /// How long the token-event feed keeps its entries.
     var tokenEventRetentionMillis: Int64
+    /// How long a claim holds a delivery unless renewed.
+    var leaseMillis: Int64
     var apps: [AppConfiguration]
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
@@ -76,6 +78,7 @@ struct ServeConfiguration: Sendable {
         ("max-connections", "4096", "open ingest connections at most"),
         ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
         ("token-event-retention", "30d", "how long GET /v1/token-events keeps its entries (trimmed hourly)"),
+        ("lease", "2m", "a claimed delivery's lease; renewed while held, taken back when a process stops renewing"),
     ]
 
     static var options: [Arguments.Option] {
@@ -171,6 +174,7 @@ struct ServeConfiguration: Sendable {
         }
         let ttlZeroWindow = try duration("ttl-zero-window", in: 1_000...600_000)
         let tokenEventRetention = try duration("token-event-retention", in: 3_600_000...3650 * 86_400_000)
+        let lease = try duration("lease", in: 2_000...3_600_000)
         let apiToken = try raw("api-token").flatMap { $0.isEmpty ? nil : $0 }
         let concurrency = try integer("concurrency", in: 1...10_000)
 
@@ -225,7 +229,8 @@ struct ServeConfiguration: Sendable {
         var configuration = ServeConfiguration(
             databasePath: try raw("db") ?? "herald.db", listen: listen, apiToken: apiToken, durability: durability,
             sandbox: sandbox, logLevel: logLevel, maxConnections: try integer("max-connections", in: 1...1_000_000),
-            ttlZeroWindowMillis: ttlZeroWindow, tokenEventRetentionMillis: tokenEventRetention, apps: apps)
+            ttlZeroWindowMillis: ttlZeroWindow, tokenEventRetentionMillis: tokenEventRetention,
+            leaseMillis: lease, apps: apps)
         try configuration.check()
         return configuration
     }

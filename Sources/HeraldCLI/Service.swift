@@ -63,6 +63,8 @@ final class Service: Sendable {
         let tokenPool = apps.contains { $0.provider == AppConfiguration.v1 }
             ? HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth") : nil
         self.tokenPool = tokenPool
+        var options = DeliveryEngine.Options()
+        options.leaseMillis = configuration.leaseMillis
         engine = DeliveryEngine(writer: writer, apps: apps.map { app in
             let provider: any Provider
             if app.provider == AppConfiguration.v1, let account = app.serviceAccount, let projectID = app.projectID,
@@ -77,7 +79,7 @@ final class Service: Sendable {
                 provider = LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "")
             }
             return DeliveryEngine.App(name: app.name, provider: provider, concurrency: app.concurrency)
-        }, metrics: metrics)
+        }, metrics: metrics, options: options)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
             writer: writer, readers: readers, apiToken: configuration.apiToken,

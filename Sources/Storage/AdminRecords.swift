@@ -74,7 +74,7 @@ public struct DeadLetterRecord: Sendable, Equatable {
     public var ttlSeconds: Int
 
     /// Whether sending it again would only expire it again (the claim's rule: a TTL of 0 is never "expired").
-    public func isExpired(now: Int64) -> Bool { ttlSeconds > 0 && messageExpiresAt <= now }
+    public func isExpired(now: Int64) -> Bool { messageExpiresAt <= now }
 }
 
 /// Which dead letters a `dead` command acts on. Every filter given must match; none given matches all.

@@ -80,7 +80,7 @@ enum DeadLetterSQL {
     static func expired(_ condition: String) -> String {
         """
         SELECT count(*) FROM deliveries AS d JOIN messages AS m ON m.id = d.message_id
-        WHERE \(condition) AND m.ttl_seconds > 0 AND m.expires_at <= ?
+        WHERE \(condition) AND m.expires_at <= ?
         """
     }
 
@@ -91,7 +91,7 @@ enum DeadLetterSQL {
                               lease_owner = NULL, lease_expires_at = NULL
         WHERE id IN (
             SELECT d.id FROM deliveries AS d JOIN messages AS m ON m.id = d.message_id
-            WHERE \(condition) AND (m.ttl_seconds = 0 OR m.expires_at > ?)
+            WHERE \(condition) AND m.expires_at > ?
             LIMIT ?)
         """
     }

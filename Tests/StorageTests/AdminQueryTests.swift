@@ -213,10 +213,10 @@ private let day: Int64 = 86_400_000
         try finish("ok", "delivered", at: t0 + 1)
 
         let filter = DeadLetterFilter()
-        #expect(try connection.expiredDeadLetterCount(filter, now: now) == 1)
-        #expect(try connection.transaction { try connection.requeueDeadLetters(filter, now: now, limit: 100) } == 2)
+        #expect(try connection.expiredDeadLetterCount(filter, now: now) == 2)
+        #expect(try connection.transaction { try connection.requeueDeadLetters(filter, now: now, limit: 100) } == 1)
         #expect(try row("fresh") == "queued - 0 \(now)")
-        #expect(try row("prompt") == "queued - 0 \(now)", "a TTL of 0 is sent once when claimed, as the claim does")
+        #expect(try row("prompt") == "dead MismatchSenderId 3 \(t0)", "TTL 0 is now or never: not revived")
         #expect(try row("stale") == "dead MismatchSenderId 3 \(t0)", "its TTL ran out: it would only expire again")
         #expect(try row("ok")?.hasPrefix("delivered") == true)
         #expect(try connection.requeueDeadLetters(filter, now: now, limit: 100) == 0)
