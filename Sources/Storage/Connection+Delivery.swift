@@ -1,3 +1,5 @@
+import Support
+
 /// A delivery leased by the claimer.
 public struct ClaimedDelivery: Sendable, Equatable {
     public var id: Int64
@@ -207,7 +209,13 @@ extension Connection {
             """
         let lease = "lease_owner = NULL, lease_expires_at = NULL"
         var applied = AppliedOutcomes()
+        // The common answer, a plain success, is written for the whole batch by one statement.
+        var delivered: [JSON] = []
         for update in updates {
+            if case .delivered(let id, let fcmMessageID, nil, let status) = update {
+                delivered.append(.array([.int(id), fcmMessageID.map(JSON.string) ?? .null, status.map(JSON.int) ?? .null]))
+                continue
+            }
             let row: (app: String, token: String, messageID: String)?
             let returning: (Statement) -> (app: String, token: String, messageID: String) = {
                 (app: $0.string(0), token: $0.string(1), messageID: $0.string(2))
@@ -264,6 +272,20 @@ extension Connection {
                     [.integer(now), .integer(id), .text(owner), .integer(now)], row: returning)
             }
             if row != nil { applied.updated.append(update.id) }
+        }
+        if !delivered.isEmpty {
+            applied.updated += try query(
+                """
+                UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, \(lease),
+                    fcm_message_id = outcome.value ->> 1, canonical_token = NULL, last_status = outcome.value ->> 2,
+                    updated_at = ?
+                FROM json_each(?) AS outcome
+                WHERE deliveries.id = outcome.value ->> 0 AND deliveries.state = 'inflight'
+                    AND deliveries.lease_owner = ? AND deliveries.lease_expires_at > ?
+                RETURNING deliveries.id
+                """,
+                [.integer(charge), .integer(now), .text(JSON.array(delivered).serialized()), .text(owner),
+                 .integer(now)]) { $0.int64(0) }
         }
         return applied
     }
