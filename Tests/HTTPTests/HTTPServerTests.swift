@@ -158,6 +158,26 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    @Test func unixSocketFileIsBornWithNoMoreThanItsFinalMode() throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-mode-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("m.sock").path
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let fd = socket(AF_UNIX, CInt(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+
+        // Right after bind, before anything could chmod it, whatever the umask is.
+        try Socket.bindUnix(fd, to: address)
+        var info = stat()
+        #expect(lstat(path, &info) == 0)
+        #expect(info.st_mode & S_IFMT == S_IFSOCK)
+        #expect(info.st_mode & 0o7777 & ~Socket.unixSocketMode == 0, "born \(String(info.st_mode & 0o7777, radix: 8))")
+    }
+
     @Test func unixSocketPathHoldingARegularFileIsRefused() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString)").path
         #expect(FileManager.default.createFile(atPath: path, contents: Data("keep me".utf8)))
