@@ -85,4 +85,10 @@ import Testing
         #expect(api.bodyLimit(method: "POST", path: "/v1/messages%2Fbatch") == IngestAPI.bodyLimit)
         #expect(api.bodyLimit(method: "POST", path: "/v1/messages") == IngestAPI.bodyLimit)
     }
+
+    @Test func theServersDefaultBodyBudgetHoldsTheLargestBody() {
+        // A body larger than the budget could never be admitted: every try would be a 503.
+        let configuration = HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0))
+        #expect(configuration.maxBodyBytesInFlight >= IngestAPI.batchBodyLimit)
+    }
 }
