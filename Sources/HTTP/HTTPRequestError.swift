@@ -35,6 +35,11 @@ struct HTTPRequestError: Error, Equatable, Sendable {
     static let tooManyConnections = HTTPRequestError(
         status: 503, code: "Unavailable", message: "too many open connections; retry later")
 
+    /// The bodies being read and handled across all connections already hold the server's body budget.
+    /// Nothing of the request was read, so the client may simply send it again.
+    static let bodyBudgetExhausted = HTTPRequestError(
+        status: 503, code: "Unavailable", message: "the server is holding too many request bodies; retry later")
+
     static let unanswered = HTTPRequestError(
         status: 500, code: "InternalError", message: "the request was dropped without an answer")
 

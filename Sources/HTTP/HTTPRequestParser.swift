@@ -6,10 +6,11 @@ import Glibc
 /// ```swift
 /// var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
 /// parser.append(bytes)
-/// switch parser.next(bodyLimit: { _, _ in 1 << 20 }) {
+/// switch parser.next(admit: { head, bodyLength in nil }) {   // nil: read the body
 /// case .request(let parsed): ...
 /// case .continueExpected: ...           // write "HTTP/1.1 100 Continue", then feed the body
 /// case .needMoreData: ...
+/// case .refused(let response): ...      // admit's answer: write it and close, the body unread
 /// case .failure(let error): ...         // answer error.response and close
 /// }
 /// ```
@@ -22,6 +23,9 @@ struct HTTPRequestParser {
         /// The head asked for `Expect: 100-continue` and its body is within the limit but not here yet.
         case continueExpected
         case request(ParsedRequest)
+        /// `admit` answered the head: the body is never read; the parser stays refused, the connection
+        /// answers and closes.
+        case refused(HTTPResponse)
         /// The request is unusable; the parser stays failed, the connection answers and closes.
         case failure(HTTPRequestError)
     }
@@ -47,6 +51,7 @@ struct HTTPRequestParser {
         /// arriving one at a time are never scanned twice.
         case head(lineStart: Int, scanned: Int)
         case body(ParsedRequest, length: Int)
+        case refused(HTTPResponse)
         case failed(HTTPRequestError)
     }
 
@@ -77,7 +82,7 @@ struct HTTPRequestParser {
         switch state {
         case .head: start == storage.count ? .idle : .head
         case .body: .body
-        case .failed: .head
+        case .refused, .failed: .head
         }
     }
 
@@ -93,23 +98,26 @@ struct HTTPRequestParser {
         Array(bytes).withUnsafeBytes { append($0) }
     }
 
-    /// Advances as far as the buffered bytes allow. `bodyLimit(method, path)` is asked once per request
-    /// that declares a body, before any of the body is read.
-    mutating func next(bodyLimit: (_ method: String, _ path: String) -> Int) -> Event {
+    /// Advances as far as the buffered bytes allow. `admit(head, bodyLength)` is asked once per request, as
+    /// soon as its head is complete and before any of its body is consumed (`head.body` is empty); a response
+    /// refuses the request, nil lets it in.
+    mutating func next(admit: (_ head: HTTPRequest, _ bodyLength: Int) -> HTTPResponse?) -> Event {
         switch state {
+        case .refused(let response):
+            return .refused(response)
         case .failed(let error):
             return .failure(error)
         case .body(let parsed, let length):
             return bufferedByteCount >= length ? completeBody(parsed, length: length) : .needMoreData
         case .head(let lineStart, let scanned):
-            return parseHead(lineStart: lineStart, scanned: scanned, bodyLimit: bodyLimit)
+            return parseHead(lineStart: lineStart, scanned: scanned, admit: admit)
         }
     }
 
     // MARK: - Head
 
     private mutating func parseHead(
-        lineStart: Int, scanned: Int, bodyLimit: (String, String) -> Int
+        lineStart: Int, scanned: Int, admit: (HTTPRequest, Int) -> HTTPResponse?
     ) -> Event {
         var lineStart = lineStart
         var scanned = scanned
@@ -151,12 +159,17 @@ struct HTTPRequestParser {
         let request = ParsedRequest(
             request: HTTPRequest(method: head.method, target: head.target, headers: head.headers),
             keepAlive: head.keepAlive, isHTTP10: head.isHTTP10)
+        if let answer = admit(request.request, head.contentLength) {
+            state = .refused(answer)
+            // Whatever of the body came with the head is dropped, never handed on.
+            storage = []
+            start = 0
+            return .refused(answer)
+        }
         if head.contentLength == 0 {
             state = .head(lineStart: 0, scanned: 0)
             return .request(request)
         }
-        let limit = bodyLimit(head.method, request.request.path)
-        guard head.contentLength <= limit else { return fail(.bodyTooLarge(limit: limit)) }
         if bufferedByteCount >= head.contentLength {
             return completeBody(request, length: head.contentLength)
         }
@@ -185,13 +198,22 @@ struct HTTPRequestParser {
         start += length
         state = .head(lineStart: 0, scanned: 0)
         releaseConsumed()
+        if storage.capacity > Self.keptCapacity {
+            // Pipelined bytes behind a large body: keep only them, so the body is not held twice (here and
+            // in the request) beyond what the server's body budget counted.
+            storage = Array(storage[start...])
+            start = 0
+        }
         return .request(parsed)
     }
+
+    /// Buffer capacity a connection keeps between requests; more was reserved for a large body.
+    private static let keptCapacity = 256 * 1024
 
     /// Forgets consumed bytes once nothing else is buffered, and gives back the room a large body took.
     private mutating func releaseConsumed() {
         guard start == storage.count else { return }
-        if storage.capacity > 256 * 1024 {
+        if storage.capacity > Self.keptCapacity {
             storage = []
         } else {
             storage.removeAll(keepingCapacity: true)
@@ -242,6 +264,7 @@ struct HTTPRequestParser {
             contentLength: 0, keepAlive: !isHTTP10, expectContinue: false)
         result.headers.reserveCapacity(8)
         var contentLength: Int?
+        var hostCount = 0
         var connectionClose = false
         var connectionKeepAlive = false
         while let line = lines.next() {
@@ -278,10 +301,25 @@ struct HTTPRequestParser {
                 }
             case "expect":
                 result.expectContinue = !isHTTP10 && value.lowercased() == "100-continue"
+            case "host":
+                hostCount += 1
+                guard isValidHost(value.utf8) else { return .failure(.badRequest("malformed Host header")) }
             default:
                 break
             }
             result.headers.append((name, value))
+        }
+        // RFC 9112 §3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0 (which predates it, and which
+        // health checkers such as HAProxy's default still send without one).
+        guard hostCount <= 1 else { return .failure(.badRequest("more than one Host header")) }
+        guard hostCount == 1 || isHTTP10 else {
+            return .failure(.badRequest("an HTTP/1.1 request needs a Host header"))
+        }
+        if result.target.hasPrefix("/") {
+            let path = result.target.prefix { $0 != "?" }
+            guard HTTPRequest.pathSegments(of: path) != nil else {
+                return .failure(.badRequest("the request path has malformed percent-encoding"))
+            }
         }
         result.contentLength = contentLength ?? 0
         result.keepAlive = !connectionClose && (!isHTTP10 || connectionKeepAlive)
@@ -327,6 +365,20 @@ struct HTTPRequestParser {
             while let last = token.last, last == space || last == tab { token.removeLast() }
             for index in token.indices where token[index] >= 0x41 && token[index] <= 0x5A { token[index] += 0x20 }
             body(token)
+        }
+    }
+
+    /// RFC 9110 §7.2 `Host = uri-host [ ":" port ]`: a reg-name (unreserved, sub-delims, `%`-escapes) or an
+    /// IP literal in brackets, then an optional port. Empty is allowed (a target without an authority).
+    private static func isValidHost(_ value: String.UTF8View) -> Bool {
+        value.allSatisfy { byte in
+            switch byte {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+            // - . _ ~ ! $ & ' ( ) * + , ; = % : [ ]
+            case 0x2D, 0x2E, 0x5F, 0x7E, 0x21, 0x24, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x3B, 0x3D,
+                 0x25, 0x3A, 0x5B, 0x5D: true
+            default: false
+            }
         }
     }
 

@@ -36,6 +36,11 @@ public final class HTTPServer: Sendable {
         context.openConnections.load(ordering: .relaxed)
     }
 
+    /// Bytes of the body budget (`maxBodyBytesInFlight`) held right now by bodies being read or handled.
+    public var reservedBodyBytes: Int {
+        context.reservedBodyBytes.load(ordering: .relaxed)
+    }
+
     /// Binds, listens and starts the event loops. Returns the bound address, with the kernel's port when
     /// port 0 was asked for.
     public func start() throws -> ListenAddress {

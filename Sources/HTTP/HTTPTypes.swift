@@ -21,10 +21,39 @@ public struct HTTPRequest: Sendable {
         headers.first(where: { $0.name == name })?.value
     }
 
-    /// The path part of the target, percent-decoded, without the query.
+    /// The path part of the target as sent, still percent-encoded, without the query: `/v1/tokens/a%2Fb`.
+    /// Route on `pathSegments`, never on a decoded whole path, where an encoded `/` would split a segment.
     public var path: String {
-        let raw = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        return raw.removingPercentEncoding ?? raw
+        guard let mark = target.firstIndex(of: "?") else { return target }
+        return String(target[..<mark])
+    }
+
+    /// The path's segments after its leading `/`, each percent-decoded after the split, so `%2F` stays inside
+    /// its segment: `/v1/tokens/a%2Fb` → `["v1", "tokens", "a/b"]`, `/` → `[""]`. The server refuses (400) a
+    /// path whose encoding is malformed; for a request built otherwise such a segment is kept as sent.
+    public var pathSegments: [String] {
+        Self.pathSegments(of: path) ?? Self.rawSegments(of: path).map(String.init)
+    }
+
+    /// The decoded segments of a raw `path` as `pathSegments` gives them, or nil when a segment's
+    /// percent-encoding is malformed or does not decode to UTF-8. For handlers that see only the path
+    /// (`HTTPHandler.bodyLimit`).
+    public static func pathSegments(of path: some StringProtocol) -> [String]? {
+        var segments: [String] = []
+        for raw in rawSegments(of: path) {
+            guard raw.contains("%") else {
+                segments.append(String(raw))
+                continue
+            }
+            guard let decoded = raw.removingPercentEncoding else { return nil }
+            segments.append(decoded)
+        }
+        return segments
+    }
+
+    private static func rawSegments<Path: StringProtocol>(of path: Path) -> ArraySlice<Path.SubSequence> {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        return path.hasPrefix("/") ? parts.dropFirst() : parts[...]
     }
 
     /// Query parameters, percent-decoded (`+` is a space); the last value of a repeated name wins.
@@ -100,10 +129,25 @@ public protocol HTTPResponder: Sendable {
     func respond(_ response: HTTPResponse)
 }
 
-/// The application side of the server. `handle` is called on a server event-loop thread and must not block:
-/// work that blocks (SQLite) goes to threads the application owns, which call `responder.respond` when done.
+/// The application side of the server. Its methods are called on a server event-loop thread and must not
+/// block: work that blocks (SQLite) goes to threads the application owns, which call `responder.respond` when
+/// done.
+///
+/// For each request the server asks, in order: `admit` (with the head alone), `bodyLimit` (413 when the
+/// declared body is larger), then whether the server's body budget can hold the body (503 when it cannot);
+/// only then is `100 Continue` sent and the body read, and the whole request goes to `handle`.
 public protocol HTTPHandler: Sendable {
-    /// The largest body accepted for a request to `path` (bytes); larger bodies get 413 before they are read.
+    /// Looks at a request's head before any of its body is read or `100 Continue` is sent; `head.body` is
+    /// empty. A response answers the request at once: the server writes it with `Connection: close` and
+    /// closes without reading the body (which leaves the connection unusable). Nil lets the request in.
+    /// The default admits every request.
+    func admit(_ head: HTTPRequest) -> HTTPResponse?
+    /// The largest body accepted for a request to `path` (the raw path, as `HTTPRequest.path`), in bytes;
+    /// larger bodies get 413 before they are read.
     func bodyLimit(method: String, path: String) -> Int
     func handle(_ request: HTTPRequest, responder: any HTTPResponder)
+}
+
+extension HTTPHandler {
+    public func admit(_ head: HTTPRequest) -> HTTPResponse? { nil }
 }

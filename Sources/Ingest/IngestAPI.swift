@@ -46,12 +46,38 @@ public final class IngestAPI: HTTPHandler {
     }
 
     public func bodyLimit(method: String, path: String) -> Int {
-        path == "/v1/messages/batch" ? Self.batchBodyLimit : Self.bodyLimit
+        HTTPRequest.pathSegments(of: path) == ["v1", "messages", "batch"] ? Self.batchBodyLimit : Self.bodyLimit
+    }
+
+    /// The server asks this with the head alone, before any of the body is read or `100 Continue` is sent, so
+    /// a caller without the token never gets a body buffered.
+    public func admit(_ head: HTTPRequest) -> HTTPResponse? {
+        authorizationFailure(head)
+    }
+
+    /// The one place the API token is checked: nil when `request` may go on, else the 401 in the shape the
+    /// route's clients read — FCM's for `/fcm/send` (which also takes `key=<token>`), Herald's error body for
+    /// the rest. Only the head is looked at. A route whose clients expect another shape adds its case here.
+    func authorizationFailure(_ request: HTTPRequest) -> HTTPResponse? {
+        guard apiToken != nil else { return nil }
+        switch (request.method, request.pathSegments) {
+        case ("GET", ["healthz"]), ("GET", ["readyz"]):
+            return nil
+        case (_, ["fcm", "send"]):
+            // FCM's client libraries send `Authorization: key=<server key>` and read FCM's own error answers.
+            return isAuthorized(request, fcmCompatible: true) ? nil : FCMSendEndpoint.unauthorized
+        default:
+            return isAuthorized(request)
+                ? nil
+                : error(.unauthorized("missing or wrong API token"), headers: [("WWW-Authenticate", "Bearer")])
+        }
     }
 
     public func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
+        // The server has asked `admit` already; this covers a request handed here any other way.
+        if let refusal = authorizationFailure(request) { return responder.respond(refusal) }
         let path = request.path
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        let segments = request.pathSegments
         switch (request.method, segments.first ?? "") {
         case ("GET", "healthz") where segments.count == 1:
             return responder.respond(.json(200, #"{"status":"ok"}"#))
@@ -62,25 +88,18 @@ public final class IngestAPI: HTTPHandler {
             return responder.respond(error(
                 APIError(status: 503, code: "Unavailable", message: "the database is behind; retry later"),
                 headers: [("Retry-After", "1")]))
-        case (_, "fcm") where path == FCMSendEndpoint.path:
-            // FCM's client libraries send `Authorization: key=<server key>` and read FCM's own error answers.
-            guard isAuthorized(request, fcmCompatible: true) else {
-                return responder.respond(FCMSendEndpoint.unauthorized)
-            }
+        case (_, "fcm") where segments == ["fcm", "send"]:
             guard request.method == "POST" else { return responder.respond(FCMSendEndpoint.methodNotAllowed) }
             if let unknown = unknownApp(request.header("x-herald-app") ?? MessageValidator.defaultApp) {
                 return responder.respond(FCMSendEndpoint.refused(unknown))
             }
             return fcmSend.handle(request, responder: responder)
-        case ("GET", "metrics") where segments.count == 1 && isAuthorized(request):
+        case ("GET", "metrics") where segments.count == 1:
             return responder.respond(HTTPResponse(
                 status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                 body: Array(metrics.render().utf8)))
         default:
             break
-        }
-        guard isAuthorized(request) else {
-            return responder.respond(error(APIError(status: 401, code: "Unauthorized", message: "missing or wrong API token")))
         }
         // Routes: /v1/<resource>[/<id>[/...]]
         let resource = segments.count >= 2 && segments[0] == "v1" ? segments[1] : ""

@@ -1,3 +1,4 @@
+import Foundation
 @testable import HTTP
 import Testing
 
@@ -6,6 +7,8 @@ private enum Outcome: Equatable {
     case needMoreData
     case continueExpected
     case request(method: String, target: String, body: String, keepAlive: Bool)
+    /// `admit` answered; its status and its error code, if it has one.
+    case refused(status: Int, code: String?)
     case failure(status: Int, code: String)
 }
 
@@ -17,15 +20,28 @@ private func outcome(_ event: HTTPRequestParser.Event) -> Outcome {
         .request(
             method: parsed.request.method, target: parsed.request.target,
             body: String(decoding: parsed.request.body, as: UTF8.self), keepAlive: parsed.keepAlive)
+    case .refused(let response): .refused(status: response.status, code: errorCode(in: response))
     case .failure(let error): .failure(status: error.status, code: error.code)
     }
+}
+
+private func errorCode(in response: HTTPResponse) -> String? {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+          let error = object["error"] as? [String: Any]
+    else { return nil }
+    return error["code"] as? String
+}
+
+/// Admits what the server's body limit would: 413 for a declared body over `limit`.
+private func admitting(upTo limit: Int) -> (HTTPRequest, Int) -> HTTPResponse? {
+    { _, length in length > limit ? HTTPRequestError.bodyTooLarge(limit: limit).response : nil }
 }
 
 private extension HTTPRequestParser {
     mutating func feed(_ text: String) { append(Array(text.utf8)) }
 
     mutating func nextOutcome(limit: Int = 1 << 20) -> Outcome {
-        outcome(next(bodyLimit: { _, _ in limit }))
+        outcome(next(admit: admitting(upTo: limit)))
     }
 
     /// The first outcome of parsing `text` in one piece.
@@ -44,7 +60,7 @@ private extension HTTPRequestParser {
         var events: [HTTPRequestParser.Event] = []
         for byte in text.utf8 {
             parser.append([byte])
-            let event = parser.next(bodyLimit: { _, _ in 100 })
+            let event = parser.next(admit: admitting(upTo: 100))
             if case .needMoreData = event { continue }
             events.append(event)
         }
@@ -64,7 +80,8 @@ private extension HTTPRequestParser {
 
     @Test func twoPipelinedRequestsInOneReadComeOutInOrder() {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
-        parser.feed("POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nonePOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\ntwo")
+        parser.feed("POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\none"
+            + "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\ntwo")
         #expect(parser.nextOutcome() == .request(method: "POST", target: "/a", body: "one", keepAlive: true))
         #expect(parser.nextOutcome() == .request(method: "POST", target: "/b", body: "two", keepAlive: true))
         #expect(parser.nextOutcome() == .needMoreData)
@@ -73,19 +90,19 @@ private extension HTTPRequestParser {
 
     @Test func secondRequestWaitsWhilePartial() {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
-        parser.feed("GET /a HTTP/1.1\r\n\r\nGET /b HT")
+        parser.feed("GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HT")
         #expect(parser.nextOutcome() == .request(method: "GET", target: "/a", body: "", keepAlive: true))
         #expect(parser.nextOutcome() == .needMoreData)
         #expect(parser.phase == .head)
-        parser.feed("TP/1.1\r\n\r\n")
+        parser.feed("TP/1.1\r\nHost: h\r\n\r\n")
         #expect(parser.nextOutcome() == .request(method: "GET", target: "/b", body: "", keepAlive: true))
     }
 
     @Test(arguments: [
         // A complete head over the limit.
-        "GET / HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 100))\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nX-Big: \(String(repeating: "a", count: 100))\r\n\r\n",
         // A head that never ends and is already over the limit.
-        "GET / HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 100))",
+        "GET / HTTP/1.1\r\nHost: h\r\nX-Big: \(String(repeating: "a", count: 100))",
     ])
     func oversizedHeadIs431(text: String) {
         #expect(HTTPRequestParser.first(text, maxHeaderBytes: 64)
@@ -93,44 +110,61 @@ private extension HTTPRequestParser {
     }
 
     @Test func headExactlyAtTheLimitIsAccepted() {
-        let head = "GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 10))\r\n\r\n"
+        let head = "GET / HTTP/1.1\r\nHost: h\r\nX: \(String(repeating: "a", count: 10))\r\n\r\n"
         #expect(HTTPRequestParser.first(head, maxHeaderBytes: head.utf8.count)
             == .request(method: "GET", target: "/", body: "", keepAlive: true))
     }
 
-    @Test func bodyOverTheLimitIs413BeforeAnyBodyArrives() {
+    @Test func admitSeesTheHeadOnceBeforeAnyBodyArrivesAndItsAnswerStands() {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
-        parser.feed("POST /v1/messages HTTP/1.1\r\nContent-Length: 11\r\n\r\n")
+        parser.feed("POST /v1/messages?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhel")
         var asked: [String] = []
-        let event = parser.next(bodyLimit: { method, path in
-            asked.append("\(method) \(path)")
-            return 10
+        let event = parser.next(admit: { head, length in
+            asked.append("\(head.method) \(head.path) \(head.header("host") ?? "-") \(head.body.count) \(length)")
+            return HTTPResponse(status: 401)
         })
-        #expect(outcome(event) == .failure(status: 413, code: "PayloadTooLarge"))
-        #expect(asked == ["POST /v1/messages"])
+        #expect(outcome(event) == .refused(status: 401, code: nil))
+        #expect(asked == ["POST /v1/messages h 0 11"])
+        // Refused for good, and what came of the body is not kept.
+        #expect(parser.bufferedByteCount == 0)
+        parser.feed("lo world")
+        #expect(parser.nextOutcome() == .refused(status: 401, code: nil))
+        #expect(asked.count == 1)
+    }
+
+    @Test func admitIsAskedForRequestsWithoutABodyToo() {
+        var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
+        parser.feed("GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(outcome(parser.next(admit: { _, length in HTTPResponse(status: length == 0 ? 403 : 500) }))
+            == .refused(status: 403, code: nil))
+    }
+
+    @Test func bodyOverTheLimitIs413BeforeAnyBodyArrives() {
+        let head = "POST /v1/messages HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n"
+        #expect(HTTPRequestParser.first(head, limit: 10) == .refused(status: 413, code: "PayloadTooLarge"))
     }
 
     @Test func bodyAtTheLimitIsAccepted() {
-        #expect(HTTPRequestParser.first("PUT /t HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd", limit: 4)
+        #expect(HTTPRequestParser.first("PUT /t HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nabcd", limit: 4)
             == .request(method: "PUT", target: "/t", body: "abcd", keepAlive: true))
     }
 
     @Test(arguments: [
         "GET\r\n\r\n",
         "GET /\r\n\r\n",
-        "GET  / HTTP/1.1\r\n\r\n",
-        "G@T / HTTP/1.1\r\n\r\n",
+        "GET  / HTTP/1.1\r\nHost: h\r\n\r\n",
+        "G@T / HTTP/1.1\r\nHost: h\r\n\r\n",
         "GET / HTTP/1.1 extra\r\n\r\n",
         "GET / http/1.1\r\n\r\n",
         "GET / HTTP/11\r\n\r\n",
-        "GET /a\u{7F}b HTTP/1.1\r\n\r\n",
-        "GET /caf\u{E9} HTTP/1.1\r\n\r\n",
-        "GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
+        "GET /a\u{7F}b HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET /caf\u{E9} HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nNo colon here\r\n\r\n",
         "GET / HTTP/1.1\r\nHost : x\r\n\r\n",
-        "GET / HTTP/1.1\r\n: empty name\r\n\r\n",
-        "GET / HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n",
-        "GET / HTTP/1.1\r\nX-A: a\u{01}b\r\n\r\n",
-        "GET / HTTP/1.1\r\nX-A: a\rb\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\n: empty name\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n folded\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\u{01}b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: h\r\nX-A: a\rb\r\n\r\n",
     ])
     func malformedHeadIs400(text: String) {
         #expect(HTTPRequestParser.first(text) == .failure(status: 400, code: "BadRequest"))
@@ -138,14 +172,14 @@ private extension HTTPRequestParser {
 
     @Test func invalidUTF8InAHeaderValueIs400() {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
-        parser.append(Array("GET / HTTP/1.1\r\nX-Name: ".utf8) + [0xC3, 0x28] + Array("\r\n\r\n".utf8))
+        parser.append(Array("GET / HTTP/1.1\r\nHost: h\r\nX-Name: ".utf8) + [0xC3, 0x28] + Array("\r\n\r\n".utf8))
         #expect(parser.nextOutcome() == .failure(status: 400, code: "BadRequest"))
     }
 
     @Test func validUTF8InAHeaderValueIsKept() {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
-        parser.feed("GET / HTTP/1.1\r\nX-Name: Zoë\r\n\r\n")
-        guard case .request(let parsed) = parser.next(bodyLimit: { _, _ in 0 }) else {
+        parser.feed("GET / HTTP/1.1\r\nHost: h\r\nX-Name: Zoë\r\n\r\n")
+        guard case .request(let parsed) = parser.next(admit: { _, _ in nil }) else {
             Issue.record("expected a request")
             return
         }
@@ -160,7 +194,7 @@ private extension HTTPRequestParser {
 
     @Test func expectContinueAsksForTheBodyThenDeliversIt() {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
-        parser.feed("POST /m HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n\r\n")
+        parser.feed("POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n\r\n")
         #expect(parser.nextOutcome() == .continueExpected)
         #expect(parser.nextOutcome() == .needMoreData)
         #expect(parser.phase == .body)
@@ -170,8 +204,8 @@ private extension HTTPRequestParser {
 
     @Test func expectContinueOverTheLimitIs413WithoutContinue() {
         #expect(HTTPRequestParser.first(
-            "POST /m HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n", limit: 4096)
-            == .failure(status: 413, code: "PayloadTooLarge"))
+            "POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n", limit: 4096)
+            == .refused(status: 413, code: "PayloadTooLarge"))
     }
 
     @Test func expectContinueIsIgnoredForHTTP10() {
@@ -191,13 +225,13 @@ private extension HTTPRequestParser {
     ] as [(String, String?, Bool)])
     func keepAliveFollowsVersionAndConnectionHeader(version: String, connection: String?, keepAlive: Bool) {
         let header = connection.map { "Connection: \($0)\r\n" } ?? ""
-        #expect(HTTPRequestParser.first("GET / \(version)\r\n\(header)\r\n")
+        #expect(HTTPRequestParser.first("GET / \(version)\r\nHost: h\r\n\(header)\r\n")
             == .request(method: "GET", target: "/", body: "", keepAlive: keepAlive))
     }
 
     @Test(arguments: ["chunked", "gzip, chunked", "identity"])
     func transferEncodingIs411(coding: String) {
-        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\nTransfer-Encoding: \(coding)\r\n\r\n")
+        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \(coding)\r\n\r\n")
             == .failure(status: 411, code: "LengthRequired"))
     }
 
@@ -211,19 +245,19 @@ private extension HTTPRequestParser {
         "Content-Length: ",
     ])
     func invalidOrConflictingContentLengthIs400(headers: String) {
-        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\n\(headers)\r\n\r\nhello")
+        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\nHost: h\r\n\(headers)\r\n\r\nhello")
             == .failure(status: 400, code: "BadRequest"))
     }
 
     @Test(arguments: ["Content-Length: 5\r\nContent-Length: 5", "Content-Length: 5, 5", "Content-Length: 005"])
     func repeatedEqualContentLengthIsAccepted(headers: String) {
-        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\n\(headers)\r\n\r\nhello")
+        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\nHost: h\r\n\(headers)\r\n\r\nhello")
             == .request(method: "POST", target: "/", body: "hello", keepAlive: true))
     }
 
     @Test func hugeContentLengthIs413NotACrash() {
-        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n")
-            == .failure(status: 413, code: "PayloadTooLarge"))
+        #expect(HTTPRequestParser.first("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999999\r\n\r\n")
+            == .refused(status: 413, code: "PayloadTooLarge"))
     }
 
     @Test(arguments: ["POST", "PUT"])
@@ -242,7 +276,7 @@ private extension HTTPRequestParser {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
         parser.feed("\r")
         #expect(parser.nextOutcome() == .needMoreData)
-        parser.feed("\nGET /a HTTP/1.1\r\n\r\n")
+        parser.feed("\nGET /a HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(parser.nextOutcome() == .request(method: "GET", target: "/a", body: "", keepAlive: true))
     }
 
@@ -250,7 +284,57 @@ private extension HTTPRequestParser {
         var parser = HTTPRequestParser(maxHeaderBytes: 16 * 1024)
         parser.feed("BAD\r\n\r\n")
         #expect(parser.nextOutcome() == .failure(status: 400, code: "BadRequest"))
-        parser.feed("GET / HTTP/1.1\r\n\r\n")
+        parser.feed("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(parser.nextOutcome() == .failure(status: 400, code: "BadRequest"))
+    }
+
+    // MARK: - Host
+
+    @Test(arguments: [
+        "GET / HTTP/1.1\r\n\r\n",
+        "POST /v1/messages HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
+        "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: user@a\r\n\r\n",
+    ])
+    func missingRepeatedOrMalformedHostIs400(text: String) {
+        #expect(HTTPRequestParser.first(text) == .failure(status: 400, code: "BadRequest"))
+    }
+
+    @Test(arguments: [
+        "GET / HTTP/1.1\r\nHost: herald.example:8600\r\n\r\n",
+        "GET / HTTP/1.1\r\nhost: [::1]:8600\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        // RFC 9110 §7.2: empty when the target has no authority.
+        "GET / HTTP/1.1\r\nHost:\r\n\r\n",
+        // HTTP/1.0 predates Host; health checkers still send it without one.
+        "GET / HTTP/1.0\r\n\r\n",
+    ])
+    func oneWellFormedHostOrAnHTTP10RequestWithoutOneIsAccepted(text: String) {
+        guard case .request = HTTPRequestParser.first(text) else {
+            Issue.record("expected a request from \(text.debugDescription)")
+            return
+        }
+    }
+
+    // MARK: - Path
+
+    @Test func percentEncodedSlashStaysInsideItsSegment() {
+        let request = HTTPRequest(method: "GET", target: "/v1/tokens/abc%2Fdef%20g?x=%2F")
+        #expect(request.path == "/v1/tokens/abc%2Fdef%20g")
+        #expect(request.pathSegments == ["v1", "tokens", "abc/def g"])
+        #expect(request.query == ["x": "/"])
+        #expect(HTTPRequest(method: "GET", target: "/").pathSegments == [""])
+        #expect(HTTPRequest(method: "GET", target: "/a//b/").pathSegments == ["a", "", "b", ""])
+        #expect(HTTPRequest.pathSegments(of: "/v1/messages/%62atch") == ["v1", "messages", "batch"])
+    }
+
+    @Test(arguments: ["/v1/tokens/%", "/v1/tokens/%zz", "/v1/tokens/a%2", "/v1/tokens/%C3%28"])
+    func malformedPercentEncodingInThePathIs400(path: String) {
+        #expect(HTTPRequest.pathSegments(of: path) == nil)
+        #expect(HTTPRequestParser.first("GET \(path) HTTP/1.1\r\nHost: h\r\n\r\n")
+            == .failure(status: 400, code: "BadRequest"))
     }
 }

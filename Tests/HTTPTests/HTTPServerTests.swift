@@ -34,7 +34,8 @@ import Testing
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
         try client.send(
-            "GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\nPOST /3 HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+            "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n"
+                + "POST /3 HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
         let bodies = try (1...3).map { _ in try client.readResponse().body }
         #expect(bodies == ["/1", "/2", "/3"])
     }
@@ -43,7 +44,7 @@ import Testing
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("POST /m HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        try client.send("POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
         #expect(try client.read(count: 25) == "HTTP/1.1 100 Continue\r\n\r\n")
         try client.send("hello")
         let response = try client.readResponse()
@@ -57,7 +58,7 @@ import Testing
         })
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("POST /m HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        try client.send("POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 413)
         #expect(response.errorCode == "PayloadTooLarge")
@@ -67,7 +68,7 @@ import Testing
 
     @Test(arguments: [
         ("GET / HTTP/1.1\r\nHost: slow", "head"),
-        ("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", "body"),
+        ("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc", "body"),
     ])
     func slowClientGets408(partial: String, phase: String) throws {
         let (server, address) = try startServer { configuration in
@@ -88,7 +89,7 @@ import Testing
         let (server, address) = try startServer { $0.idleTimeout = 0.3 }
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("GET /once HTTP/1.1\r\n\r\n")
+        try client.send("GET /once HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().status == 200)
         #expect(try client.readsEndOfStream())
     }
@@ -99,7 +100,7 @@ import Testing
         var first: TestClient? = try TestClient(address)
         let second = try TestClient(address)
         for client in [first!, second] {
-            try client.send("GET /held HTTP/1.1\r\n\r\n")
+            try client.send("GET /held HTTP/1.1\r\nHost: h\r\n\r\n")
             #expect(try client.readResponse().status == 200)
         }
         let third = try TestClient(address)
@@ -115,7 +116,7 @@ import Testing
         var admitted = false
         for _ in 0..<200 where !admitted {
             let client = try TestClient(address)
-            try client.send("GET /again HTTP/1.1\r\n\r\n")
+            try client.send("GET /again HTTP/1.1\r\nHost: h\r\n\r\n")
             admitted = try client.readResponse().status == 200
             if !admitted { usleep(10_000) }
         }
@@ -151,11 +152,31 @@ import Testing
         #expect(info.st_mode & 0o777 == 0o660)
 
         let client = try TestClient(address)
-        try client.send("GET /over-unix HTTP/1.1\r\n\r\n")
+        try client.send("GET /over-unix HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().body == "/over-unix")
 
         server.shutdown(gracePeriod: 1)
         #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func unixSocketFileIsBornWithNoMoreThanItsFinalMode() throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-mode-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("m.sock").path
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let fd = socket(AF_UNIX, CInt(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+
+        // Right after bind, before anything could chmod it, whatever the umask is.
+        try Socket.bindUnix(fd, to: address)
+        var info = stat()
+        #expect(lstat(path, &info) == 0)
+        #expect(info.st_mode & S_IFMT == S_IFSOCK)
+        #expect(info.st_mode & 0o7777 & ~Socket.unixSocketMode == 0, "born \(String(info.st_mode & 0o7777, radix: 8))")
     }
 
     @Test func unixSocketPathHoldingARegularFileIsRefused() throws {
@@ -177,7 +198,7 @@ import Testing
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
         for target in ["/a", "/b", "/c"] {
-            try client.send("GET \(target) HTTP/1.1\r\n\r\n")
+            try client.send("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n")
             let response = try client.readResponse()
             #expect(response.status == 200)
             #expect(response.body == "first \(target)")
@@ -188,7 +209,7 @@ import Testing
         let (server, address) = try startServer(TestHandler { _, _ in })
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("GET /forgotten HTTP/1.1\r\n\r\n")
+        try client.send("GET /forgotten HTTP/1.1\r\nHost: h\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 500)
         #expect(response.errorCode == "InternalError")
@@ -208,7 +229,7 @@ import Testing
         let (server, address) = try startServer(handler)
         defer { server.shutdown(gracePeriod: 1) }
         let gone = try TestClient(address)
-        try gone.send("GET /park HTTP/1.1\r\n\r\n")
+        try gone.send("GET /park HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(received.wait())
         gone.reset()
         // The client is gone; answering it now must not disturb anyone else.
@@ -220,25 +241,26 @@ import Testing
         #expect(closed)
         parked.withLock { $0.forEach { $0.respond(.text(200, "too late")) } }
         let client = try TestClient(address)
-        try client.send("GET /next HTTP/1.1\r\n\r\n")
+        try client.send("GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().body == "alive")
     }
 
     @Test(arguments: [
         ("GARBAGE\r\n\r\n", 400, "BadRequest"),
         ("GET / HTTP/2.0\r\n\r\n", 505, "HTTPVersionNotSupported"),
-        ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 411, "LengthRequired"),
-        ("POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "BadRequest"),
-        ("GET / HTTP/1.1\r\nX-Big: \(String(repeating: "x", count: 20_000))\r\n\r\n",
+        ("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+         411, "LengthRequired"),
+        ("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "BadRequest"),
+        ("GET / HTTP/1.1\r\nHost: h\r\nX-Big: \(String(repeating: "x", count: 20_000))\r\n\r\n",
          431, "RequestHeaderFieldsTooLarge"),
-        ("POST / HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n", 413, "PayloadTooLarge"),
-        ("GET / HTTP/1.1\r\nX-Bad: \u{FFFD}\r\n\r\n", 0, ""),
+        ("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2000000\r\n\r\n", 413, "PayloadTooLarge"),
+        ("GET / HTTP/1.1\r\nHost: h\r\nX-Bad: \u{FFFD}\r\n\r\n", 0, ""),
     ])
     func badRequestGetsAnErrorAndCloseWithoutHurtingOthers(raw: String, status: Int, code: String) throws {
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
         let bystander = try TestClient(address)
-        try bystander.send("GET /before HTTP/1.1\r\n\r\n")
+        try bystander.send("GET /before HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try bystander.readResponse().status == 200)
 
         let client = try TestClient(address)
@@ -255,7 +277,7 @@ import Testing
         #expect(response.header("Content-Type") == "application/json")
         #expect(try client.readsEndOfStream())
 
-        try bystander.send("GET /after HTTP/1.1\r\n\r\n")
+        try bystander.send("GET /after HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try bystander.readResponse().body == "/after")
     }
 
@@ -269,14 +291,14 @@ import Testing
         let (server, address) = try startServer { $0.idleTimeout = 5 }
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("GET /c \(version)\r\n\(header)\r\n")
+        try client.send("GET /c \(version)\r\nHost: h\r\n\(header)\r\n")
         let response = try client.readResponse()
         #expect(response.status == 200)
         #expect(response.header("Connection") == answer)
         if closes {
             #expect(try client.readsEndOfStream())
         } else {
-            try client.send("GET /again \(version)\r\n\(header)\r\n")
+            try client.send("GET /again \(version)\r\nHost: h\r\n\(header)\r\n")
             #expect(try client.readResponse().body == "/again")
         }
     }
@@ -285,7 +307,7 @@ import Testing
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("GET /x HTTP/1.1\r\n\r\nGET /y HTTP/1.1\r\n\r\n")
+        try client.send("GET /x HTTP/1.1\r\nHost: h\r\n\r\nGET /y HTTP/1.1\r\nHost: h\r\n\r\n")
         client.finishSending()
         #expect(try client.readResponse().body == "/x")
         #expect(try client.readResponse().body == "/y")
@@ -296,10 +318,10 @@ import Testing
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("HEAD /sized HTTP/1.1\r\n\r\n")
+        try client.send("HEAD /sized HTTP/1.1\r\nHost: h\r\n\r\n")
         let response = try client.readResponse(head: true)
         #expect(response.header("Content-Length") == "6")
-        try client.send("GET /next HTTP/1.1\r\n\r\n")
+        try client.send("GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().body == "/next")
     }
 
@@ -311,7 +333,7 @@ import Testing
         let (server, address) = try startServer(handler)
         defer { server.shutdown(gracePeriod: 1) }
         let client = try TestClient(address)
-        try client.send("POST /big HTTP/1.1\r\nContent-Length: \(payload.utf8.count)\r\n\r\n" + payload)
+        try client.send("POST /big HTTP/1.1\r\nHost: h\r\nContent-Length: \(payload.utf8.count)\r\n\r\n" + payload)
         let response = try client.readResponse()
         #expect(response.body.utf8.count == 2 * payload.utf8.count)
         #expect(response.body == payload + payload)
@@ -330,11 +352,11 @@ import Testing
         }
         let (server, address) = try startServer(handler)
         let idle = try TestClient(address)
-        try idle.send("GET /warm HTTP/1.1\r\n\r\n")
+        try idle.send("GET /warm HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try idle.readResponse().body == "quick")
 
         let busy = try TestClient(address)
-        try busy.send("GET /slow HTTP/1.1\r\n\r\n")
+        try busy.send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(inHandler.wait())
 
         let stopped = Latch()
@@ -374,7 +396,7 @@ import Testing
             DispatchQueue.global().asyncAfter(deadline: .now() + 3) { responder.respond(.text(200, "late")) }
         })
         let client = try TestClient(address)
-        try client.send("GET /never HTTP/1.1\r\n\r\n")
+        try client.send("GET /never HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(inHandler.wait())
         server.shutdown(gracePeriod: 0.2)
         #expect(try client.readsEndOfStream())

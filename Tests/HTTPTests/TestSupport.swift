@@ -6,12 +6,20 @@ import Synchronization
 /// A handler made of closures, for tests.
 struct TestHandler: HTTPHandler {
     var limit: Int = 1 << 20
+    /// Answers a head from `admit`; nil admits.
+    var onHead: @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil }
     let onRequest: @Sendable (HTTPRequest, any HTTPResponder) -> Void
 
-    init(limit: Int = 1 << 20, _ onRequest: @escaping @Sendable (HTTPRequest, any HTTPResponder) -> Void) {
+    init(
+        limit: Int = 1 << 20, onHead: @escaping @Sendable (HTTPRequest) -> HTTPResponse? = { _ in nil },
+        _ onRequest: @escaping @Sendable (HTTPRequest, any HTTPResponder) -> Void
+    ) {
         self.limit = limit
+        self.onHead = onHead
         self.onRequest = onRequest
     }
+
+    func admit(_ head: HTTPRequest) -> HTTPResponse? { onHead(head) }
 
     func bodyLimit(method: String, path: String) -> Int { limit }
 

@@ -129,12 +129,8 @@ enum Socket {
         try removeStaleSocket(path: path, address: address)
         let fd = try blockingSyscall("socket") { Glibc.socket(AF_UNIX, streamFlags, 0) }
         do {
-            _ = try withUnsafePointer(to: &address) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(IOError) in
-                    try blockingSyscall("bind") { bind(fd, raw, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-                }
-            }
-            try blockingSyscall("chmod") { chmod(path, 0o660) }
+            try bindUnix(fd, to: address)
+            try blockingSyscall("chmod") { chmod(path, unixSocketMode) }
             try blockingSyscall("listen") { Glibc.listen(fd, CInt(clamping: backlog)) }
             return fd
         } catch {
@@ -142,6 +138,28 @@ enum Socket {
             unlinkSocketFile(path)
             throw error
         }
+    }
+
+    /// Who may connect to a Unix socket: its owner and its group.
+    static let unixSocketMode: mode_t = 0o660
+
+    /// Binds `fd`, creating the socket file. The file never exists with more access than `unixSocketMode`:
+    /// bind(2) gives it the socket's own mode (0777) less the umask, so a chmod after bind would leave a window
+    /// in which anyone the umask lets through (everyone, under umask 0) could connect. Linux takes the socket's
+    /// mode from fchmod(2) on the unbound socket, so the file is born with `unixSocketMode` less the umask, and
+    /// the chmod after it can only widen to the final mode, never beyond. The process-wide umask itself is left
+    /// alone: other threads may be creating files (the database's WAL) at the same moment.
+    static func bindUnix(_ fd: CInt, to address: sockaddr_un) throws(IOError) {
+        try blockingSyscall("fchmod") { fchmod(fd, unixSocketMode) }
+        var address = address
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                Result { () throws(IOError) in
+                    try blockingSyscall("bind") { bind(fd, raw, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+        }
+        _ = try result.get()
     }
 
     /// A socket file left by a process that died is removed; one a live server still answers on is not.

@@ -44,6 +44,11 @@ final class Connection {
     private var peerClosed = false
     private var writeBlockedSince: Double?
     private var lingerDiscarded = 0
+    /// Bytes of the server's body budget held by the body being read; handed to the responder with the
+    /// request, given back if the connection fails or closes first.
+    private var reservedBodyBytes = 0
+    /// The refused request was a HEAD, so its answer goes without a body.
+    private var refusingHEAD = false
 
     /// Beyond this much unanswered output, pipelined requests wait until the client reads.
     private static let outputHighWater = 256 * 1024
@@ -142,6 +147,7 @@ final class Connection {
         state = .closed
         output = []
         outputSent = 0
+        releaseBodyReservation()
         Glibc.close(fd)
         loop.forget(self)
     }
@@ -225,8 +231,7 @@ final class Connection {
             case .handling, .closingAfterWrite, .lingering, .closed: return
             }
             if output.count - outputSent > Self.outputHighWater { return }
-            let handler = loop.context.handler
-            switch parser.next(bodyLimit: { handler.bodyLimit(method: $0, path: $1) }) {
+            switch parser.next(admit: { head, bodyLength in admit(head, bodyLength: bodyLength) }) {
             case .needMoreData:
                 waitForInput()
                 return
@@ -238,13 +243,45 @@ final class Connection {
                 state = .handling(Pending(
                     keepAlive: parsed.keepAlive, isHTTP10: parsed.isHTTP10,
                     isHead: parsed.request.method == "HEAD"))
-                loop.dispatch(parsed.request, on: self)
+                let reserved = reservedBodyBytes
+                reservedBodyBytes = 0
+                loop.dispatch(parsed.request, reservedBodyBytes: reserved, on: self)
+                return
+            case .refused(let response):
+                response.encode(into: &output, connection: .close, omitBody: refusingHEAD)
+                state = .closingAfterWrite
+                markDirty()
                 return
             case .failure(let error):
                 fail(error)
                 return
             }
         }
+    }
+
+    /// Decides from a head alone, before any of its body is read or `100 Continue` is sent: the handler's
+    /// own answer, 413 over the body limit, or 503 when the server's body budget cannot hold the body.
+    /// An admitted body's length is reserved from the budget until the handler answers it.
+    private func admit(_ head: HTTPRequest, bodyLength: Int) -> HTTPResponse? {
+        let context = loop.context
+        var answer = context.handler.admit(head)
+        if answer == nil && bodyLength > 0 {
+            let limit = context.handler.bodyLimit(method: head.method, path: head.path)
+            if bodyLength > limit {
+                answer = HTTPRequestError.bodyTooLarge(limit: limit).response
+            } else if context.reserveBodyBytes(bodyLength) {
+                reservedBodyBytes = bodyLength
+            } else {
+                answer = HTTPRequestError.bodyBudgetExhausted.response
+            }
+        }
+        refusingHEAD = answer != nil && head.method == "HEAD"
+        return answer
+    }
+
+    private func releaseBodyReservation() {
+        loop.context.releaseBodyBytes(reservedBodyBytes)
+        reservedBodyBytes = 0
     }
 
     /// Moves the timers along with the parser's phase and reads again if reading was paused.
@@ -279,6 +316,9 @@ final class Connection {
     }
 
     private func fail(_ error: HTTPRequestError) {
+        // No request will be parsed on this connection again: a partial body goes, with its reservation.
+        parser = HTTPRequestParser(maxHeaderBytes: parser.maxHeaderBytes)
+        releaseBodyReservation()
         error.response.encode(into: &output, connection: .close, omitBody: false)
         state = .closingAfterWrite
         markDirty()

@@ -1,27 +1,34 @@
 import Synchronization
 
 /// The `HTTPResponder` handed to the handler with one request. It may be called from any thread; the first
-/// response is posted to the connection's event loop, later ones are ignored.
+/// response is posted to the connection's event loop, later ones are ignored. It holds the request's share of
+/// the server's body budget and gives it back with the answer: a body is counted for as long as the handler
+/// may be holding it.
 final class ConnectionResponder: HTTPResponder {
     private let loop: EventLoop
     private let fd: CInt
     private let connectionID: UInt64
+    private let reservedBodyBytes: Int
     private let answered = Atomic<Bool>(false)
 
-    init(loop: EventLoop, fd: CInt, connectionID: UInt64) {
+    init(loop: EventLoop, fd: CInt, connectionID: UInt64, reservedBodyBytes: Int) {
         self.loop = loop
         self.fd = fd
         self.connectionID = connectionID
+        self.reservedBodyBytes = reservedBodyBytes
     }
 
     func respond(_ response: HTTPResponse) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Before the post, so a client that has read this answer finds the budget already given back.
+        loop.context.releaseBodyBytes(reservedBodyBytes)
         loop.post(.respond(fd: fd, connectionID: connectionID, response: response))
     }
 
     /// A handler that lets go of a request without answering would leave the connection waiting forever.
     deinit {
         if !answered.load(ordering: .acquiring) {
+            loop.context.releaseBodyBytes(reservedBodyBytes)
             loop.post(.respond(fd: fd, connectionID: connectionID, response: HTTPRequestError.unanswered.response))
         }
     }

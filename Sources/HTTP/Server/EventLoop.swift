@@ -210,8 +210,11 @@ final class EventLoop: @unchecked Sendable {
         dirty.append(connection)
     }
 
-    func dispatch(_ request: HTTPRequest, on connection: Connection) {
-        let responder = ConnectionResponder(loop: self, fd: connection.fd, connectionID: connection.id)
+    /// Hands a request to the handler; its responder gives `reservedBodyBytes` back to the body budget when
+    /// the handler answers.
+    func dispatch(_ request: HTTPRequest, reservedBodyBytes: Int, on connection: Connection) {
+        let responder = ConnectionResponder(
+            loop: self, fd: connection.fd, connectionID: connection.id, reservedBodyBytes: reservedBodyBytes)
         context.handler.handle(request, responder: responder)
     }
 

@@ -15,6 +15,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var bodyTimeout: Double
     /// The `listen(2)` backlog.
     public var backlog: Int
+    /// Bytes of request bodies held at once across all connections: each body's `Content-Length` is reserved
+    /// from this budget before its first byte is read, and given back when the handler has answered it (or
+    /// the connection closes first). A request whose body does not fit is answered 503 with `Retry-After`
+    /// from its head, without `100 Continue`. Keep it at least the largest body limit, or such bodies are
+    /// never accepted.
+    public var maxBodyBytesInFlight: Int
 
     public init(
         address: ListenAddress,
@@ -24,7 +30,8 @@ public struct HTTPServerConfiguration: Sendable {
         idleTimeout: Double = 60,
         headerTimeout: Double = 10,
         bodyTimeout: Double = 30,
-        backlog: Int = 1024
+        backlog: Int = 1024,
+        maxBodyBytesInFlight: Int = 64 << 20
     ) {
         self.address = address
         self.eventLoops = eventLoops
@@ -34,5 +41,6 @@ public struct HTTPServerConfiguration: Sendable {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.backlog = backlog
+        self.maxBodyBytesInFlight = maxBodyBytesInFlight
     }
 }
