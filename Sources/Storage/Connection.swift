@@ -125,6 +125,58 @@ public final class Connection {
         }
     }
 
+    // MARK: - Settings durability rests on
+
+    /// Switches the database to WAL journal mode, or throws `DatabaseRequirementError`: group commit, readers beside
+    /// the writer and crash safety all rest on it. `PRAGMA journal_mode` answers the mode it ended in rather than
+    /// failing (an in-memory database stays `memory`; a VFS without shared memory keeps `delete`), so the answer is
+    /// what is checked.
+    ///
+    /// Related SQLite documentation: https://sqlite.org/pragma.html#pragma_journal_mode
+    public func requireWAL() throws {
+        let mode: String?
+        do {
+            mode = try queryOne("PRAGMA journal_mode = WAL") { $0.string(0) }
+        } catch {
+            throw DatabaseRequirementError(description: "cannot use WAL journal mode on \(path): \(error); "
+                + DatabaseRequirementError.walHint)
+        }
+        guard let mode, mode.lowercased() == "wal" else {
+            throw DatabaseRequirementError(
+                description: "cannot use WAL journal mode on \(path): got \(mode ?? "no answer"); "
+                    + DatabaseRequirementError.walHint)
+        }
+    }
+
+    /// Sets `PRAGMA synchronous` for `durability` and reads it back; throws when it did not take. Outside a
+    /// transaction only (SQLite refuses the change inside one).
+    public func setSynchronous(_ durability: Durability) throws {
+        let actual: Durability?
+        do {
+            try execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+            actual = try synchronous()
+        } catch {
+            throw DatabaseRequirementError(
+                description: "cannot set synchronous=\(durability.rawValue) on \(path): \(error)")
+        }
+        guard actual == durability else {
+            throw DatabaseRequirementError(
+                description: "PRAGMA synchronous did not take on \(path): wanted \(durability.rawValue), "
+                    + "got \(actual?.rawValue ?? "another level")")
+        }
+    }
+
+    /// The `synchronous` level in force: `.full` (2), `.normal` (1), or nil for any other (OFF, EXTRA).
+    public func synchronous() throws -> Durability? {
+        switch try queryOne("PRAGMA synchronous", row: { $0.int(0) }) {
+        case 2: .full
+        case 1: .normal
+        default: nil
+        }
+    }
+
+    // MARK: - State
+
     public var changes: Int { Int(sqlite3_changes64(handle)) }
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

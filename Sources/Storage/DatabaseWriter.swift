@@ -40,13 +40,14 @@ public final class DatabaseWriter: Sendable {
     /// The largest number of jobs committed together.
     private static let maxGroup = 4096
 
-    /// Opens the database (creating it 0600), sets WAL and durability, applies migrations, starts the thread.
+    /// Opens the database (creating it 0600), sets WAL and durability and checks that both took (throwing
+    /// `DatabaseRequirementError` when not), applies migrations, starts the thread.
     public init(path: String, durability: Durability = .full) throws {
         self.path = path
         self.durability = durability
         let connection = try Connection(path: path)
-        try connection.execute("PRAGMA journal_mode = WAL")
-        try connection.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+        try connection.requireWAL()
+        try connection.setSynchronous(durability)
         try Migrator.migrate(connection)
         let box = UncheckedBox(connection)
         let thread = Thread { [queue, finished] in
@@ -99,18 +100,35 @@ public final class DatabaseWriter: Sendable {
     }
 
     private static func loop(connection: Connection, queue: JobQueue<Job>, durability: Durability) {
-        var syncing = durability == .full
+        // The level in force; nil when a switch failed and reading it back failed too.
+        var level: Durability? = durability
         while true {
-            let group = queue.popBatch(limit: maxGroup)
+            var group = queue.popBatch(limit: maxGroup)
             if group.isEmpty { break }
             if durability == .full {
                 // The pragma cannot change inside a transaction: set it between groups, only when it differs.
-                let needsSync = group.contains(where: \.durable)
-                if needsSync != syncing, (try? connection.execute("PRAGMA synchronous = \(needsSync ? "FULL" : "NORMAL")")) != nil {
-                    syncing = needsSync
+                let wanted: Durability = group.contains(where: \.durable) ? .full : .normal
+                if level != wanted {
+                    do {
+                        try connection.setSynchronous(wanted)
+                        level = wanted
+                    } catch {
+                        level = try? connection.synchronous()
+                        // Staying at FULL is only slower; committing a durable job without its fsync would
+                        // acknowledge what a power cut can take back.
+                        if wanted == .full, level != .full {
+                            Log.error("cannot switch to synchronous=FULL; refusing this group's durable writes", [
+                                "error": .string("\(error)"),
+                            ])
+                            for job in group where job.durable { job.complete(error) }
+                            group.removeAll(where: \.durable)
+                        } else {
+                            Log.warn("cannot switch synchronous", ["error": .string("\(error)")])
+                        }
+                    }
                 }
             }
-            commit(group, on: connection)
+            if !group.isEmpty { commit(group, on: connection) }
         }
         do {
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

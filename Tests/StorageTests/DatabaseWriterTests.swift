@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import Synchronization
 import Testing
@@ -89,5 +90,46 @@ import Testing
         let writer = try DatabaseWriter(path: directory.path("herald.db"))
         writer.close()
         #expect(throws: SQLiteError.self) { try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('x')") } }
+    }
+
+    // MARK: - PRAGMAs durability rests on
+
+    @Test func aDatabaseThatCannotBeInWALModeIsRefused() throws {
+        // SQLite keeps an in-memory database in `memory` mode and says so rather than failing.
+        let error = #expect(throws: (any Error).self) { try DatabaseWriter(path: ":memory:") }
+        let text = error.map { "\($0)" } ?? ""
+        #expect(text.contains("cannot use WAL journal mode on :memory:: got memory"), "\(text)")
+    }
+
+    /// Denies `PRAGMA synchronous = FULL` the way SQLite denies a statement: the switch back to FULL fails.
+    private static let denySynchronousFull: @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+        UnsafePointer<CChar>?
+    ) -> Int32 = { _, action, name, value, _, _ in
+        guard action == SQLITE_PRAGMA, let name, let value, String(cString: name).lowercased() == "synchronous" else {
+            return SQLITE_OK
+        }
+        return ["FULL", "2", "EXTRA", "3"].contains(String(cString: value).uppercased()) ? SQLITE_DENY : SQLITE_OK
+    }
+
+    @Test func aDurableWriteIsRefusedRatherThanCommittedWithoutFsyncWhenSynchronousFullFails() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full)
+        func run<T: Sendable>(durable: Bool, _ work: @escaping @Sendable (Connection) throws -> T) -> Result<T, Error> {
+            let rendezvous = Rendezvous<T>()
+            writer.enqueue(durable: durable, work) { rendezvous.fulfil($0) }
+            return Result { try rendezvous.wait() }
+        }
+        // A claim-only group runs at NORMAL; from it on, switching back to FULL is denied.
+        _ = try run(durable: false) { connection in
+            sqlite3_set_authorizer(connection.handle, Self.denySynchronousFull, nil)
+        }.get()
+        let durable = run(durable: true) { try $0.run("INSERT INTO apps (name) VALUES ('durable')") }
+        #expect(throws: (any Error).self, "a durable write acknowledged at synchronous=NORMAL") { try durable.get() }
+        let relaxed = run(durable: false) { try $0.run("INSERT INTO apps (name) VALUES ('relaxed')") }
+        #expect(throws: Never.self, "a write that needs no fsync still commits") { try relaxed.get() }
+        let names = try run(durable: false) { try $0.query("SELECT name FROM apps") { $0.string(0) } }.get()
+        writer.close()
+        #expect(names == ["relaxed"])
     }
 }
