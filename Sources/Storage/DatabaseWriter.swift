@@ -18,13 +18,14 @@ public enum Durability: String, Sendable, CaseIterable {
 /// group commit.
 public final class DatabaseWriter: Sendable {
     private final class Job: @unchecked Sendable {
-        /// Runs the work; false when it threw (its writes must be undone).
-        let run: (Connection) -> Bool
+        /// Runs the work; returns the error it threw (its writes must then be undone), nil when it succeeded.
+        let run: (Connection) -> Error?
+        /// Answers the caller: with the work's own result when given nil, else with the error given.
         let complete: (Error?) -> Void
         /// Whether its commit must reach the disk before it completes (see `enqueue(durable:)`).
         let durable: Bool
 
-        init(durable: Bool, run: @escaping (Connection) -> Bool, complete: @escaping (Error?) -> Void) {
+        init(durable: Bool, run: @escaping (Connection) -> Error?, complete: @escaping (Error?) -> Void) {
             self.durable = durable
             self.run = run
             self.complete = complete
@@ -74,8 +75,8 @@ public final class DatabaseWriter: Sendable {
             durable: durable,
             run: { connection in
                 box.result = Result { try work(connection) }
-                if case .failure = box.result! { return false }
-                return true
+                if case .failure(let error) = box.result! { return error }
+                return nil
             },
             complete: { commitError in
                 if let commitError { completion(.failure(commitError)) } else { completion(box.result!) }
@@ -137,45 +138,97 @@ public final class DatabaseWriter: Sendable {
         }
     }
 
+    /// Runs `group` in one transaction, each job in a savepoint (a lone job needs none), and answers every job.
+    ///
+    /// SQLite may roll back the whole transaction on its own when a statement fails with `SQLITE_FULL`,
+    /// `SQLITE_IOERR` or `SQLITE_NOMEM` ("Response To Errors Within A Transaction"). Its savepoints are gone then,
+    /// and the next `SAVEPOINT` would silently open a new transaction that its `RELEASE` commits: jobs stored but
+    /// answered with an error. So after every job the transaction is checked, and once it is gone no further job
+    /// runs and every job of the group is answered with an error.
+    ///
+    /// Related SQLite documentation: https://sqlite.org/lang_transaction.html
     private static func commit(_ group: [Job], on connection: Connection) {
+        if connection.isInTransaction {
+            // Only a failed ROLLBACK leaves one behind; BEGIN would fail for this and every later group.
+            rollBack(connection)
+        }
         do {
             try connection.executeCached("BEGIN IMMEDIATE")
         } catch {
             for job in group { job.complete(error) }
             return
         }
-        var ran: [Job] = []
-        ran.reserveCapacity(group.count)
-        if group.count == 1 {
-            if !group[0].run(connection) {
-                try? connection.execute("ROLLBACK")
-                group[0].complete(nil)
-                return
+        let alone = group.count == 1
+        var failures: [Error?] = []
+        failures.reserveCapacity(group.count)
+        for job in group {
+            let failure: Error?
+            do {
+                failure = try run(job, on: connection, inSavepoint: !alone)
+            } catch {
+                // The savepoint could not be set, undone or released: what the job left is unknown.
+                return abandon(group, failures: failures, cause: error, on: connection)
             }
-            ran = group
-        } else {
-            for job in group {
-                // A savepoint per job: a job that throws undoes only its own writes.
-                do {
-                    try connection.executeCached("SAVEPOINT job")
-                } catch {
-                    job.complete(error)
-                    continue
-                }
-                if !job.run(connection) { try? connection.executeCached("ROLLBACK TO job") }
-                try? connection.executeCached("RELEASE job")
-                ran.append(job)
+            guard connection.isInTransaction else {
+                return abandon(group, failures: failures + [failure], cause: failure, on: connection)
             }
+            failures.append(failure)
+        }
+        if alone, failures[0] != nil {
+            rollBack(connection)
+            return group[0].complete(nil)
         }
         do {
             try connection.executeCached("COMMIT")
         } catch {
-            try? connection.execute("ROLLBACK")
-            Log.error("group commit failed", ["error": .string("\(error)"), "jobs": .int(Int64(ran.count))])
-            for job in ran { job.complete(error) }
+            if connection.isInTransaction { rollBack(connection) }
+            Log.error("group commit failed", ["error": .string("\(error)"), "jobs": .int(Int64(group.count))])
+            // A job that failed on its own keeps its own error.
+            for (job, failure) in zip(group, failures) { job.complete(failure == nil ? error : nil) }
             return
         }
-        for job in ran { job.complete(nil) }
+        for job in group { job.complete(nil) }
+    }
+
+    /// Runs one job, inside its own savepoint unless it is alone in the group; returns the error the job threw
+    /// (its writes undone). Throws when the savepoint itself fails.
+    private static func run(_ job: Job, on connection: Connection, inSavepoint: Bool) throws -> Error? {
+        guard inSavepoint else { return job.run(connection) }
+        try connection.executeCached("SAVEPOINT job")
+        let failure = job.run(connection)
+        // When SQLite has rolled the whole transaction back, the savepoint is gone too: that is the caller's case.
+        guard connection.isInTransaction else { return failure }
+        if failure != nil { try connection.executeCached("ROLLBACK TO job") }
+        try connection.executeCached("RELEASE job")
+        return failure
+    }
+
+    /// The group's transaction is lost or cannot be trusted: rolls back what is left of it, runs no further job,
+    /// and answers every job with an error. `failures` are the errors of the jobs already run, in order.
+    private static func abandon(_ group: [Job], failures: [Error?], cause: Error?, on connection: Connection) {
+        if connection.isInTransaction { rollBack(connection) }
+        let reason = cause.map { "\($0)" } ?? "a job ended it"
+        Log.error("group commit rolled back as a whole; no job of it is stored", [
+            "error": .string(reason), "jobs": .int(Int64(group.count)),
+        ])
+        let sqlite = cause as? SQLiteError
+        let lost = SQLiteError(
+            code: sqlite?.code ?? SQLITE_ABORT,
+            extendedCode: sqlite?.extendedCode ?? SQLITE_ABORT | (2 << 8),  // SQLITE_ABORT_ROLLBACK (not imported)
+            message: "the transaction this write was part of was rolled back (\(reason)); nothing of it was stored")
+        for (index, job) in group.enumerated() {
+            // A job that failed on its own keeps its own error; every other one gets the group's.
+            let ownFailure = index < failures.count ? failures[index] : nil
+            job.complete(ownFailure == nil ? lost : nil)
+        }
+    }
+
+    private static func rollBack(_ connection: Connection) {
+        do {
+            try connection.execute("ROLLBACK")
+        } catch {
+            Log.error("rollback failed", ["error": .string("\(error)")])
+        }
     }
 }
 

@@ -92,6 +92,70 @@ import Testing
         #expect(throws: SQLiteError.self) { try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('x')") } }
     }
 
+    // MARK: - SQLite's own rollback of a whole group
+
+    /// Three jobs in one group; the middle one fills the disk. SQLite answers `SQLITE_FULL` by rolling back the whole
+    /// transaction (a one-row INSERT has no statement journal to undo just itself), taking the first job's write
+    /// with it. No job may be reported committed, and nothing of the group may be stored: the third must not run in
+    /// a transaction of its own.
+    @Test func aGroupSQLiteRollsBackAsAWholeIsAnsweredWithErrorsAndLeavesNothing() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"))
+        try writer.write { connection in
+            try connection.execute("CREATE TABLE filler (bytes BLOB)")
+            // The file may not grow: a big blob cannot be stored, a short row still fits the pages there are.
+            let pages = try connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
+            try connection.execute("PRAGMA max_page_count = \(pages)")
+        }
+        let results = Mutex<[String: String]>([:])
+        let done = DispatchGroup()
+        let gate = DispatchSemaphore(value: 0)
+        done.enter()
+        writer.enqueue({ _ in gate.wait() }, completion: { _ in done.leave() })
+        let jobs: [(String, String)] = [
+            ("before", "INSERT INTO apps (name) VALUES ('before')"),
+            ("full", "INSERT INTO filler (bytes) VALUES (zeroblob(1000000))"),
+            ("after", "INSERT INTO apps (name) VALUES ('after')"),
+        ]
+        for (name, sql) in jobs {
+            done.enter()
+            writer.enqueue({ connection in try connection.run(sql) }, completion: { result in
+                results.withLock { $0[name] = (try? result.get()) != nil ? "committed" : "\(result)" }
+                done.leave()
+            })
+        }
+        gate.signal()
+        done.wait()
+        let stored = try writer.write { connection in
+            try connection.query("SELECT name FROM apps UNION ALL SELECT 'filler' FROM filler") { $0.string(0) }
+        }
+        writer.close()
+        let answers = results.withLock { $0 }
+        #expect(answers.count == 3)
+        for (name, answer) in answers {
+            #expect(answer != "committed", "\(name) was reported committed")
+        }
+        #expect(answers["full"]?.contains("full") == true, "the job that hit the limit gets its own error: \(answers)")
+        #expect(stored.isEmpty, "nothing of the group may be stored, found \(stored)")
+    }
+
+    @Test func theWriterKeepsWorkingAfterSQLiteRolledAGroupBack() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"))
+        try writer.write { connection in
+            try connection.execute("CREATE TABLE filler (bytes BLOB)")
+            let pages = try connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
+            try connection.execute("PRAGMA max_page_count = \(pages)")
+        }
+        #expect(throws: (any Error).self) {
+            try writer.write { try $0.run("INSERT INTO filler (bytes) VALUES (zeroblob(1000000))") }
+        }
+        _ = try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('later')") }
+        let names = try writer.write { try $0.query("SELECT name FROM apps") { $0.string(0) } }
+        writer.close()
+        #expect(names == ["later"])
+    }
+
     // MARK: - PRAGMAs durability rests on
 
     @Test func aDatabaseThatCannotBeInWALModeIsRefused() throws {

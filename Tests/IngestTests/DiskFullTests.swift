@@ -1,0 +1,82 @@
+import Foundation
+import HTTP
+import Storage
+import Testing
+
+@testable import Ingest
+
+/// A database that cannot grow: every message is either answered 202 and stored, or 503 with `Retry-After` and not
+/// stored. Never a false 202, never stored-but-refused, even when SQLite rolls back the whole group commit.
+@Suite struct DiskFullTests {
+    @Test func eachMessageOfAGroupThatHitsAFullDiskIsEitherStoredAnd202OrRefusedAndAbsent() throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-full-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("herald.db").path
+        let writer = try DatabaseWriter(path: path)
+        let readers = try DatabaseReaders(path: path)
+        let api = IngestAPI(writer: writer, readers: readers, apiToken: nil)
+        _ = try writer.write { connection in
+            try connection.ensureApp("default")
+            let pages = try connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
+            try connection.execute("PRAGMA max_page_count = \(pages + 2)")
+        }
+
+        // Hold the writer so the three messages are committed as one group; the middle one cannot fit.
+        let release = DispatchSemaphore(value: 0)
+        let holding = DispatchSemaphore(value: 0)
+        writer.enqueue({ _ in holding.signal(); release.wait() }, completion: { _ in })
+        holding.wait()
+        let tokens = (0..<1000).map { "\"token-\($0)-\(String(repeating: "x", count: 150))\"" }.joined(separator: ",")
+        let bodies = [
+            #"{"to": "small-before"}"#, #"{"registration_ids": [\#(tokens)]}"#, #"{"to": "small-after"}"#,
+        ]
+        let responders = bodies.map { _ in Capture() }
+        for (body, responder) in zip(bodies, responders) {
+            let request = HTTPRequest(method: "POST", target: "/v1/messages", body: Array(body.utf8))
+            api.handle(request, responder: responder)
+        }
+        release.signal()
+        let responses = responders.map { $0.wait() }
+        let stored = Set(try writer.write { connection in
+            try connection.query("SELECT id FROM messages") { $0.string(0) }
+        })
+        readers.close()
+        writer.close()
+
+        #expect(responses[1].status == 503, "the message that does not fit")
+        for response in responses {
+            let body = String(decoding: response.body, as: UTF8.self)
+            switch response.status {
+            case 202:
+                let id = try #require(
+                    (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])?["id"] as? String)
+                #expect(stored.contains(id), "202 for a message that is not stored: \(body)")
+            case 503:
+                #expect(response.headers.contains { $0.name == "Retry-After" })
+            default:
+                Issue.record("unexpected answer \(response.status): \(body)")
+            }
+        }
+        let accepted = responses.filter { $0.status == 202 }.count
+        #expect(stored.count == accepted, "stored \(stored.count) messages, acknowledged \(accepted)")
+    }
+}
+
+/// Records a response given on any thread and lets the test wait for it.
+private final class Capture: HTTPResponder, @unchecked Sendable {
+    private let lock = NSLock()
+    private let given = DispatchSemaphore(value: 0)
+    private var value: HTTPResponse?
+
+    func respond(_ response: HTTPResponse) {
+        lock.withLock { value = response }
+        given.signal()
+    }
+
+    func wait() -> HTTPResponse {
+        given.wait()
+        return lock.withLock { value! }
+    }
+}
