@@ -3,14 +3,16 @@ import Storage
 import Support
 
 /// Opens the database a maintenance command works on: `--db`, else `HERALD_DB`, else `herald.db`.
-/// Refuses to create one: a typo in a path must not silently make an empty queue.
+/// Refuses to create one: a typo in a path must not silently make an empty queue. Refuses a schema other than this
+/// binary's rather than migrating it: only `migrate` and `serve` change the schema, so a newer herald's command
+/// never upgrades it under an older `serve` that is still running.
 func openExistingDatabase(_ arguments: Arguments) throws -> Storage.Connection {
     let path = arguments.value("db") ?? ProcessInfo.processInfo.environment["HERALD_DB"] ?? "herald.db"
     guard FileManager.default.fileExists(atPath: path) else {
         throw CommandError(description: "no database at \(path) (give --db PATH, or run `herald migrate --db PATH` first)")
     }
     let connection = try Storage.Connection(path: path)
-    try Migrator.migrate(connection)
+    try Migrator.requireCurrent(connection)
     return connection
 }
 

@@ -111,7 +111,7 @@ enum MigrateCommand {
         guard parsed.positional.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(parsed.positional[0])") }
         let path = parsed.value("db") ?? ProcessInfo.processInfo.environment["HERALD_DB"] ?? "herald.db"
         let connection = try Storage.Connection(path: path)
-        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.requireWAL()
         let before = try Migrator.currentVersion(connection)
         let applied = try Migrator.migrate(connection)
         print(applied.isEmpty

@@ -14,9 +14,10 @@ public enum Migrator {
 
     public static var latestVersion: Int { embeddedMigrations.last?.version ?? 0 }
 
-    /// Brings the schema up to date; returns the versions applied now (empty when it already was).
+    /// Brings the schema up to date (or up to `target`, for tests that need an older database); returns the versions
+    /// applied now (empty when it already was).
     @discardableResult
-    public static func migrate(_ connection: Connection) throws -> [Int] {
+    public static func migrate(_ connection: Connection, upTo target: Int = latestVersion) throws -> [Int] {
         try connection.execute("""
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version    INTEGER PRIMARY KEY,
@@ -29,7 +30,7 @@ public enum Migrator {
             throw NewerDatabaseError(databaseVersion: current, binaryVersion: latestVersion)
         }
         var applied: [Int] = []
-        for migration in embeddedMigrations where migration.version > current {
+        for migration in embeddedMigrations where migration.version > current && migration.version <= target {
             try connection.transaction {
                 // Re-check inside the write lock: another process may have migrated meanwhile.
                 guard try currentVersion(connection) < migration.version else { return }
@@ -41,6 +42,28 @@ public enum Migrator {
             }
         }
         return applied
+    }
+
+    /// Throws `DatabaseRequirementError` unless the schema is exactly this binary's. For every command but `migrate`
+    /// and `serve`: a newer herald must not upgrade the schema under an older `serve` that is still running, and
+    /// an older one must not work on a schema it does not know.
+    public static func requireCurrent(_ connection: Connection) throws {
+        let current = try currentVersion(connection)
+        let path = connection.path
+        if current == 0 {
+            throw DatabaseRequirementError(
+                description: "\(path) has no Herald schema; run `herald migrate --db \(path)` first")
+        }
+        if current < latestVersion {
+            throw DatabaseRequirementError(
+                description: "\(path) has schema version \(current) but this herald needs \(latestVersion); "
+                    + "run `herald migrate --db \(path)` with this herald first (and then restart `herald serve`)")
+        }
+        if current > latestVersion {
+            throw DatabaseRequirementError(
+                description: "\(path) has schema version \(current), newer than this herald's \(latestVersion); "
+                    + "upgrade herald (downgrades are not supported)")
+        }
     }
 
     /// The schema version recorded in the database; 0 for a database Herald never migrated.
