@@ -14,7 +14,8 @@ enum SendCommand {
         up within a second.
 
         An invalid message prints its error code (InvalidTtl, InvalidDataKey, MissingRegistration, ...) and message,
-        stores nothing, and exits 1.
+        stores nothing, and exits 1. So does a message for an app that no `herald serve` delivers for (one that has
+        not registered it in the database by starting with it configured): InvalidParameters, as the API answers.
 
         Options:
           --idempotency-key KEY   as the Idempotency-Key header: a repeat within 24 h returns the first message
@@ -51,7 +52,15 @@ enum SendCommand {
         let stored = message.stored(idempotencyKey: key)
         let accepted: AcceptedMessage
         do {
-            accepted = try connection.transaction { try connection.insertMessage(stored, now: Clock.nowMillis()) }
+            // As ingest refuses an app `serve` does not deliver for: here the apps are those a `serve` registered.
+            let inserted = try connection.transaction { () throws -> AcceptedMessage? in
+                guard try connection.appState(stored.app) != nil else { return nil }
+                return try connection.insertMessage(stored, now: Clock.nowMillis())
+            }
+            guard let inserted else {
+                return reject(.unknownApp(stored.app, known: try connection.apps().map(\.name)), parsed)
+            }
+            accepted = inserted
         } catch let conflict as IdempotencyConflict {
             return reject(.idempotencyConflict(conflict), parsed)
         }

@@ -285,8 +285,7 @@ public final class IngestAPI: HTTPHandler {
 
     private func unknownApp(_ app: String) -> APIError? {
         guard let knownApps, !knownApps.contains(app) else { return nil }
-        let known = knownApps.sorted().joined(separator: ", ")
-        return .invalidParameters("unknown app \"\(app)\": this herald delivers for \(known)")
+        return .unknownApp(app, known: Array(knownApps))
     }
 
     private func checkApp(_ message: IncomingMessage) -> Result<IncomingMessage, APIError> {

@@ -65,9 +65,12 @@ import Testing
         try herald(arguments + ["--db", db], stdin: stdin)
     }
 
+    /// `herald migrate`, then the `apps` rows that a `herald serve` delivering for apps default and second creates
+    /// when it starts (`herald send` refuses any other app).
     func migrate() throws {
         let run = try herald(["migrate", "--db", db])
         #expect(run.status == 0, "\(run.stderr)")
+        try connection().run("INSERT OR IGNORE INTO apps (name) VALUES ('default'), ('second')")
     }
 
     /// Queues a message with `herald send --json`; returns its id.

@@ -85,4 +85,26 @@ import Testing
                 "\(result.stderr)")
         #expect(try schemaVersion() == 0)
     }
+
+    // MARK: - herald send and the apps serve delivers for
+
+    @Test func sendRefusesAnAppThatNoServeDeliversForAsIngestDoes() throws {
+        // A serve delivering for app default registers it when it starts.
+        let service = try HeraldProcess(directory: directory, arguments: ["--sandbox"])
+        #expect(service.stop() == 0)
+
+        let refused = try run(["send", #"{"to": "a", "app": "elsewhere"}"#])
+        #expect(refused.status == 1)
+        #expect(refused.stderr == "herald send: InvalidParameters: unknown app \"elsewhere\": "
+            + "this herald delivers for default\n", "\(refused.stderr)")
+        let json = try run(["send", #"{"to": "a", "app": "elsewhere"}"#, "--json"])
+        #expect(json.status == 1)
+        #expect(json.stdout.contains(#""code":"InvalidParameters""#), "\(json.stdout)")
+
+        let accepted = try run(["send", #"{"to": "a"}"#])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        let apps = try Connection(path: db, mode: .readOnly)
+            .query("SELECT DISTINCT app FROM messages") { $0.string(0) }
+        #expect(apps == ["default"], "only the message for a delivered app is stored")
+    }
 }
