@@ -156,6 +156,42 @@ import Testing
         #expect(names == ["later"])
     }
 
+    /// A deferred foreign key fails the COMMIT itself (the transaction stays open): nothing of the group is stored,
+    /// every job hears of it, and the next group starts clean.
+    @Test func aFailedCommitAnswersEveryJobAndTheNextGroupStartsClean() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"))
+        try writer.write { connection in
+            try connection.execute("""
+                CREATE TABLE parent (id INTEGER PRIMARY KEY);
+                CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)
+                """)
+        }
+        let results = Mutex<[String: Bool]>([:])
+        let done = DispatchGroup()
+        let gate = DispatchSemaphore(value: 0)
+        done.enter()
+        writer.enqueue({ _ in gate.wait() }, completion: { _ in done.leave() })
+        let jobs: [(String, String)] = [
+            ("app", "INSERT INTO apps (name) VALUES ('in-the-group')"),
+            ("orphan", "INSERT INTO child (parent) VALUES (42)"),
+        ]
+        for (name, sql) in jobs {
+            done.enter()
+            writer.enqueue({ connection in try connection.run(sql) }, completion: { result in
+                results.withLock { $0[name] = (try? result.get()) != nil }
+                done.leave()
+            })
+        }
+        gate.signal()
+        done.wait()
+        _ = try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('next')") }
+        let names = try writer.write { try $0.query("SELECT name FROM apps") { $0.string(0) } }
+        writer.close()
+        #expect(results.withLock { $0 } == ["app": false, "orphan": false])
+        #expect(names == ["next"])
+    }
+
     // MARK: - PRAGMAs durability rests on
 
     @Test func aDatabaseThatCannotBeInWALModeIsRefused() throws {
