@@ -15,7 +15,8 @@ public enum Durability: String, Sendable, CaseIterable {
 /// Writes from many threads are gathered: the writer thread takes every job waiting, runs them all in one
 /// `BEGIN IMMEDIATE` transaction (each inside its own savepoint, so one failing job does not undo the others),
 /// commits once, and only then completes each job. With `Durability.full` that is one fsync for the group:
-/// group commit.
+/// group commit. When SQLite itself rolls the whole transaction back (disk full, I/O error), every job of the group
+/// is answered with an error and none is stored.
 public final class DatabaseWriter: Sendable {
     private final class Job: @unchecked Sendable {
         /// Runs the work; returns the error it threw (its writes must then be undone), nil when it succeeded.
