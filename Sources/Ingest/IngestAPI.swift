@@ -360,6 +360,7 @@ public final class IngestAPI: HTTPHandler {
         return .object([
             ("id", .string(record.id)),
             ("app", .string(record.app)),
+            ("format", .string(record.format.rawValue)),
             ("target_kind", .string(record.targetKind)),
             ("collapse_key", record.collapseKey.map(JSON.string) ?? .null),
             ("priority", .string(record.priority)),
