@@ -58,10 +58,12 @@ public enum V1MessageValidator {
     private static let webpushFields = ["headers", "data", "notification", "fcm_options"]
     private static let optionsFields = ["analytics_label", "link", "image"]
 
-    private static func check(_ request: JSON, heraldFields: Bool, now: Int64) throws(APIError) -> IncomingMessage {
-        guard let members = request.objectValue else {
+    private static func check(_ given: JSON, heraldFields: Bool, now: Int64) throws(APIError) -> IncomingMessage {
+        guard given.objectValue != nil else {
             throw invalid("Invalid JSON payload received. The request must be a JSON object.")
         }
+        let request = snakeCased(given, at: [])
+        let members = request.objectValue ?? []
         let topLevel = ["message", "validate_only"] + (heraldFields ? ["app", "tokens", "users"] : [])
         for member in members where !topLevel.contains(member.key) {
             throw invalid("Invalid JSON payload received. Unknown name \(quoted(member.key)): Cannot find field.")
@@ -250,6 +252,40 @@ public enum V1MessageValidator {
             derived.priority = urgency == "high" ? "high" : "normal"
         }
         return derived
+    }
+
+    // MARK: - Field names
+
+    /// The objects whose members are FCM's own fields (not open maps such as `data`, `apns.headers`,
+    /// `apns.payload` or `webpush.notification`, whose keys are the sender's).
+    private static let fieldObjects: Set<[String]> = [
+        [], ["message"], ["message", "notification"], ["message", "fcm_options"], ["message", "android"],
+        ["message", "android", "notification"], ["message", "android", "fcm_options"], ["message", "apns"],
+        ["message", "apns", "fcm_options"], ["message", "webpush"], ["message", "webpush", "fcm_options"],
+    ]
+
+    /// FCM's JSON reader takes each field name as written in the API (`collapse_key`) or in lowerCamelCase
+    /// (`collapseKey`), and some SDKs write the latter. Herald keeps one spelling, the API's, so that what it
+    /// derives, renders and maps finds every field; values and open maps are left as they came.
+    static func snakeCased(_ value: JSON, at path: [String]) -> JSON {
+        guard fieldObjects.contains(path), case .object(let members) = value else { return value }
+        return .object(members.map { member in
+            let key = snakeCase(member.key)
+            return (key, snakeCased(member.value, at: path + [key]))
+        })
+    }
+
+    private static func snakeCase(_ name: String) -> String {
+        guard name.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else { return name }
+        var result = ""
+        for character in name {
+            if character.isASCII && character.isUppercase {
+                result += "_" + character.lowercased()
+            } else {
+                result.append(character)
+            }
+        }
+        return result
     }
 
     // MARK: - Values

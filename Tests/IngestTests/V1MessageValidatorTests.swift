@@ -83,6 +83,21 @@ import Testing
         #expect(errorCode(batch[2]) == "InvalidArgument")
     }
 
+    @Test func lowerCamelCaseFieldNamesAreReadAndStoredAsTheAPIWritesThem() throws {
+        let message = try v1("""
+            {"validateOnly":true,"message":{"token":"t","fcmOptions":{"analyticsLabel":"l"},\
+            "android":{"collapseKey":"ck","restrictedPackageName":"p","data":{"camelKey":"v"}},\
+            "webpush":{"notification":{"requireInteraction":true},"fcmOptions":{"link":"https://x"}}}}
+            """).get()
+        #expect(message.dryRun)
+        #expect(message.collapseKey == "ck")
+        #expect(message.payload.serialized() == """
+            {"fcm_options":{"analytics_label":"l"},\
+            "android":{"collapse_key":"ck","restricted_package_name":"p","data":{"camelKey":"v"}},\
+            "webpush":{"notification":{"requireInteraction":true},"fcm_options":{"link":"https://x"}}}
+            """, "open maps (data, webpush.notification) keep the sender's keys")
+    }
+
     // MARK: - Refused
 
     /// Each input, and a piece of text its error must contain (the field it names).
