@@ -362,6 +362,7 @@ public final class IngestAPI: HTTPHandler {
             ("app", .string(record.app)),
             ("format", .string(record.format.rawValue)),
             ("target_kind", .string(record.targetKind)),
+            ("token_field", .string(record.tokenField.rawValue)),
             ("collapse_key", record.collapseKey.map(JSON.string) ?? .null),
             ("priority", .string(record.priority)),
             ("ttl_seconds", .int(Int64(record.ttlSeconds))),
