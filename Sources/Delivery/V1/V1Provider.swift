@@ -53,12 +53,13 @@ public final class V1Provider: Provider {
         case "condition": .condition
         default: .tokens
         }
-        // A v1-shaped message is rendered once for all its deliveries here; each body is then bytes spliced.
-        let template = message.format == .v1 ? V1Template(message) : nil
-        let elapsed = message.ttlSeconds > 0 ? message.ttlSeconds - LegacyProvider.remainingTTL(message, now: now) : 0
+        // The message is rendered once for all its deliveries here; each body is then bytes spliced. A v1-shaped
+        // message keeps its own TTL fields, counted down; a legacy-shaped one is mapped with the TTL left at `now`.
+        let template = message.format == .v1 ? V1Template(message) : V1Message.template(for: message, now: now)
+        let elapsed = message.format == .v1 && message.ttlSeconds > 0
+            ? message.ttlSeconds - LegacyProvider.remainingTTL(message, now: now) : 0
         return deliveries.map { delivery in
-            let body = template?.body(target: delivery.token, kind: kind, elapsedSeconds: elapsed)
-                ?? V1Message.body(for: message, target: delivery.token, kind: kind, now: now)
+            let body = template.body(target: delivery.token, kind: kind, elapsedSeconds: elapsed)
             return PreparedRequest(
                 app: app, message: message, deliveries: [delivery],
                 outbound: OutboundRequest(url: sendURL, headers: headers, body: body, timeoutMillis: timeoutMillis),

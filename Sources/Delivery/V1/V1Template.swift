@@ -31,17 +31,31 @@ struct V1Template {
     private var segments: [[UInt8]] = []
     private var slots: [Slot] = []
 
+    /// A message stored in v1 shape: its TTL fields become slots.
     init(_ message: ClaimedMessage) {
-        head = Array(#"{"validate_only":\#(message.dryRun),"message":{"#.utf8)
-        tokenField = message.tokenField
-        let members = (try? JSON.parse(Array(message.payload.utf8)))?.objectValue ?? []
+        self.init(dryRun: message.dryRun, tokenField: message.tokenField,
+                  members: (try? JSON.parse(Array(message.payload.utf8)))?.objectValue ?? [], slots: true)
+    }
+
+    /// `members` already final for this send (a legacy-shaped message mapped by `V1Message` at one `now`): no
+    /// slots, only the target differs between bodies.
+    init(dryRun: Bool, tokenField: TokenField, members: [(key: String, value: JSON)]) {
+        self.init(dryRun: dryRun, tokenField: tokenField, members: members, slots: false)
+    }
+
+    private init(dryRun: Bool, tokenField: TokenField, members: [(key: String, value: JSON)], slots: Bool) {
+        head = Array(#"{"validate_only":\#(dryRun),"message":{"#.utf8)
+        self.tokenField = tokenField
         var current: [UInt8] = []
-        current.reserveCapacity(message.payload.utf8.count + 8)
         for member in members {
             current.append(UInt8(ascii: ","))
             appendJSONString(member.key, to: &current)
             current.append(UInt8(ascii: ":"))
-            emit(member.value, path: [member.key], into: &current)
+            if slots {
+                emit(member.value, path: [member.key], into: &current)
+            } else {
+                member.value.append(to: &current)
+            }
         }
         segments.append(current)
     }
