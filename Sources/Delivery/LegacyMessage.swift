@@ -9,7 +9,8 @@ import Support
 /// | v1 | legacy |
 /// |---|---|
 /// | `data`, then `android.data` (Android's wins, as on a device) | `data` |
-/// | `notification{title, body, image}`, `android.notification{…}`, `apns.payload.aps{badge, sound, category, alert.subtitle}` | `notification{…}` (`channel_id` → `android_channel_id`, `category` → `click_action`) |
+/// | `notification{title, body, image}`, `android.notification{…}`, | `notification{…}` (`channel_id` → |
+/// | `apns.payload.aps{badge, sound, category, alert.subtitle}` | `android_channel_id`, `category` → `click_action`) |
 /// | `android.collapse_key`, else `apns-collapse-id` | `collapse_key` |
 /// | `android.priority`, else `apns-priority` (10 = high) | `priority` |
 /// | `android.restricted_package_name` | `restricted_package_name` |

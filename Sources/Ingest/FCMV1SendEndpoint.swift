@@ -119,7 +119,8 @@ final class FCMV1SendEndpoint: Sendable {
     }
 
     static let methodNotAllowed: HTTPResponse = {
-        var answer = response(APIError(status: 405, code: "MethodNotAllowed", message: "messages:send takes POST only."))
+        var answer = response(
+            APIError(status: 405, code: "MethodNotAllowed", message: "messages:send takes POST only."))
         answer.headers.append(("Allow", "POST"))
         return answer
     }()

@@ -125,8 +125,9 @@ public final class IngestAPI: HTTPHandler {
             return responder.respond(FCMV1SendEndpoint.notFound(project: project))
         }
         guard writer.backlog < maxWriterBacklog else { return responder.respond(FCMV1SendEndpoint.unavailable) }
-        fcmV1Send.handle(request, project: project, app: app, admit: { [self] in unknownApp($0.app) ?? refusal(of: $0) },
-                         responder: responder)
+        fcmV1Send.handle(
+            request, project: project, app: app, admit: { [self] in unknownApp($0.app) ?? refusal(of: $0) },
+            responder: responder)
     }
 
     private func postMessage(_ request: HTTPRequest, _ responder: any HTTPResponder) {
@@ -301,12 +302,12 @@ public final class IngestAPI: HTTPHandler {
     private func refusal(of message: IncomingMessage) -> APIError? {
         guard message.format == .v1, legacyApps.contains(message.app) else { return nil }
         if message.tokenField == .fid {
-            return V1MessageValidator.invalid("Invalid value at 'message.fid': app \"\(message.app)\" delivers over FCM "
-                + "legacy, which cannot address a Firebase Installation ID; use an fcm-v1 app.")
+            return V1MessageValidator.invalid("Invalid value at 'message.fid': app \"\(message.app)\" delivers over "
+                + "FCM legacy, which cannot address a Firebase Installation ID; use an fcm-v1 app.")
         }
         if message.payload["webpush"] != nil {
-            return V1MessageValidator.invalid("Invalid value at 'message.webpush': app \"\(message.app)\" delivers over "
-                + "FCM legacy, which has no web push block; use an fcm-v1 app.")
+            return V1MessageValidator.invalid("Invalid value at 'message.webpush': app \"\(message.app)\" delivers "
+                + "over FCM legacy, which has no web push block; use an fcm-v1 app.")
         }
         return nil
     }
@@ -420,7 +421,8 @@ extension IncomingMessage {
         }
         return NewMessage(
             app: app, idempotencyKey: idempotencyKey, payload: payload.serialized(), format: format, target: target,
-            tokenField: tokenField, collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds, dryRun: dryRun)
+            tokenField: tokenField, collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds,
+            dryRun: dryRun)
     }
 }
 

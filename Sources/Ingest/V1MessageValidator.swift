@@ -127,7 +127,8 @@ public enum V1MessageValidator {
                 + "users must be given; got " + present.joined(separator: " and ") + ".")
         }
         if let field = beside.first {
-            let identifiers = try MessageValidator.checkIdentifiers(request[field] ?? .null, field: field, error: invalid)
+            let identifiers = try MessageValidator.checkIdentifiers(
+                request[field] ?? .null, field: field, error: invalid)
             return (field == "tokens" ? .tokens(identifiers) : .users(identifiers), .token)
         }
         let field = inMessage[0]
@@ -146,7 +147,7 @@ public enum V1MessageValidator {
             }
             return (.topic(prefix + name), .token)
         default:
-            if let problem = TopicCondition.problem(in: value) {
+            if let problem = TopicCondition.problem(in: value, maximumOperators: TopicCondition.maximumV1Operators) {
                 throw invalid("Invalid value at 'message.condition': \(problem).")
             }
             return (.condition(value), .token)

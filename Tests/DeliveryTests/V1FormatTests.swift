@@ -70,8 +70,9 @@ import Testing
     @Test func theV1ProviderRendersOnceAndSplicesEachTarget() throws {
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
-        let provider = V1Provider(app: "default", account: testAccount(), projectID: "p", endpoint: "http://x",
-                                  tokenURI: endpoint.url, tokenPool: HTTPClientPool(maxConnectionsPerHost: 1, name: "t"))
+        let provider = V1Provider(
+            app: "default", account: testAccount(), projectID: "p", endpoint: "http://x", tokenURI: endpoint.url,
+            tokenPool: HTTPClientPool(maxConnectionsPerHost: 1, name: "t"))
         let stored = message(#"{"android":{"ttl":"60s"}}"#, ttl: 60, field: .fid)
         let requests = provider.requests(
             for: stored, deliveries: ["f1", "f2"].enumerated().map {

@@ -44,11 +44,10 @@ import Testing
     }
 
     @Test func theTTLComesFromAndroidThenAPNsThenWebpushThenFourWeeks() throws {
-        let expiration = now / 1000 + 900
-        #expect(try v1(#"{"message":{"token":"t","android":{"ttl":"3.5s"},"apns":{"headers":{"apns-expiration":"\#(expiration)"}}}}"#)
-            .get().ttlSeconds == 3)
-        #expect(try v1(#"{"message":{"token":"t","apns":{"headers":{"apns-expiration":"\#(expiration)"}},"webpush":{"headers":{"TTL":"60"}}}}"#)
-            .get().ttlSeconds == 900)
+        let apns = #""apns":{"headers":{"apns-expiration":"\#(now / 1000 + 900)"}}"#
+        #expect(try v1(#"{"message":{"token":"t","android":{"ttl":"3.5s"},\#(apns)}}"#).get().ttlSeconds == 3)
+        #expect(try v1(#"{"message":{"token":"t",\#(apns),"webpush":{"headers":{"TTL":"60"}}}}"#).get().ttlSeconds
+            == 900)
         #expect(try v1(#"{"message":{"token":"t","apns":{"headers":{"apns-expiration":"0"}}}}"#).get().ttlSeconds == 0,
                 "APNs' 0 is now or never, as Herald's TTL 0")
         #expect(try v1(#"{"message":{"token":"t","webpush":{"headers":{"TTL":"60"}}}}"#).get().ttlSeconds == 60)
@@ -56,8 +55,8 @@ import Testing
     }
 
     @Test func priorityAndCollapseKeyFallBackToAPNsHeaders() throws {
-        let message = try v1(#"{"message":{"token":"t","apns":{"headers":{"apns-priority":"10","apns-collapse-id":"c"}}}}"#)
-            .get()
+        let message = try v1(
+            #"{"message":{"token":"t","apns":{"headers":{"apns-priority":"10","apns-collapse-id":"c"}}}}"#).get()
         #expect(message.priority == "high")
         #expect(message.collapseKey == "c")
         #expect(try v1(#"{"message":{"token":"t","android":{"priority":"NORMAL"}}}"#).get().priority == "normal")
@@ -69,6 +68,10 @@ import Testing
         #expect(try v1(#"{"message":{"topic":"news"}}"#).get().target == .topic("/topics/news"))
         #expect(try v1(#"{"message":{"topic":"/topics/news"}}"#).get().target == .topic("/topics/news"))
         #expect(try v1(#"{"message":{"condition":"'a' in topics"}}"#).get().target == .condition("'a' in topics"))
+        let five = "'a' in topics && 'b' in topics && 'c' in topics && 'd' in topics && 'e' in topics"
+        #expect(try v1(#"{"message":{"condition":"\#(five)"}}"#).get().target == .condition(five),
+                "v1 takes five topics where legacy took three")
+        #expect(refusal(#"{"message":{"condition":"\#(five) && 'f' in topics"}}"#) != nil)
         #expect(try v1(#"{"tokens":["a","b","a"],"message":{"data":{"x":"y"}}}"#).get().target == .tokens(["a", "b"]))
         #expect(try v1(#"{"users":["u1"],"app":"other","message":{}}"#).get().target == .users(["u1"]))
         #expect(try v1(#"{"users":["u1"],"app":"other","message":{}}"#).get().app == "other")

@@ -34,7 +34,8 @@ import FoundationNetworking
         let stdout = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         let stderr = (try? Data(contentsOf: errorFile)) ?? Data()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self),
+                String(decoding: stderr, as: UTF8.self))
     }
 
     @Test func firebaseAdminAndPyfcmSendThroughTheDropInEndpoint() async throws {

@@ -34,7 +34,8 @@ import Testing
         try Migrator.migrate(connection)
         #expect(throws: SQLiteError.self) {
             try connection.run("""
-                INSERT INTO messages (id, app, payload, target_kind, priority, ttl_seconds, created_at, expires_at, format)
+                INSERT INTO messages (id, app, payload, target_kind, priority, ttl_seconds, created_at, expires_at,
+                                      format)
                 VALUES ('m', 'default', '{}', 'tokens', 'normal', 0, 0, 0, 'xml')
                 """)
         }
