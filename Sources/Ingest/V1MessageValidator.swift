@@ -54,7 +54,18 @@ public enum V1MessageValidator {
         "vibrate_timings", "visibility", "notification_count", "light_settings", "image", "bypass_proxy_notification",
         "proxy",
     ]
+    private static let androidStrings = ["collapse_key", "restricted_package_name"]
+    private static let androidFlags = ["direct_boot_ok", "bandwidth_constrained_ok", "restricted_satellite_ok"]
+    private static let androidPriorities = ["NORMAL", "HIGH", "normal", "high"]
+    private static let androidNotificationStrings = [
+        "title", "body", "icon", "color", "sound", "tag", "click_action", "body_loc_key", "title_loc_key",
+        "channel_id", "ticker", "image",
+    ]
     private static let apnsFields = ["headers", "payload", "fcm_options", "live_activity_token"]
+    private static let apnsStrings = ["live_activity_token"]
+    private static let fanOuts = ["tokens", "users"]
+    private static let fcmTopLevel = ["message", "validate_only"]
+    private static let heraldTopLevel = fcmTopLevel + fanOuts + ["app"]
     private static let webpushFields = ["headers", "data", "notification", "fcm_options"]
     private static let optionsFields = ["analytics_label", "link", "image"]
 
@@ -62,9 +73,9 @@ public enum V1MessageValidator {
         guard given.objectValue != nil else {
             throw invalid("Invalid JSON payload received. The request must be a JSON object.")
         }
-        let request = snakeCased(given, at: [])
+        let request = snakeCased(given)
         let members = request.objectValue ?? []
-        let topLevel = ["message", "validate_only"] + (heraldFields ? ["app", "tokens", "users"] : [])
+        let topLevel = heraldFields ? heraldTopLevel : fcmTopLevel
         for member in members where !topLevel.contains(member.key) {
             throw invalid("Invalid JSON payload received. Unknown name \(quoted(member.key)): Cannot find field.")
         }
@@ -104,7 +115,7 @@ public enum V1MessageValidator {
         try checkSize(message, target: target)
 
         let ttl = android.ttl ?? apns.ttl ?? webpush.ttl ?? MessageValidator.maximumTTL
-        let priority = android.priority ?? apns.priority ?? "normal"
+        let priority = android.priority ?? apns.priority ?? webpush.priority ?? "normal"
         return IncomingMessage(
             app: app, target: target, tokenField: tokenField, format: .v1,
             payload: .object(fields.filter { !messageTargets.contains($0.key) }),
@@ -116,15 +127,9 @@ public enum V1MessageValidator {
         _ request: JSON, message: JSON
     ) throws(APIError) -> (MessageTarget, TokenField) {
         let inMessage = messageTargets.filter { message[$0] != nil }
-        let beside = ["tokens", "users"].filter { request[$0] != nil }
-        let present = inMessage.map { "message." + $0 } + beside
-        guard !present.isEmpty else {
-            throw invalid("Recipient of the message is not set: give message.token, message.fid, message.topic or "
-                + "message.condition.")
-        }
-        guard present.count == 1 else {
-            throw invalid("Exactly one of message.token, message.fid, message.topic, message.condition, tokens or "
-                + "users must be given; got " + present.joined(separator: " and ") + ".")
+        let beside = fanOuts.filter { request[$0] != nil }
+        guard inMessage.count + beside.count == 1 else {
+            try refuseTargets(inMessage: inMessage, beside: beside)
         }
         if let field = beside.first {
             let identifiers = try MessageValidator.checkIdentifiers(
@@ -154,6 +159,17 @@ public enum V1MessageValidator {
         }
     }
 
+    /// None, or more than one, target: the refusal names what was given.
+    private static func refuseTargets(inMessage: [String], beside: [String]) throws(APIError) -> Never {
+        let present = inMessage.map { "message." + $0 } + beside
+        guard !present.isEmpty else {
+            throw invalid("Recipient of the message is not set: give message.token, message.fid, message.topic or "
+                + "message.condition.")
+        }
+        throw invalid("Exactly one of message.token, message.fid, message.topic, message.condition, tokens or "
+            + "users must be given; got " + present.joined(separator: " and ") + ".")
+    }
+
     // MARK: - Platform blocks
 
     private struct Derived {
@@ -165,8 +181,8 @@ public enum V1MessageValidator {
     private static func checkAndroid(_ value: JSON?) throws(APIError) -> Derived {
         guard let value else { return Derived() }
         try checkObject(value, at: "message.android", fields: androidFields,
-                        strings: ["collapse_key", "restricted_package_name"])
-        for flag in ["direct_boot_ok", "bandwidth_constrained_ok", "restricted_satellite_ok"] {
+                        strings: androidStrings)
+        for flag in androidFlags {
             if let member = value[flag], member.boolValue == nil {
                 throw invalid("Invalid value at 'message.android.\(flag)' (TYPE_BOOL), \(member.serialized())")
             }
@@ -182,17 +198,16 @@ public enum V1MessageValidator {
         }
         if let priority = value["priority"] {
             // The SDKs write the enum in lower case (firebase-admin: "high"); FCM's JSON reader takes either.
-            guard let text = priority.stringValue, ["NORMAL", "HIGH", "normal", "high"].contains(text) else {
+            guard let text = priority.stringValue, androidPriorities.contains(text) else {
                 throw invalid("Invalid value at 'message.android.priority' "
                     + "(type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), "
                     + "\(priority.serialized()): NORMAL or HIGH.")
             }
-            derived.priority = text.lowercased()
+            derived.priority = text == "HIGH" || text == "high" ? "high" : "normal"
         }
         try checkStringMap(value["data"], at: "message.android.data", dataKeys: true)
         try checkObject(value["notification"], at: "message.android.notification", fields: androidNotificationFields,
-                        strings: ["title", "body", "icon", "color", "sound", "tag", "click_action", "body_loc_key",
-                                  "title_loc_key", "channel_id", "ticker", "image"])
+                        strings: androidNotificationStrings)
         try checkObject(value["fcm_options"], at: "message.android.fcm_options", fields: optionsFields,
                         strings: optionsFields)
         return derived
@@ -200,7 +215,7 @@ public enum V1MessageValidator {
 
     private static func checkAPNs(_ value: JSON?, now: Int64) throws(APIError) -> Derived {
         guard let value else { return Derived() }
-        try checkObject(value, at: "message.apns", fields: apnsFields, strings: ["live_activity_token"])
+        try checkObject(value, at: "message.apns", fields: apnsFields, strings: apnsStrings)
         try checkStringMap(value["headers"], at: "message.apns.headers", dataKeys: false)
         if let payload = value["payload"], payload.objectValue == nil {
             throw invalid("Invalid value at 'message.apns.payload' (type.googleapis.com/google.protobuf.Struct), "
@@ -257,27 +272,56 @@ public enum V1MessageValidator {
 
     // MARK: - Field names
 
-    /// The objects whose members are FCM's own fields (not open maps such as `data`, `apns.headers`,
-    /// `apns.payload` or `webpush.notification`, whose keys are the sender's).
-    private static let fieldObjects: Set<[String]> = [
-        [], ["message"], ["message", "notification"], ["message", "fcm_options"], ["message", "android"],
-        ["message", "android", "notification"], ["message", "android", "fcm_options"], ["message", "apns"],
-        ["message", "apns", "fcm_options"], ["message", "webpush"], ["message", "webpush", "fcm_options"],
-    ]
+    /// Which objects hold FCM's own fields (as opposed to open maps such as `data`, `apns.headers`, `apns.payload`
+    /// or `webpush.notification`, whose keys are the sender's): the request, the message, its `notification` and
+    /// `fcm_options`, the platform blocks, and their `notification` and `fcm_options`.
+    private enum Level {
+        case request, message, android, platform, leaf
+
+        func child(_ key: String) -> Level? {
+            switch (self, key) {
+            case (.request, "message"): .message
+            case (.message, "android"): .android
+            case (.message, "apns"), (.message, "webpush"): .platform
+            case (.message, "notification"), (.message, "fcm_options"), (.android, "notification"),
+                 (.android, "fcm_options"), (.platform, "fcm_options"):
+                .leaf
+            default: nil
+            }
+        }
+    }
 
     /// FCM's JSON reader takes each field name as written in the API (`collapse_key`) or in lowerCamelCase
     /// (`collapseKey`), and some SDKs write the latter. Herald keeps one spelling, the API's, so that what it
-    /// derives, renders and maps finds every field; values and open maps are left as they came.
-    static func snakeCased(_ value: JSON, at path: [String]) -> JSON {
-        guard fieldObjects.contains(path), case .object(let members) = value else { return value }
+    /// derives, renders and maps finds every field; values and open maps are left as they came. The SDKs that
+    /// write the API's spelling pay one scan, no copy.
+    static func snakeCased(_ request: JSON) -> JSON {
+        hasCamelCase(request, at: .request) ? snakeCased(request, at: .request) : request
+    }
+
+    private static func hasCamelCase(_ value: JSON, at level: Level) -> Bool {
+        guard case .object(let members) = value else { return false }
+        for member in members {
+            if member.key.utf8.contains(where: isUppercase) { return true }
+            if let child = level.child(member.key), hasCamelCase(member.value, at: child) { return true }
+        }
+        return false
+    }
+
+    private static func snakeCased(_ value: JSON, at level: Level) -> JSON {
+        guard case .object(let members) = value else { return value }
         return .object(members.map { member in
             let key = snakeCase(member.key)
-            return (key, snakeCased(member.value, at: path + [key]))
+            return (key, level.child(key).map { snakeCased(member.value, at: $0) } ?? member.value)
         })
     }
 
+    private static func isUppercase(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+    }
+
     private static func snakeCase(_ name: String) -> String {
-        guard name.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else { return name }
+        guard name.utf8.contains(where: isUppercase) else { return name }
         var result = ""
         for character in name {
             if character.isASCII && character.isUppercase {
