@@ -312,6 +312,16 @@ public final class IngestAPI: HTTPHandler {
         return nil
     }
 
+    /// The 401 for a request to `path` without a valid API token, in the shape that endpoint's clients read:
+    /// FCM legacy's for `/fcm/send`, FCM v1's for `/v1/projects/{project}/messages:send`, Herald's elsewhere. For an
+    /// authorization check made before the body is read.
+    public static func unauthorized(path: String) -> HTTPResponse {
+        if path == FCMSendEndpoint.path { return FCMSendEndpoint.unauthorized }
+        if FCMV1SendEndpoint.project(inPath: path) != nil { return FCMV1SendEndpoint.unauthorized }
+        let body = APIError(status: 401, code: "Unauthorized", message: "missing or wrong API token")
+        return .json(401, body.jsonBody)
+    }
+
     /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it.
     private func isAuthorized(_ request: HTTPRequest, fcmCompatible: Bool = false) -> Bool {
         guard let apiToken else { return true }

@@ -132,6 +132,30 @@ import Testing
         #expect(try messages().count == 1)
     }
 
+    @Test func aWriterThatIsBehindGetsUnavailableWithRetryAfterAndNothingIsStored() throws {
+        let api = IngestAPI(writer: writer, readers: readers, apiToken: nil, maxWriterBacklog: 1)
+        let release = DispatchSemaphore(value: 0)
+        let holding = DispatchSemaphore(value: 0)
+        writer.enqueue({ _ in holding.signal(); release.wait() }, completion: { _ in })
+        holding.wait()
+        writer.enqueue({ _ in }, completion: { _ in })
+        let reply = send(api, #"{"message":{"token":"t"}}"#)
+        release.signal()
+        #expect(reply.status == 503)
+        #expect(reply.headers.contains { $0.name == "Retry-After" })
+        #expect(error(reply.json).status == "UNAVAILABLE")
+        #expect(error(reply.json).errorCode == "UNAVAILABLE")
+        #expect(try messages().isEmpty)
+    }
+
+    @Test func theUnauthorizedAnswerFollowsTheEndpointsShape() {
+        #expect(IngestAPI.unauthorized(path: "/v1/projects/p/messages:send").body
+            == FCMV1SendEndpoint.unauthorized.body)
+        #expect(String(decoding: IngestAPI.unauthorized(path: "/v1/messages").body, as: UTF8.self)
+            .contains(#""code":"Unauthorized""#))
+        #expect(IngestAPI.unauthorized(path: "/fcm/send").body == FCMSendEndpoint.unauthorized.body)
+    }
+
     @Test func onlyPostIsAllowed() {
         let reply = send(api(), "", method: "GET")
         #expect(reply.status == 405)
