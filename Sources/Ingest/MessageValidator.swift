@@ -1,6 +1,7 @@
 import Support
 
-/// Checks an incoming FCM legacy message (SPEC §3) and extracts what Herald acts on.
+/// Checks an incoming FCM legacy message (SPEC §3) and extracts what Herald acts on. A body or batch item with a
+/// `message` member is an FCM HTTP v1 request instead, checked by `V1MessageValidator` (SPEC §13).
 ///
 /// Rules apply in a fixed order so the same input always gets the same error:
 /// 1. JSON object (`InvalidJson`); 2. known top-level fields only (`InvalidParameters`);
