@@ -4,6 +4,7 @@
 --
 -- MODE healthz: GET /healthz, counts 200s.
 -- MODE single:  POST /v1/messages, one message with a distinct token per request, counts 202s.
+-- MODE single-v1: the same, FCM HTTP v1-shaped ({"message": {...}}) with the same content, counts 202s.
 -- MODE batch:   POST /v1/messages/batch of BATCH messages (one distinct token each), counts 200s whose
 --               body holds BATCH results of one delivery each and no error.
 -- Every accepted answer body is appended to OUTDIR/MODE-THREAD.out (OUTDIR "-": none) so the caller can
@@ -21,6 +22,11 @@ local SUFFIX = '","priority":"high","time_to_live":3600,'
     .. '"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},'
     .. '"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute.",'
     .. '"sound":"default"}}'
+-- The same message as FCM HTTP v1 writes it: the same data and notification, priority and TTL under android.
+local V1_PREFIX = '{"message":{"token":"'
+local V1_SUFFIX = '","data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},'
+    .. '"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},'
+    .. '"android":{"priority":"high","ttl":"3600s","notification":{"sound":"default"}}}}'
 local HEADERS = { ["Content-Type"] = "application/json" }
 
 local threads = {}
@@ -60,8 +66,8 @@ function init(args)
     end
     if mode == "healthz" then
         healthz_request = wrk.format("GET", "/healthz")
-    elseif mode ~= "single" and mode ~= "batch" then
-        error("mode must be healthz, single or batch")
+    elseif mode ~= "single" and mode ~= "single-v1" and mode ~= "batch" then
+        error("mode must be healthz, single, single-v1 or batch")
     end
 end
 
@@ -71,6 +77,9 @@ function request()
     elseif mode == "single" then
         n = n + 1
         return wrk.format("POST", "/v1/messages", HEADERS, PREFIX .. token(n) .. SUFFIX)
+    elseif mode == "single-v1" then
+        n = n + 1
+        return wrk.format("POST", "/v1/messages", HEADERS, V1_PREFIX .. token(n) .. V1_SUFFIX)
     else
         local parts = {}
         for i = 1, batch do
@@ -86,7 +95,7 @@ function response(status, headers, body)
     local ok
     if mode == "healthz" then
         ok = status == 200
-    elseif mode == "single" then
+    elseif mode == "single" or mode == "single-v1" then
         ok = status == 202
     else
         local _, results = body:gsub('"deliveries":1}', "")

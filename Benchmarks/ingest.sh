@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Ingest benchmark (SPEC §10): how many messages per second Herald acknowledges, one per request and in
-# batches of 500, against two baselines measured in the same run:
+# Ingest benchmark (SPEC §10): how many messages per second Herald acknowledges, one per request (legacy-shaped,
+# and the same message FCM HTTP v1-shaped, SPEC §13) and in batches of 500, against two baselines measured in the
+# same run:
 #   A  GET /healthz on the same server with the same load tool and connections (the HTTP ceiling);
 #   B  the sqlite3 shell inserting the same rows (same schema, same indexes, WAL, synchronous=FULL) in
 #      transactions of 500 messages (the storage ceiling).
@@ -328,7 +329,7 @@ SQL
     rm -f "$WORK/acked.txt" "$WORK/check.out"
 }
 
-declare -a HEALTHZ SINGLE BATCH BASE_MSGS BASE_ROWS SINGLE_P50 SINGLE_P99 BATCH_P50 BATCH_P99
+declare -a HEALTHZ SINGLE SINGLE_V1 BATCH BASE_MSGS BASE_ROWS SINGLE_P50 SINGLE_P99 BATCH_P50 BATCH_P99
 for ((run = 1; run <= RUNS; run++)); do
     # Herald on a fresh database for /healthz and single messages.
     db=$WORK/single-$run.db
@@ -350,6 +351,20 @@ for ((run = 1; run <= RUNS; run++)); do
     log "  single     $(fmt "${SINGLE[-1]}") msg/s  p50 $((R_P50 / 1000)) ms  p99 $((R_P99 / 1000)) ms  | $R_CPU"
     stop_herald
     check_db "$db" "$bodies" "$single_ok" "$CONNECTIONS" single
+    rm -rf "$bodies" "$db" "$db-wal" "$db-shm"
+
+    # The same messages FCM HTTP v1-shaped, on a fresh database as the legacy-shaped ones had.
+    db=$WORK/single-v1-$run.db
+    bodies=$WORK/bodies-single-v1-$run
+    mkdir -p "$bodies"
+    start_herald "$db"
+    run_wrk single-v1 "$CONNECTIONS" v "$bodies"
+    ((R_BAD == 0)) || fail "single-v1: $R_BAD answers other than 202, or socket errors (see BENCH_BAD_SAMPLE above)"
+    v1_ok=$R_OK
+    SINGLE_V1+=("$(rate "$R_OK" "$R_US")")
+    log "  single v1  $(fmt "${SINGLE_V1[-1]}") msg/s  p50 $((R_P50 / 1000)) ms  p99 $((R_P99 / 1000)) ms  | $R_CPU"
+    stop_herald
+    check_db "$db" "$bodies" "$v1_ok" "$CONNECTIONS" single-v1
     rm -rf "$bodies" "$db" "$db-wal" "$db-shm"
 
     # Herald on a fresh database for batches, as the baseline gets a fresh file.
@@ -382,6 +397,7 @@ done
 # --- the table ---------------------------------------------------------------------------------------------
 A=$(median "${HEALTHZ[@]}")
 S=$(median "${SINGLE[@]}")
+S1=$(median "${SINGLE_V1[@]}")
 B=$(median "${BATCH[@]}")
 BM=$(median "${BASE_MSGS[@]}")
 BR=$(median "${BASE_ROWS[@]}")
@@ -395,11 +411,13 @@ printf '%-46s %14s %24s %7s %22s\n' "B: sqlite3, txn of $BATCH_SIZE msgs (rows/s
 printf '%-46s %14s %24s %7s %22s\n' "B: sqlite3, txn of $BATCH_SIZE msgs (msg/s)" "$(fmt "$BM")" "-" "-" "-"
 printf '%-46s %14s %24s %7s %22s\n' "single POST /v1/messages, $CONNECTIONS conns (msg/s)" "$(fmt "$S")" \
     "A $(fmt "$A") req/s" "$(ratio "$S" "$A")" ">= $(fmt $TARGET_SINGLE) $(met "$S" $TARGET_SINGLE)"
+printf '%-46s %14s %24s %7s %22s\n' "single, FCM v1-shaped, $CONNECTIONS conns (msg/s)" "$(fmt "$S1")" \
+    "legacy $(fmt "$S") msg/s" "$(ratio "$S1" "$S")" ">= 0.90 $(met "$(ratio "$S1" "$S")" 0.90)"
 printf '%-46s %14s %24s %7s %22s\n' "batch of $BATCH_SIZE, $BATCH_CONNECTIONS conns (msg/s)" "$(fmt "$B")" \
     "B $(fmt "$BM") msg/s" "$(ratio "$B" "$BM")" ">= $(fmt $TARGET_BATCH) $(met "$B" $TARGET_BATCH)"
 echo "latency (median of runs): single p50 $(($(median "${SINGLE_P50[@]}" | cut -d. -f1) / 1000)) ms" \
     "p99 $(($(median "${SINGLE_P99[@]}" | cut -d. -f1) / 1000)) ms; batch request p50 $(($(median "${BATCH_P50[@]}" | cut -d. -f1) / 1000)) ms" \
     "p99 $(($(median "${BATCH_P99[@]}" | cut -d. -f1) / 1000)) ms"
-echo "runs: healthz ${HEALTHZ[*]}; single ${SINGLE[*]}; batch ${BATCH[*]}; sqlite3 msg/s ${BASE_MSGS[*]}"
+echo "runs: healthz ${HEALTHZ[*]}; single ${SINGLE[*]}; single v1 ${SINGLE_V1[*]}; batch ${BATCH[*]}; sqlite3 msg/s ${BASE_MSGS[*]}"
 if ((CHECKS_FAILED)); then fail "an acknowledged message is missing from the database, or the counts disagree (see the check lines)"; fi
 echo "check: every acknowledged message id was found in the database with one delivery, in every run"

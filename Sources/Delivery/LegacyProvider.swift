@@ -49,7 +49,8 @@ public struct LegacyProvider: Provider {
         }
     }
 
-    /// The request body: the stored message with its target put back and `time_to_live` set to what remains.
+    /// The request body: the stored message (mapped down from v1 where it came so) with its target put back and
+    /// `time_to_live` set to what remains.
     static func body(for message: ClaimedMessage, targets: [String], kind: TargetKind, now: Int64) -> [UInt8] {
         var members: [(key: String, value: JSON)] = []
         switch kind {
@@ -58,8 +59,14 @@ public struct LegacyProvider: Provider {
         case .topic: members.append(("to", .string(targets[0])))
         case .condition: members.append(("condition", .string(targets[0])))
         }
-        let stored = (try? JSON.parse(Array(message.payload.utf8)))?.objectValue ?? []
-        members += stored.filter { $0.key != "time_to_live" }
+        let parsed = (try? JSON.parse(Array(message.payload.utf8))) ?? .object([])
+        switch message.format {
+        case .legacy:
+            members += (parsed.objectValue ?? []).filter { $0.key != "time_to_live" }
+        case .v1:
+            members += LegacyMessage.members(fromV1: parsed)
+            if message.dryRun { members.append(("dry_run", .bool(true))) }
+        }
         members.append(("time_to_live", .int(Int64(remainingTTL(message, now: now)))))
         var bytes: [UInt8] = []
         bytes.reserveCapacity(message.payload.utf8.count + 64 + targets.count * 160)

@@ -47,8 +47,10 @@ extension FCMSimulator {
         public var at: Int64
         /// Device tokens in request order (empty for topics, conditions and unparsable bodies).
         public var tokens: [String]
-        /// `to` when it named a device token.
+        /// `to` (or v1's `token`) when it named a device token.
         public var to: String?
+        /// v1's `fid`: a Firebase Installation ID.
+        public var fid: String?
         /// `to` when it named a topic, as sent: `/topics/news`.
         public var topic: String?
         public var condition: String?
@@ -60,6 +62,8 @@ extension FCMSimulator {
         public var format: Format
         /// The HTTP status answered.
         public var status: Int
+        /// v1: the `message` object as received (platform blocks and all), to check what reached FCM.
+        public var message: JSON?
     }
 }
 
@@ -98,6 +102,7 @@ extension FCMSimulator.ReceivedRequest {
     public var json: JSON {
         var members: [(key: String, value: JSON)] = [("at", .int(at)), ("tokens", .array(tokens.map(JSON.string)))]
         if let to { members.append(("to", .string(to))) }
+        if let fid { members.append(("fid", .string(fid))) }
         if let topic { members.append(("topic", .string(topic))) }
         if let condition { members.append(("condition", .string(condition))) }
         members.append(("time_to_live", timeToLive.map { .int($0) } ?? .null))
@@ -106,6 +111,7 @@ extension FCMSimulator.ReceivedRequest {
         members.append(("dry_run", .bool(dryRun)))
         members.append(("format", .string(format.rawValue)))
         members.append(("status", .int(status)))
+        if let message { members.append(("message", message)) }
         return .object(members)
     }
 }

@@ -114,7 +114,7 @@ extension FCMSimulator {
         }
         let behaviour = (try? parsed.get()).map { request -> TokenBehaviour in
             switch request.target {
-            case .token(let token): TokenBehaviour(token: configuration.aliases[token] ?? token)
+            case .token(let token), .fid(let token): TokenBehaviour(token: configuration.aliases[token] ?? token)
             case .topic(let topic): TokenBehaviour(topic: Substring(topic))
             case .condition: .deliver
             }

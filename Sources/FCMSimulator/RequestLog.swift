@@ -26,6 +26,7 @@ struct RequestLog: Sendable {
         while entries.count - start > limit || (tokens > tokenLimit && entries.count - start > 1) {
             tokens -= entries[start].tokens.count
             entries[start].tokens = []
+            entries[start].message = nil
             start += 1
         }
         if start >= 1024 && start * 2 >= entries.count {

@@ -196,6 +196,10 @@ extension SimulatorState {
                 stats.tokensReceived += 1
                 entry.tokens = [token]
                 entry.to = token
+            case .fid(let fid):
+                stats.tokensReceived += 1
+                entry.tokens = [fid]
+                entry.fid = fid
             case .topic(let topic):
                 stats.topicMessages += 1
                 entry.topic = topic
@@ -207,6 +211,7 @@ extension SimulatorState {
             entry.collapseKey = request.collapseKey
             entry.priority = request.priority
             entry.dryRun = request.validateOnly
+            entry.message = request.message
         }
         log.append(entry)
     }
@@ -254,7 +259,7 @@ extension V1Request.Target {
     /// Counted behaviours (`unavail-2-…`) count sightings under the same keys as legacy sends do.
     var sightingKey: String {
         switch self {
-        case .token(let token): token
+        case .token(let token), .fid(let token): token
         case .topic(let topic): "/topics/" + topic
         case .condition(let condition): condition
         }

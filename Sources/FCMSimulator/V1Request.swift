@@ -5,6 +5,8 @@ import Support
 struct V1Request: Sendable {
     enum Target: Sendable, Equatable {
         case token(String)
+        /// A Firebase Installation ID (`message.fid`), answered as a token with the same name would be.
+        case fid(String)
         /// As sent, without `/topics/`.
         case topic(String)
         case condition(String)
@@ -16,6 +18,8 @@ struct V1Request: Sendable {
     var timeToLive: Int?
     var collapseKey: String?
     var priority: String?
+    /// The `message` object as received, for the request log.
+    var message: JSON = .null
 
     /// FCM's message for a refused body, and the field it names when it names one.
     struct Invalid: Error, Sendable, Equatable {
@@ -25,7 +29,8 @@ struct V1Request: Sendable {
 
     private static let topLevel: Set = ["validate_only", "message"]
     private static let messageFields: Set = [
-        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "token", "topic", "condition",
+        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "token", "fid", "topic",
+        "condition",
     ]
 
     static func parse(_ body: [UInt8]) -> Result<V1Request, Invalid> {
@@ -46,14 +51,15 @@ struct V1Request: Sendable {
             throw Invalid(message: "Invalid JSON payload received. Unknown name \"\(field.key)\" at 'message': "
                 + "Cannot find field.", field: "message.\(field.key)")
         }
-        let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
+        let targets = ["token", "fid", "topic", "condition"].filter { message[$0] != nil }
         guard targets.count == 1, let value = message[targets[0]]?.stringValue, !value.isEmpty else {
-            throw Invalid(message: "Exactly one of message.token, message.topic or message.condition must be a "
-                + "non-empty string.", field: "message")
+            throw Invalid(message: "Exactly one of message.token, message.fid, message.topic or message.condition "
+                + "must be a non-empty string.", field: "message")
         }
         let target: Target
         switch targets[0] {
         case "token": target = .token(value)
+        case "fid": target = .fid(value)
         case "topic":
             guard value.utf8.allSatisfy(isTopicNameByte) else {
                 throw Invalid(message: "Invalid topic name \(value).", field: "message.topic")
@@ -62,6 +68,7 @@ struct V1Request: Sendable {
         default: target = .condition(value)
         }
         var parsed = V1Request(target: target)
+        parsed.message = message
         if let validateOnly = request["validate_only"] {
             guard let flag = validateOnly.boolValue else {
                 throw Invalid(message: "Invalid value at 'validate_only' (TYPE_BOOL).", field: "validate_only")
@@ -150,7 +157,9 @@ struct V1Request: Sendable {
 
 extension V1Request.Target {
     var isDevice: Bool {
-        if case .token = self { return true }
-        return false
+        switch self {
+        case .token, .fid: true
+        case .topic, .condition: false
+        }
     }
 }

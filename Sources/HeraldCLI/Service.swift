@@ -83,7 +83,10 @@ final class Service: Sendable {
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
             writer: writer, readers: readers, apiToken: configuration.apiToken,
-            knownApps: Set(configuration.apps.map(\.name)), metrics: metrics,
+            knownApps: Set(configuration.apps.map(\.name)),
+            // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
+            projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
+            legacyApps: Set(apps.filter { $0.provider != AppConfiguration.v1 }.map(\.name)), metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
@@ -119,6 +122,15 @@ final class Service: Sendable {
 }
 
 extension Service {
+    /// FCM project id → app, for the drop-in v1 endpoint; the first app wins a project id given twice.
+    static func projects(of apps: [AppConfiguration]) -> [String: String] {
+        var projects: [String: String] = [:]
+        for app in apps {
+            if let project = app.projectID, projects[project] == nil { projects[project] = app.name }
+        }
+        return projects
+    }
+
     /// Queue depth, oldest ready age and paused apps come from the database, not from counters: read from the
     /// indexes (the same figures as `herald status`) on a reader thread every few seconds, so a scrape never
     /// touches the database. Finished rows are counted by `herald_deliveries_total`, not here.

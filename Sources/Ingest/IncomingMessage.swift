@@ -1,3 +1,4 @@
+import Storage
 import Support
 
 /// A message that passed validation: its target and the options Herald acts on, plus the payload to send.
@@ -5,8 +6,12 @@ public struct IncomingMessage: Sendable, Equatable {
     /// `app`, default `"default"`: 1...100 characters of `[A-Za-z0-9._-]`.
     public var app: String
     public var target: MessageTarget
-    /// The message as sent, minus `to`, `registration_ids`, `condition`, `users` and `app`, in the sender's order.
-    /// The sender adds the target of each request to it.
+    /// `.fid` when a v1 message named a Firebase Installation ID: the targets are FIDs, not tokens.
+    public var tokenField: TokenField
+    /// The shape the message came in: an FCM legacy message, or an FCM HTTP v1 `message`.
+    public var format: MessageFormat
+    /// The message as sent, minus its target (legacy: `to`, `registration_ids`, `condition`, `users` and `app`;
+    /// v1: `token`, `fid`, `topic`, `condition`), in the sender's order. The sender adds the target of each request.
     public var payload: JSON
     public var collapseKey: String?
     /// `"normal"` or `"high"`.
@@ -18,6 +23,8 @@ public struct IncomingMessage: Sendable, Equatable {
     public init(
         app: String = "default",
         target: MessageTarget,
+        tokenField: TokenField = .token,
+        format: MessageFormat = .legacy,
         payload: JSON = .object([]),
         collapseKey: String? = nil,
         priority: String = "normal",
@@ -26,6 +33,8 @@ public struct IncomingMessage: Sendable, Equatable {
     ) {
         self.app = app
         self.target = target
+        self.tokenField = tokenField
+        self.format = format
         self.payload = payload
         self.collapseKey = collapseKey
         self.priority = priority

@@ -16,7 +16,10 @@ public final class IngestAPI: HTTPHandler {
     private let committed: @Sendable () -> Void
     private let metrics: Metrics
     private let fcmSend: FCMSendEndpoint
+    private let fcmV1Send: FCMV1SendEndpoint
     private let knownApps: Set<String>?
+    private let projects: [String: String]
+    private let legacyApps: Set<String>
     private let maxWriterBacklog: Int
 
     /// - Parameters:
@@ -28,14 +31,21 @@ public final class IngestAPI: HTTPHandler {
     ///     forever. Nil accepts any app.
     ///   - maxWriterBacklog: writes waiting for the writer thread beyond which new messages get 503 with
     ///     `Retry-After` instead of queueing in memory without bound.
+    ///   - projects: FCM project id → app, for `/v1/projects/{project}/messages:send`. Empty: every project goes to
+    ///     app `default` (no app has a project id).
+    ///   - legacyApps: apps that deliver over FCM legacy, which refuse at ingest the v1 messages legacy cannot
+    ///     carry (an `fid` target, `webpush`).
     public init(
         writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?, knownApps: Set<String>? = nil,
+        projects: [String: String] = [:], legacyApps: Set<String> = [],
         maxWriterBacklog: Int = 20_000, metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.metrics = metrics
         self.knownApps = knownApps
+        self.projects = projects
+        self.legacyApps = legacyApps
         self.maxWriterBacklog = maxWriterBacklog
         self.writer = writer
         self.readers = readers
@@ -43,6 +53,7 @@ public final class IngestAPI: HTTPHandler {
         self.isShuttingDown = isShuttingDown
         self.committed = committed
         self.fcmSend = FCMSendEndpoint(writer: writer, metrics: metrics, committed: committed)
+        self.fcmV1Send = FCMV1SendEndpoint(writer: writer, metrics: metrics, committed: committed)
     }
 
     public func bodyLimit(method: String, path: String) -> Int {
@@ -56,16 +67,20 @@ public final class IngestAPI: HTTPHandler {
     }
 
     /// The one place the API token is checked: nil when `request` may go on, else the 401 in the shape the
-    /// route's clients read — FCM's for `/fcm/send` (which also takes `key=<token>`), Herald's error body for
-    /// the rest. Only the head is looked at. A route whose clients expect another shape adds its case here.
+    /// route's clients read — FCM legacy's for `/fcm/send` (which also takes `key=<token>`), FCM v1's for
+    /// `/v1/projects/{project}/messages:send`, Herald's error body for the rest. Only the head is looked at.
     func authorizationFailure(_ request: HTTPRequest) -> HTTPResponse? {
         guard apiToken != nil else { return nil }
-        switch (request.method, request.pathSegments) {
+        let segments = request.pathSegments
+        switch (request.method, segments) {
         case ("GET", ["healthz"]), ("GET", ["readyz"]):
             return nil
         case (_, ["fcm", "send"]):
             // FCM's client libraries send `Authorization: key=<server key>` and read FCM's own error answers.
             return isAuthorized(request, fcmCompatible: true) ? nil : FCMSendEndpoint.unauthorized
+        case _ where FCMV1SendEndpoint.project(in: segments) != nil:
+            // The Admin SDKs raise their typed UnauthenticatedError from v1's shape.
+            return isAuthorized(request) ? nil : FCMV1SendEndpoint.unauthorized
         default:
             return isAuthorized(request)
                 ? nil
@@ -83,6 +98,9 @@ public final class IngestAPI: HTTPHandler {
             return responder.respond(.json(200, #"{"status":"ok"}"#))
         case ("GET", "readyz") where segments.count == 1:
             return ready(responder)
+        case (_, "v1") where FCMV1SendEndpoint.project(in: segments) != nil:
+            // The drop-in for FCM HTTP v1 answers everything, refusals included, in v1's shape.
+            return fcmV1Send(request, project: FCMV1SendEndpoint.project(in: segments) ?? "", responder)
         case ("POST", _) where writer.backlog >= maxWriterBacklog:
             // The writer is behind: refuse now, cheaply, rather than hold requests in memory without bound.
             return responder.respond(error(
@@ -122,6 +140,17 @@ public final class IngestAPI: HTTPHandler {
     }
 
     // MARK: - Messages
+
+    private func fcmV1Send(_ request: HTTPRequest, project: String, _ responder: any HTTPResponder) {
+        guard request.method == "POST" else { return responder.respond(FCMV1SendEndpoint.methodNotAllowed) }
+        guard let app = projects.isEmpty ? MessageValidator.defaultApp : projects[project] else {
+            return responder.respond(FCMV1SendEndpoint.notFound(project: project))
+        }
+        guard writer.backlog < maxWriterBacklog else { return responder.respond(FCMV1SendEndpoint.unavailable) }
+        fcmV1Send.handle(
+            request, project: project, app: app, admit: { [self] in unknownApp($0.app) ?? refusal(of: $0) },
+            responder: responder)
+    }
 
     private func postMessage(_ request: HTTPRequest, _ responder: any HTTPResponder) {
         let key = request.header("idempotency-key")
@@ -289,7 +318,21 @@ public final class IngestAPI: HTTPHandler {
     }
 
     private func checkApp(_ message: IncomingMessage) -> Result<IncomingMessage, APIError> {
-        unknownApp(message.app).map { .failure($0) } ?? .success(message)
+        (unknownApp(message.app) ?? refusal(of: message)).map { .failure($0) } ?? .success(message)
+    }
+
+    /// A v1 message that its app's provider cannot carry: FCM legacy has no FIDs and no web push block.
+    private func refusal(of message: IncomingMessage) -> APIError? {
+        guard message.format == .v1, legacyApps.contains(message.app) else { return nil }
+        if message.tokenField == .fid {
+            return V1MessageValidator.invalid("Invalid value at 'message.fid': app \"\(message.app)\" delivers over "
+                + "FCM legacy, which cannot address a Firebase Installation ID; use an fcm-v1 app.")
+        }
+        if message.payload["webpush"] != nil {
+            return V1MessageValidator.invalid("Invalid value at 'message.webpush': app \"\(message.app)\" delivers "
+                + "over FCM legacy, which has no web push block; use an fcm-v1 app.")
+        }
+        return nil
     }
 
     /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it.
@@ -341,7 +384,9 @@ public final class IngestAPI: HTTPHandler {
         return .object([
             ("id", .string(record.id)),
             ("app", .string(record.app)),
+            ("format", .string(record.format.rawValue)),
             ("target_kind", .string(record.targetKind)),
+            ("token_field", .string(record.tokenField.rawValue)),
             ("collapse_key", record.collapseKey.map(JSON.string) ?? .null),
             ("priority", .string(record.priority)),
             ("ttl_seconds", .int(Int64(record.ttlSeconds))),
@@ -398,8 +443,9 @@ extension IncomingMessage {
         case .users(let users): target = .users(users)
         }
         return NewMessage(
-            app: app, idempotencyKey: idempotencyKey, payload: payload.serialized(), target: target,
-            collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds, dryRun: dryRun)
+            app: app, idempotencyKey: idempotencyKey, payload: payload.serialized(), format: format, target: target,
+            tokenField: tokenField, collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds,
+            dryRun: dryRun)
     }
 }
 

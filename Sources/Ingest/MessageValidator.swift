@@ -1,6 +1,7 @@
 import Support
 
-/// Checks an incoming FCM legacy message (SPEC §3) and extracts what Herald acts on.
+/// Checks an incoming FCM legacy message (SPEC §3) and extracts what Herald acts on. A body or batch item with a
+/// `message` member is an FCM HTTP v1 request instead, checked by `V1MessageValidator` (SPEC §13).
 ///
 /// Rules apply in a fixed order so the same input always gets the same error:
 /// 1. JSON object (`InvalidJson`); 2. known top-level fields only (`InvalidParameters`);
@@ -71,6 +72,10 @@ public enum MessageValidator {
     private static func check(_ message: JSON) throws(APIError) -> IncomingMessage {
         // 1
         guard case .object(let members) = message else { throw .invalidJSON("a message must be a JSON object") }
+        // An FCM HTTP v1 request (SPEC §13): `{"message": {...}}`, which legacy has no field for.
+        if V1MessageValidator.isV1(message) {
+            return try V1MessageValidator.validate(object: message, heraldFields: true).get()
+        }
         // 2
         for member in members where !knownFields.contains(where: { sameBytes($0, member.key) }) {
             throw .invalidParameters("unknown field \(quoted(member.key))")
@@ -148,16 +153,21 @@ public enum MessageValidator {
         }
     }
 
-    /// A non-empty array of non-empty strings, deduplicated by bytes, first occurrence kept.
-    private static func checkIdentifiers(_ value: JSON, field: String) throws(APIError) -> [String] {
-        guard let items = value.arrayValue else { throw .invalidParameters("\(field) must be an array of strings") }
-        guard !items.isEmpty else { throw .missingRegistration("\(field) is empty") }
+    /// A non-empty array of non-empty strings, deduplicated by bytes, first occurrence kept. `error` makes the
+    /// refusal (v1 messages refuse everything as `InvalidArgument`).
+    static func checkIdentifiers(
+        _ value: JSON, field: String, error: ((String) -> APIError)? = nil
+    ) throws(APIError) -> [String] {
+        guard let items = value.arrayValue else {
+            throw (error ?? APIError.invalidParameters)("\(field) must be an array of strings")
+        }
+        guard !items.isEmpty else { throw (error ?? APIError.missingRegistration)("\(field) is empty") }
         var seen = Set<ExactString>(minimumCapacity: items.count)
         var identifiers: [String] = []
         identifiers.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
             guard let identifier = item.stringValue, !identifier.isEmpty else {
-                throw .invalidParameters("\(field)[\(index)] must be a non-empty string")
+                throw (error ?? APIError.invalidParameters)("\(field)[\(index)] must be a non-empty string")
             }
             if seen.insert(ExactString(identifier)).inserted { identifiers.append(identifier) }
         }

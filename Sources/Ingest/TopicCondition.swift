@@ -5,11 +5,13 @@
 /// only counting operators, keeps a condition FCM would refuse from being stored and sent.
 enum TopicCondition {
     static let maximumOperators = 2
+    /// FCM HTTP v1 takes up to five topics in a condition.
+    static let maximumV1Operators = 4
     /// Far deeper than three terms need; a bound so hostile input cannot exhaust the stack.
     private static let maximumParenthesisDepth = 8
 
     /// Why `condition` is not a valid condition, or nil when it is.
-    static func problem(in condition: String) -> String? {
+    static func problem(in condition: String, maximumOperators: Int = maximumOperators) -> String? {
         let tokens: [Token]
         switch tokenize(Array(condition.utf8)) {
         case .success(let result): tokens = result

@@ -26,12 +26,18 @@ public struct ClaimedMessage: Sendable, Equatable {
     public var dryRun: Bool
     public var expiresAt: Int64
     public var collapseKey: String?
+    /// The shape of `payload` (SPEC §13): a provider renders legacy and v1 messages differently.
+    public var format: MessageFormat
+    /// Whether a device delivery's `token` is an FCM token or a Firebase Installation ID.
+    public var tokenField: TokenField
 
     public init(
         id: String, app: String, payload: String, targetKind: String, ttlSeconds: Int, dryRun: Bool, expiresAt: Int64,
-        collapseKey: String? = nil
+        collapseKey: String? = nil, format: MessageFormat = .legacy, tokenField: TokenField = .token
     ) {
         self.collapseKey = collapseKey
+        self.format = format
+        self.tokenField = tokenField
         self.id = id
         self.app = app
         self.payload = payload
@@ -146,7 +152,7 @@ extension Connection {
         for delivery in result.deliveries where result.messages[delivery.messageID] == nil {
             result.messages[delivery.messageID] = try queryOne(
                 """
-                SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key
+                SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key, format, token_field
                 FROM messages WHERE id = ?
                 """,
                 [.text(delivery.messageID)]
@@ -154,7 +160,8 @@ extension Connection {
                 ClaimedMessage(
                     id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
                     ttlSeconds: $0.int(4), dryRun: $0.int(5) != 0, expiresAt: $0.int64(6),
-                    collapseKey: $0.optionalString(7))
+                    collapseKey: $0.optionalString(7), format: MessageFormat(rawValue: $0.string(8)) ?? .legacy,
+                    tokenField: TokenField(rawValue: $0.string(9)) ?? .token)
             }
         }
         // Expiry first: a row past its TTL is `Expired` whatever else might have settled it, so trimming the

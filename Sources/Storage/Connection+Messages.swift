@@ -47,12 +47,13 @@ extension Connection {
         try run(
             """
             INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
-                                  priority, ttl_seconds, dry_run, created_at, expires_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             .text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
             .text(message.payload), .text(message.target.kind), .optional(message.collapseKey), .text(message.priority),
-            .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt))
+            .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt),
+            .text(message.format.rawValue), .text(message.tokenField.rawValue))
         let rowID = lastInsertRowID
         let insert = try statement(
             """
@@ -107,12 +108,15 @@ extension Connection {
         guard
             var record = try queryOne(
                 """
-                SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at
+                SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at,
+                       format, token_field
                 FROM messages WHERE id = ?
                 """, [.text(id)],
                 row: {
                     MessageRecord(
-                        id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
+                        id: $0.string(0), app: $0.string(1), payload: $0.string(2),
+                        format: MessageFormat(rawValue: $0.string(10)) ?? .legacy, targetKind: $0.string(3),
+                        tokenField: TokenField(rawValue: $0.string(11)) ?? .token,
                         collapseKey: $0.optionalString(4), priority: $0.string(5), ttlSeconds: $0.int(6),
                         dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
                 })

@@ -15,26 +15,48 @@ public enum StoredTarget: Sendable, Equatable {
     }
 }
 
+/// The shape a backend sent a message in (`messages.format`): how `payload` reads and how a provider renders it.
+public enum MessageFormat: String, Sendable, Equatable {
+    /// An FCM legacy message: `data`, `notification` and legacy options at the top level.
+    case legacy
+    /// The `message` object of an FCM HTTP v1 request: `data`, `notification`, `android`, `apns`, `webpush`, ...
+    case v1
+}
+
+/// Which v1 field a device delivery's `token` goes in (`messages.token_field`).
+public enum TokenField: String, Sendable, Equatable {
+    /// An FCM registration token (legacy `to`/`registration_ids`, v1 `token`).
+    case token
+    /// A Firebase Installation ID (v1 `fid`), which only FCM HTTP v1 can address.
+    case fid
+}
+
 /// A validated message ready to be stored.
 public struct NewMessage: Sendable, Equatable {
     public var app: String
     public var idempotencyKey: String?
-    /// The FCM message without its target, as JSON text.
+    /// The FCM message without its target, as JSON text, in `format`'s shape.
     public var payload: String
+    public var format: MessageFormat
     public var target: StoredTarget
+    /// For `.tokens` and `.users` targets: whether each device identifier is a token or an FID.
+    public var tokenField: TokenField
     public var collapseKey: String?
     public var priority: String
     public var ttlSeconds: Int
     public var dryRun: Bool
 
     public init(
-        app: String, idempotencyKey: String? = nil, payload: String, target: StoredTarget,
-        collapseKey: String? = nil, priority: String = "normal", ttlSeconds: Int = 2_419_200, dryRun: Bool = false
+        app: String, idempotencyKey: String? = nil, payload: String, format: MessageFormat = .legacy,
+        target: StoredTarget, tokenField: TokenField = .token, collapseKey: String? = nil, priority: String = "normal",
+        ttlSeconds: Int = 2_419_200, dryRun: Bool = false
     ) {
         self.app = app
         self.idempotencyKey = idempotencyKey
         self.payload = payload
+        self.format = format
         self.target = target
+        self.tokenField = tokenField
         self.collapseKey = collapseKey
         self.priority = priority
         self.ttlSeconds = ttlSeconds
@@ -59,7 +81,9 @@ public struct MessageRecord: Sendable, Equatable {
     public var id: String
     public var app: String
     public var payload: String
+    public var format: MessageFormat = .legacy
     public var targetKind: String
+    public var tokenField: TokenField = .token
     public var collapseKey: String?
     public var priority: String
     public var ttlSeconds: Int

@@ -256,6 +256,24 @@ import Testing
         #expect(entry.json["format"]?.stringValue == "v1")
     }
 
+    @Test func anFIDIsAnsweredLikeATokenOfTheSameNameAndLoggedWithTheMessage() throws {
+        let token = try accessToken()
+        let body = #"{"message":{"fid":"fid-1","webpush":{"headers":{"TTL":"60"}},"data":{"a":"b"}}}"#
+        #expect(try send(body, token: token).status == 200)
+        let entry = try #require(simulator.stats().requests.last)
+        #expect(entry.fid == "fid-1")
+        #expect(entry.tokens == ["fid-1"])
+        #expect(entry.message?["webpush"]?["headers"]?["TTL"]?.stringValue == "60")
+        #expect(entry.json["fid"]?.stringValue == "fid-1")
+        #expect(entry.json["message"]?["data"] == .object([("a", .string("b"))]))
+
+        let unregistered = try send(#"{"message":{"fid":"notreg-fid"}}"#, token: token)
+        #expect(unregistered.status == 404)
+        #expect(try errorCode(unregistered) == "UNREGISTERED")
+        let two = try send(#"{"message":{"fid":"f","token":"t"}}"#, token: token)
+        #expect(two.status == 400, "one target only")
+    }
+
     /// A service-account key file with the suite's key, in a temporary file the caller removes.
     static func serviceAccountFile() throws -> String {
         let account = ServiceAccount(clientEmail: email, privateKey: key, projectID: "test-project", tokenURI: tokenURI)

@@ -2,7 +2,8 @@ import Classify
 import Storage
 import Support
 
-/// The FCM HTTP v1 request body for one target of a stored, legacy-shaped message (SPEC §12):
+/// The FCM HTTP v1 request body for one target of a stored, legacy-shaped message (SPEC §12), rendered once per
+/// send through `V1Template`:
 /// `{"validate_only": dry_run, "message": {...}}`.
 ///
 /// ```swift
@@ -17,14 +18,20 @@ enum V1Message {
     static let maximumAPNsCollapseIDBytes = 64
 
     static func body(for message: ClaimedMessage, target: String, kind: TargetKind, now: Int64) -> [UInt8] {
+        template(for: message, now: now).body(target: target, kind: kind, elapsedSeconds: 0)
+    }
+
+    /// The mapped message rendered once for every target of one send: all that differs between them is the target,
+    /// since the remaining TTL is the same at `now`.
+    static func template(for message: ClaimedMessage, now: Int64) -> V1Template {
+        V1Template(dryRun: message.dryRun, tokenField: message.tokenField, members: fields(for: message, now: now))
+    }
+
+    /// The v1 `message` members of a legacy-shaped message, without the target.
+    private static func fields(for message: ClaimedMessage, now: Int64) -> [(key: String, value: JSON)] {
         let stored = (try? JSON.parse(Array(message.payload.utf8))) ?? .object([])
         let remaining = LegacyProvider.remainingTTL(message, now: now)
         var fields: [(key: String, value: JSON)] = []
-        switch kind {
-        case .tokens: fields.append(("token", .string(target)))
-        case .topic: fields.append(("topic", .string(topicName(target))))
-        case .condition: fields.append(("condition", .string(target)))
-        }
         if let data = stored["data"]?.objectValue {
             fields.append(("data", .object(data.map { ($0.key, .string(text($0.value))) })))
         }
@@ -33,11 +40,7 @@ enum V1Message {
         if !alert.isEmpty { fields.append(("notification", .object(alert))) }
         fields.append(("android", android(stored, notification: notification, remaining: remaining)))
         fields.append(("apns", apns(stored, notification: notification, alert: alert, remaining: remaining, now: now)))
-
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(message.payload.utf8.count + target.utf8.count + 160)
-        JSON.object([("validate_only", .bool(message.dryRun)), ("message", .object(fields))]).append(to: &bytes)
-        return bytes
+        return fields
     }
 
     // MARK: - Platforms
@@ -127,9 +130,5 @@ enum V1Message {
     ) -> [(key: String, value: JSON)] {
         guard let object else { return [] }
         return keys.compactMap { key in object[key].map { (key, transform($0)) } }
-    }
-
-    private static func topicName(_ target: String) -> String {
-        target.hasPrefix("/topics/") ? String(target.dropFirst("/topics/".count)) : target
     }
 }

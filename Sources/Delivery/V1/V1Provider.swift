@@ -8,8 +8,9 @@ import Synchronization
 /// FCM HTTP v1: `POST {endpoint}/v1/projects/{project}/messages:send` with an OAuth2 access token, one request per
 /// token, topic or condition (v1 has no multicast; HTTP/2 multiplexing carries the fan-out).
 ///
-/// Stored messages stay legacy-shaped; `V1Message` maps each to v1's body, and `V1Classifier` reads the answers,
-/// so the engine's claim, retry and reconciliation are the same as for `LegacyProvider`.
+/// A message stored in v1 shape goes out as it came (`V1Template`: the target and remaining TTL filled in); a
+/// legacy-shaped one is mapped by `V1Message`. `V1Classifier` reads the answers, so the engine's claim, retry and
+/// reconciliation are the same as for `LegacyProvider`.
 ///
 /// ```swift
 /// let provider = V1Provider(app: "default", account: try ServiceAccount(contentsOf: path), projectID: "my-project",
@@ -54,13 +55,16 @@ public final class V1Provider: Provider {
         case "condition": .condition
         default: .tokens
         }
+        // The message is rendered once for all its deliveries here; each body is then bytes spliced. A v1-shaped
+        // message keeps its own TTL fields, counted down; a legacy-shaped one is mapped with the TTL left at `now`.
+        let template = message.format == .v1 ? V1Template(message) : V1Message.template(for: message, now: now)
+        let elapsed = message.format == .v1 && message.ttlSeconds > 0
+            ? message.ttlSeconds - LegacyProvider.remainingTTL(message, now: now) : 0
         return deliveries.map { delivery in
-            PreparedRequest(
+            let body = template.body(target: delivery.token, kind: kind, elapsedSeconds: elapsed)
+            return PreparedRequest(
                 app: app, message: message, deliveries: [delivery],
-                outbound: OutboundRequest(
-                    url: sendURL, headers: headers,
-                    body: V1Message.body(for: message, target: delivery.token, kind: kind, now: now),
-                    timeoutMillis: timeoutMillis),
+                outbound: OutboundRequest(url: sendURL, headers: headers, body: body, timeoutMillis: timeoutMillis),
                 kind: kind, format: .json)
         }
     }
