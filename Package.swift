@@ -2,7 +2,7 @@
 import PackageDescription
 
 /// Herald: a durable outbound push-delivery queue. No package dependencies: the toolchain's own modules
-/// plus SQLite, libcurl and OpenSSL's libcrypto through small system-library modules.
+/// plus SQLite, libpq, libcurl and OpenSSL's libcrypto through small system-library modules.
 let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
@@ -14,12 +14,15 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CLinux"),
 
         // MARK: - Pipeline stages
         .target(name: "Support"),
         .target(name: "HTTP", dependencies: ["CLinux", "Support"]),
         .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
+        // PostgreSQL through libpq: connections, prepared statements, LISTEN/NOTIFY and its own migrations.
+        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
@@ -40,6 +43,7 @@ let package = Package(
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "Support"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),

@@ -1,11 +1,17 @@
 import Foundation
 import PackagePlugin
 
-/// Compiles the package's top-level `migrations/*.sql` into the Storage module.
+/// Compiles the package's migrations into the module that applies them: `migrations/*.sql` into Storage (SQLite)
+/// as `embeddedMigrations`, `migrations/postgres/*.sql` into PostgreSQL as `embeddedPostgresMigrations`.
 @main
 struct EmbedMigrations: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
-        let directory = context.package.directoryURL.appendingPathComponent("migrations")
+        var directory = context.package.directoryURL.appendingPathComponent("migrations")
+        var variable = "embeddedMigrations"
+        if target.name == "PostgreSQL" {
+            directory = directory.appendingPathComponent("postgres")
+            variable = "embeddedPostgresMigrations"
+        }
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.hasSuffix(".sql") }
             .sorted()
@@ -13,9 +19,9 @@ struct EmbedMigrations: BuildToolPlugin {
         let output = context.pluginWorkDirectoryURL.appendingPathComponent("EmbeddedMigrations.swift")
         return [
             .buildCommand(
-                displayName: "Embedding \(files.count) migrations",
+                displayName: "Embedding \(files.count) migrations into \(target.name)",
                 executable: try context.tool(named: "EmbedMigrationsTool").url,
-                arguments: [directory.path, output.path],
+                arguments: [directory.path, output.path, variable],
                 inputFiles: files,
                 outputFiles: [output]
             ),
