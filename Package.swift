@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
-        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "Support"]),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "Storage", "Support"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),

@@ -24,6 +24,7 @@ extension PGConnection {
     /// thousand short statements, not millions of rows of RETURNING).
     ///
     /// Related PostgreSQL documentation: https://www.postgresql.org/docs/current/libpq-pipeline-mode.html
+    @discardableResult
     public func pipeline(_ statements: [PGStatement]) throws -> [PGResult] {
         guard !statements.isEmpty else { return [] }
         // New SQL texts are prepared first, one round trip each, only the first time this session sees them.

@@ -13,6 +13,7 @@ extension PGConnection {
     /// A statement that failed inside `body` aborts the transaction even when `body` caught the error; the
     /// COMMIT then rolls back, and this throws rather than report a commit that did not happen. Use `savepoint`
     /// for a statement that may fail without ending the transaction.
+    @discardableResult
     public func transaction<T>(isolation: Isolation = .readCommitted, _ body: () throws -> T) throws -> T {
         guard !isInTransaction else {
             // BEGIN inside a transaction is only a warning in PostgreSQL; the inner COMMIT would end the outer one.
@@ -32,6 +33,7 @@ extension PGConnection {
 
     /// Runs `body` inside `SAVEPOINT`: released when it returns; rolled back to (undoing only `body`'s writes,
     /// leaving the enclosing transaction usable) when it throws. Needs an open transaction; nests.
+    @discardableResult
     public func savepoint<T>(_ body: () throws -> T) throws -> T {
         savepointDepth += 1
         defer { savepointDepth -= 1 }

@@ -57,9 +57,12 @@ public struct PGError: Error, Sendable, CustomStringConvertible {
             PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
         }
         let primary = field(UInt8(ascii: "M")) ?? String(cString: PQresultErrorMessage(result))
+        let sqlState = field(UInt8(ascii: "C"))
+        // The server ends the session after these (administrator or crash shutdown, connection failure).
+        let sessionEnded = sqlState.map { $0.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains($0) } ?? false
         self.init(
-            sqlState: field(UInt8(ascii: "C")), message: scrub(primary.trimmingTrailingNewlines),
-            constraint: field(UInt8(ascii: "n")), sql: sql, isConnectionLost: connectionLost)
+            sqlState: sqlState, message: scrub(primary.trimmingTrailingNewlines),
+            constraint: field(UInt8(ascii: "n")), sql: sql, isConnectionLost: connectionLost || sessionEnded)
     }
 }
 
