@@ -116,7 +116,9 @@ import Testing
     }
 
     @Test func runReturnsTheRowsChangedAndQueryOneNilForNoRow() throws {
-        for name in ["a", "b", "c"] { try connection.run("INSERT INTO items (name, count) VALUES ($1, 1)", .text(name)) }
+        for name in ["a", "b", "c"] {
+            try connection.run("INSERT INTO items (name, count) VALUES ($1, 1)", .text(name))
+        }
         #expect(try connection.run("UPDATE items SET count = count + 1 WHERE name <> $1", "a") == 2)
         #expect(try connection.run("DELETE FROM items WHERE name = $1", "nobody") == 0)
         #expect(try connection.queryOne("SELECT id FROM items WHERE name = $1", ["nobody"]) { $0.int64(0) } == nil)

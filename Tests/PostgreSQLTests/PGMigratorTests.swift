@@ -254,7 +254,10 @@ private struct SQLiteSchema {
         let connection = try Storage.Connection(path: path.path)
         try Storage.Migrator.migrate(connection)
         let objects = try connection.query(
-            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND (type <> 'index' OR sql IS NOT NULL)"
+            """
+            SELECT type, name FROM sqlite_master
+            WHERE name NOT LIKE 'sqlite_%' AND (type <> 'index' OR sql IS NOT NULL)
+            """
         ) { ($0.string(0), $0.string(1)) }
         for (type, name) in objects {
             switch type {
