@@ -21,16 +21,17 @@ public enum PGMigrator {
 
     public static var latestVersion: Int { embeddedPostgresMigrations.last?.version ?? 0 }
 
-    /// Brings the schema up to date; returns the versions applied now (empty when it already was).
+    /// Brings the schema up to date (or up to `target`, for tests of a migration's data step); returns the versions
+    /// applied now (empty when it already was).
     @discardableResult
-    public static func migrate(_ connection: PGConnection) throws -> [Int] {
+    public static func migrate(_ connection: PGConnection, upTo target: Int = .max) throws -> [Int] {
         var applied: [Int] = []
-        while let version = try applyNext(connection) { applied.append(version) }
+        while let version = try applyNext(connection, upTo: target) { applied.append(version) }
         return applied
     }
 
     /// Applies the first migration the database lacks, in one transaction under the lock; nil when none is left.
-    private static func applyNext(_ connection: PGConnection) throws -> Int? {
+    private static func applyNext(_ connection: PGConnection, upTo target: Int) throws -> Int? {
         try connection.transaction {
             try connection.run("SELECT pg_advisory_xact_lock($1)", .integer(advisoryLockKey))
             // Under the lock: two instances creating it at once would otherwise collide on the catalog.
@@ -45,7 +46,9 @@ public enum PGMigrator {
             guard current <= latestVersion else {
                 throw NewerDatabaseError(databaseVersion: current, binaryVersion: latestVersion)
             }
-            guard let migration = embeddedPostgresMigrations.first(where: { $0.version > current }) else {
+            guard let migration = embeddedPostgresMigrations.first(where: { $0.version > current }),
+                migration.version <= target
+            else {
                 return nil
             }
             try connection.execute(migration.sql)

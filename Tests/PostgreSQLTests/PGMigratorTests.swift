@@ -277,3 +277,69 @@ private struct SQLiteSchema {
         }
     }
 }
+
+/// 0004_integrity's data steps, on a database that has rows from before it (as on SQLite).
+@Suite struct IntegrityMigrationTests {
+    let database: TestDatabase
+    let connection: PGConnection
+
+    init() throws {
+        database = try TestDatabase()
+        connection = try database.connect()
+        #expect(try PGMigrator.migrate(connection, upTo: 3) == [1, 2, 3])
+    }
+
+    @Test func collapseHeadsKeepOnlyHeadsThatCanStillReachTheDevice() throws {
+        for (id, dryRun) in [("live", 0), ("dry", 1), ("dead", 0)] {
+            try connection.run(
+                """
+                INSERT INTO messages (id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run,
+                                      created_at, expires_at)
+                VALUES ($1, 'default', '{}', 'tokens', 'score', 'normal', 60, $2, 1000, 61000)
+                """, .text(id), .integer(Int64(dryRun)))
+        }
+        let ids = try ["live", "dry", "dead"].map { message in
+            try connection.queryOne(
+                """
+                INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, created_at)
+                VALUES ($1, 'default', $2, $3, 0, 0, 1000) RETURNING id
+                """, [.text(message), .text("token-\(message)"), .text(message == "dead" ? "dead" : "queued")]
+            ) { $0.int64(0) } ?? -1
+        }
+        for message in ["live", "dry", "dead", "gone"] {
+            try connection.run(
+                "INSERT INTO collapse_heads (app, collapse_key, token, message_id) VALUES ('default', 'score', $1, $2)",
+                .text("token-\(message)"), .text(message))
+        }
+
+        try PGMigrator.migrate(connection)
+
+        let heads = try connection.query("SELECT message_id, delivery_id, created_at FROM collapse_heads") {
+            "\($0.string(0)) \($0.int64(1)) \($0.int64(2))"
+        }
+        #expect(heads == ["live \(ids[0]) 1000"])
+    }
+
+    @Test func tombstonesHoldEachTokensLatestEventAndTTLZeroGetsItsWindow() throws {
+        for (at, token, kind, replacement) in [
+            (1, "a", "replaced", "a2"), (2, "a", "deleted", nil), (3, "b", "replaced", "b2"),
+        ] as [(Int64, String, String, String?)] {
+            try connection.run(
+                "INSERT INTO token_events (at, app, token, kind, replacement) VALUES ($1, 'default', $2, $3, $4)",
+                .integer(at), .text(token), .text(kind), .optional(replacement))
+        }
+        try connection.run(
+            """
+            INSERT INTO messages (id, app, payload, target_kind, priority, ttl_seconds, created_at, expires_at)
+            VALUES ('now-or-never', 'default', '{}', 'tokens', 'high', 0, 1000, 1000)
+            """)
+
+        try PGMigrator.migrate(connection)
+
+        let tombstones = try connection.query(
+            "SELECT token, kind, replacement, at FROM token_tombstones ORDER BY token"
+        ) { "\($0.string(0)) \($0.string(1)) \($0.optionalString(2) ?? "-") \($0.int(3))" }
+        #expect(tombstones == ["a deleted - 2", "b replaced b2 3"])
+        #expect(try connection.queryOne("SELECT expires_at FROM messages") { $0.int64(0) } == 6000)
+    }
+}

@@ -70,3 +70,21 @@ import Testing
         #expect(try other.queryOne("SELECT count(*) FROM items") { $0.int(0) } == 1)
     }
 }
+
+@Suite struct PipelineConnectionLossTests {
+    @Test func aPipelineOnALostConnectionFailsAsConnectionLost() throws {
+        let database = try TestDatabase()
+        let connection = try database.connect()
+        let killer = try database.connect()
+        _ = try killer.queryOne("SELECT pg_terminate_backend($1)", [.integer(Int64(connection.backendProcessID))]) {
+            $0.bool(0)
+        }
+        let error = #expect(throws: PGError.self) {
+            // The server may take a moment to close the socket: the first failure is what counts.
+            while true { try connection.pipeline([PGStatement("SELECT $1::int", [1]), PGStatement("SELECT 2")]) }
+        }
+        #expect(error?.isConnectionLost == true)
+        try connection.reset()
+        #expect(try connection.pipeline([PGStatement("SELECT $1::int", [5])]).first?[0].int(0) == 5)
+    }
+}
