@@ -39,9 +39,15 @@ public final class PGConnection {
         redactedURL = PGConnectionString.redacted(url)
         secrets = PGConnectionString.secrets(in: url)
         // Keywords are processed in order and later ones win: the defaults come before `dbname`, which libpq
-        // expands into the parameters the string holds.
-        let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
-        let values = [String(connectTimeoutSeconds), applicationName, url]
+        // expands into the parameters the string holds. TCP keepalives after 30 s idle notice a server or network
+        // that vanished silently within about a minute, instead of the kernel's two hours, so a connection that
+        // waits for NOTIFYs learns it is lost (unix sockets ignore them).
+        let defaults = [
+            ("connect_timeout", String(connectTimeoutSeconds)), ("fallback_application_name", applicationName),
+            ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"),
+        ]
+        let keywords = defaults.map(\.0) + ["dbname"]
+        let values = defaults.map(\.1) + [url]
         let connection = withCStrings(keywords) { keywords in
             withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
         }

@@ -158,3 +158,15 @@ import Testing
         #expect(try connection.queryOne("SELECT 1") { $0.int(0) } == 1)
     }
 }
+
+@Suite struct ConnectionDefaultsTests {
+    @Test func theURLsOwnParametersWinOverHeraldsDefaults() throws {
+        let database = try TestDatabase()
+        let plain = try database.connect()
+        #expect(try plain.queryOne("SHOW application_name") { $0.string(0) } == "herald")
+        let separator = database.url.contains("?") ? "&" : "?"
+        let named = try PGConnection(url: database.url + separator + "application_name=replica-7")
+        #expect(try named.queryOne("SHOW application_name") { $0.string(0) } == "replica-7")
+        #expect(try named.queryOne("SELECT current_database()") { $0.string(0) } == database.name)
+    }
+}
