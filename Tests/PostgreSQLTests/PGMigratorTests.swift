@@ -122,6 +122,8 @@ import Testing
             (messageInsert, ["m2", "bogus", "normal", 60]),
             (messageInsert, ["m3", "tokens", "urgent", 60]),
             (messageInsert, ["m4", "tokens", "normal", 2_419_201]),
+            ("UPDATE messages SET format = $1 WHERE id = 'm1'", ["v2"]),
+            ("UPDATE messages SET token_field = $1 WHERE id = 'm1'", ["email"]),
             ("INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, created_at) "
                 + "VALUES ('m1', 'default', 't', $1, 0, 0, 0)", ["sent"]),
             ("INSERT INTO deliveries (message_id, app, token, priority_rank, next_attempt_at, updated_at, created_at) "
