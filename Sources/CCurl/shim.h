@@ -2,6 +2,8 @@
 #define HERALD_CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 // curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic: the argument must have
 // exactly the type the option expects, so each argument kind gets its own typed wrapper.
@@ -34,6 +36,43 @@ static inline CURLcode herald_curl_easy_setopt_write_function(CURL *handle, hera
 
 static inline CURLcode herald_curl_easy_setopt_header_function(CURL *handle, herald_curl_data_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
+}
+
+typedef int (*herald_curl_prereq_callback)(void *context, char *primary_ip, char *local_ip, int primary_port,
+                                           int local_port);
+
+static inline CURLcode herald_curl_easy_setopt_prereq_function(CURL *handle, herald_curl_prereq_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
+
+// Connection counting: every socket libcurl opens or closes for a transfer goes through these two, with a
+// pointer to the pool's counter as context. libcurl copies both callbacks into the connection when it makes it,
+// so the close is counted even when another transfer (or curl_multi_cleanup) closes the connection.
+
+static inline curl_socket_t herald_curl_open_counted_socket(void *counter, curlsocktype purpose,
+                                                            struct curl_sockaddr *address) {
+    (void)purpose;
+    curl_socket_t fd = socket(address->family, address->socktype, address->protocol);
+    if (fd != CURL_SOCKET_BAD) __atomic_fetch_add((long *)counter, 1, __ATOMIC_RELAXED);
+    return fd;
+}
+
+static inline int herald_curl_close_counted_socket(void *counter, curl_socket_t fd) {
+    __atomic_fetch_sub((long *)counter, 1, __ATOMIC_RELAXED);
+    return close(fd);
+}
+
+static inline long herald_load_counter(const long *counter) {
+    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+/// Makes `handle` count its sockets in `*counter` (a `long` that outlives every connection of the multi).
+static inline CURLcode herald_curl_easy_count_sockets(CURL *handle, long *counter) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, herald_curl_open_counted_socket);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, (void *)counter);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, herald_curl_close_counted_socket);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETDATA, (void *)counter);
+    return code;
 }
 
 static inline CURLcode herald_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {

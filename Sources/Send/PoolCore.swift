@@ -30,25 +30,54 @@ final class PoolCore: Sendable {
         let pointer: UnsafeMutableRawPointer
     }
 
+    /// Open connections (sockets), kept by curl's open and close socket callbacks on the loop thread and read
+    /// from any thread. Freed with the core, after the loop has closed every connection.
+    struct Counter: @unchecked Sendable {
+        let pointer: UnsafeMutablePointer<Int>
+    }
+
     let name: String
     let maxConnectionsPerHost: Int
     let multi: MultiHandle
+    let connectionCounter: Counter
+    let caFile: String?
     let mailbox = Mutex(Mailbox())
     let inFlight = Atomic<Int>(0)
     /// The loop thread's `pthread_self()`, 0 until it runs. A submission made there (from a completion) needs
     /// no wake-up: the loop looks at the mailbox before it polls again.
     let loopThread = Atomic<UInt>(0)
 
-    init(name: String, maxConnectionsPerHost: Int) {
+    init(name: String, maxConnectionsPerHost: Int, caFile: String?) {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
         self.name = name
         self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.caFile = caFile
         multi = MultiHandle(pointer: pointer)
+        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        counter.initialize(to: 0)
+        connectionCounter = Counter(pointer: counter)
+        // The limit is what bounds connections under HTTP/2, not PIPEWAIT alone: once a host is known to
+        // multiplex, libcurl 7.88 never waits for a connection still in its TLS handshake (ConnectionExists only
+        // notes "pending candidates" for hosts not known to multiplex), so every transfer that finds the open
+        // connections full of streams opens a connection of its own. Under the limit it waits instead, and joins
+        // a connection as streams free up.
+        _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         // Room for every connection to the FCM host plus as many to a second host (the OAuth token endpoint)
         // before the cache starts closing idle connections that are about to be reused.
-        _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAXCONNECTS, 2 * maxConnectionsPerHost)
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // FCM's own limit; a server that allows fewer says so in its SETTINGS, and curl keeps to that.
+        _ = herald_curl_multi_setopt_long(
+            pointer, CURLMOPT_MAX_CONCURRENT_STREAMS, HTTPClientPool.streamsPerConnection)
+    }
+
+    deinit {
+        connectionCounter.pointer.deallocate()
+    }
+
+    /// Connections open (or opening) right now.
+    var connections: Int {
+        herald_load_counter(connectionCounter.pointer)
     }
 
     /// Queues `submission` unless the pool is shutting down. The first submission into an empty mailbox wakes

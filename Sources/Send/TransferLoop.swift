@@ -63,7 +63,10 @@ final class TransferLoop {
         // Waiting for a pending connection only pays when it may turn out to be HTTP/2; over cleartext HTTP/1.1
         // it would just hold every request of a burst until the first response.
         let pipeWait = submission.request.url.utf8.starts(with: "https:".utf8)
-        guard transfer.prepare(submission.request, pipeWait: pipeWait) else {
+        guard transfer.prepare(
+            submission.request, pipeWait: pipeWait, caFile: core.caFile,
+            connectionCounter: core.connectionCounter.pointer)
+        else {
             idle.append(transfer)
             complete(submission.completion, .failure(reason: "invalid request"), since: submission.submittedAt)
             return
@@ -98,6 +101,8 @@ final class TransferLoop {
     private func result(of transfer: Transfer, code: CURLcode) -> TransportResult {
         guard code == CURLE_OK else {
             if transfer.responseTooLarge { return .failure(reason: "response too large") }
+            // The connection went away after the request was sent and curl wanted to send it again.
+            if transfer.refusedResend { return .failure(reason: "reset") }
             return .failure(reason: Curl.failureReason(code))
         }
         var status = 0
