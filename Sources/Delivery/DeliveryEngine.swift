@@ -16,11 +16,15 @@ public final class DeliveryEngine: @unchecked Sendable {
         public var name: String
         public var provider: any Provider
         public var concurrency: Int
+        /// Sends per second at most (a token bucket), to stay under a known FCM quota instead of collecting 429s;
+        /// nil: as fast as `concurrency` allows.
+        public var maxRate: Double?
 
-        public init(name: String, provider: any Provider, concurrency: Int) {
+        public init(name: String, provider: any Provider, concurrency: Int, maxRate: Double? = nil) {
             self.name = name
             self.provider = provider
             self.concurrency = concurrency
+            self.maxRate = maxRate
         }
     }
 
@@ -33,6 +37,10 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// Gate after a 5xx or transport failure without Retry-After: 1 s doubling per consecutive failure, capped.
         public var gateBaseMillis: Int64 = 1_000
         public var gateCapMillis: Int64 = 60_000
+        /// Gate after a quota error (429 `QUOTA_EXCEEDED`) without Retry-After: 1 minute, as FCM asks, doubling per
+        /// consecutive quota gate, capped.
+        public var quotaGateBaseMillis: Int64 = 60_000
+        public var quotaGateCapMillis: Int64 = 960_000
         /// How often the `apps` table and due rows are looked at, and expired leases rescued.
         public var tickMillis = 1_000
         public var rescueEveryTicks = 30
@@ -43,6 +51,10 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Per-app scheduling state; only touched on `queue` (hence unchecked).
     private final class Runtime: @unchecked Sendable {
         let app: App
+        /// This app's own connections to its endpoint (and their count for `herald_fcm_connections`).
+        let pool: HTTPClientPool
+        /// `app.maxRate` as a token bucket, consulted before each send.
+        var rate: TokenBucket?
         var inFlight = 0
         /// Claimed requests waiting for a slot, oldest first: `queued[head...]`.
         private var queued: [PreparedRequest] = []
@@ -53,12 +65,28 @@ public final class DeliveryEngine: @unchecked Sendable {
         var gateUntil: Int64 = 0
         var wakeAt: Int64?
         var consecutiveFailures = 0
+        /// Quota gates closed in a row, for their backoff; a 2xx resets it.
+        var quotaGates = 0
+        /// The HTTP version FCM last answered over, to log when it shows or changes.
+        var httpVersion: String?
         /// The provider is getting ready (v1: fetching an access token); nothing is claimed or sent meanwhile.
         var preparing = false
         /// The provider asked not to be prepared again before this time.
         var notReadyUntil: Int64 = 0
 
-        init(app: App) { self.app = app }
+        init(app: App) {
+            self.app = app
+            let connections = app.provider.maxConnections(concurrency: app.concurrency)
+            pool = HTTPClientPool(maxConnectionsPerHost: connections, name: "send-\(app.name)")
+            rate = app.maxRate.map { TokenBucket(ratePerSecond: $0) }
+        }
+
+        /// Claim more while fewer than this many claimed requests wait: a concurrency's worth, or with a rate
+        /// limit no more than ~10 s of sending, so claimed rows don't sit on their leases behind the bucket.
+        var claimBelow: Int {
+            guard let rate = app.maxRate else { return app.concurrency }
+            return max(1, min(app.concurrency, Int(rate * 10)))
+        }
 
         var pendingCount: Int { queued.count - head }
 
@@ -90,7 +118,6 @@ public final class DeliveryEngine: @unchecked Sendable {
     private let queue = DispatchQueue(label: "herald-delivery")
     private let writer: DatabaseWriter
     private let metrics: Metrics
-    private let pool: HTTPClientPool
     private let options: Options
     private let runtimes: [String: Runtime]
     private var random = SystemRandomNumberGenerator()
@@ -114,8 +141,6 @@ public final class DeliveryEngine: @unchecked Sendable {
         self.metrics = metrics
         self.options = options
         self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let connections = apps.map(\.concurrency).reduce(0, +)
-        self.pool = HTTPClientPool(maxConnectionsPerHost: max(1, connections), name: "sender")
         self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0)) })
     }
 
@@ -129,6 +154,13 @@ public final class DeliveryEngine: @unchecked Sendable {
             return try connection.releaseForeignLeases(owner: owner, now: Clock.nowMillis())
         }
         if released > 0 { Log.info("released leases of a previous run", ["deliveries": .int(Int64(released))]) }
+        for runtime in runtimes.values.sorted(by: { $0.app.name < $1.app.name }) {
+            Log.info("sending", [
+                "app": .string(runtime.app.name), "concurrency": .int(Int64(runtime.app.concurrency)),
+                "max_connections": .int(Int64(runtime.app.provider.maxConnections(concurrency: runtime.app.concurrency))),
+                "max_rate": runtime.app.maxRate.map { .double($0) } ?? .string("unlimited"),
+            ])
+        }
         queue.async { self.tick() }
     }
 
@@ -158,7 +190,9 @@ public final class DeliveryEngine: @unchecked Sendable {
         if !unsent.isEmpty {
             _ = try? writer.write { try $0.apply(unsent, owner: owner, now: Clock.nowMillis()) }
         }
-        pool.shutdown(gracePeriod: gracePeriod)
+        // Every app's pool drains at once, so N apps take one grace period, not N.
+        let pools = runtimes.values.map(\.pool)
+        DispatchQueue.concurrentPerform(iterations: pools.count) { pools[$0].shutdown(gracePeriod: gracePeriod) }
         queue.sync {}  // completions posted by the pool have been planned
         queue.sync { flush() }  // and handed to the writer
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
@@ -177,10 +211,15 @@ public final class DeliveryEngine: @unchecked Sendable {
             prepare(runtime, now: now)
             return
         }
-        while runtime.inFlight < runtime.app.concurrency, let request = runtime.nextPending() {
+        while runtime.inFlight < runtime.app.concurrency, runtime.pendingCount > 0 {
+            if runtime.rate != nil, !runtime.rate!.take(now: now) {
+                schedule(runtime, at: runtime.rate!.nextTokenAt(now: now))
+                break
+            }
+            guard let request = runtime.nextPending() else { break }
             send(request, on: runtime)
         }
-        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.app.concurrency {
+        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.claimBelow {
             claim(runtime)
         }
     }
@@ -282,7 +321,7 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     private func send(_ request: PreparedRequest, on runtime: Runtime) {
         runtime.inFlight += 1
-        pool.submit(request.outbound) { result, seconds in
+        runtime.pool.submit(request.outbound) { result, seconds in
             self.queue.async { self.completed(request, result: result, seconds: seconds, on: runtime) }
         }
     }
@@ -302,9 +341,22 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         metrics.increment("herald_fcm_requests_total", ["app": runtime.app.name, "code": code])
         metrics.observe("herald_fcm_request_seconds", seconds: seconds)
-        let fallback = min(
-            options.gateCapMillis,
-            options.gateBaseMillis << Int64(min(runtime.consecutiveFailures, 20)))
+        if case .response(_, _, _, let version) = result, version != runtime.httpVersion {
+            runtime.httpVersion = version
+            Log.info("fcm answers", [
+                "app": .string(runtime.app.name), "http_version": .string(version),
+                "connections": .int(Int64(runtime.pool.connections)),
+            ])
+        }
+        // A quota error without Retry-After: FCM asks for a minute at least, and every other request would meet
+        // the same quota meanwhile. Answers to requests sent before the gate closed don't count again.
+        let quota = classification.closesGate && classification.retryAfterUntil == nil
+            && classification.outcomes.contains { if case .retrySlow = $0 { true } else { false } }
+        if quota && runtime.gateUntil <= now { runtime.quotaGates += 1 }
+        if status.map({ (200..<300).contains($0) }) ?? false { runtime.quotaGates = 0 }
+        let fallback = quota
+            ? min(options.quotaGateCapMillis, options.quotaGateBaseMillis << Int64(min(max(0, runtime.quotaGates - 1), 20)))
+            : min(options.gateCapMillis, options.gateBaseMillis << Int64(min(runtime.consecutiveFailures, 20)))
         let plan = OutcomePlanner.plan(
             classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
             now: now, using: &random)
@@ -461,6 +513,8 @@ public final class DeliveryEngine: @unchecked Sendable {
                         }
                         runtime.paused = state.paused
                         runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)
+                        self.metrics.set(
+                            "herald_fcm_connections", ["app": state.name], to: Double(runtime.pool.connections))
                         if let due, due <= now { runtime.mayHaveReady = true }
                         self.pump(runtime)
                     }

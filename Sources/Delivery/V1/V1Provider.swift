@@ -88,6 +88,12 @@ public final class V1Provider: Provider {
         return classification
     }
 
+    /// Over HTTPS, HTTP/2 with up to 100 requests per connection; a cleartext endpoint (the sandbox's simulator)
+    /// speaks HTTP/1.1 and needs a connection per request.
+    public func maxConnections(concurrency: Int) -> Int {
+        HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: sendURL.hasPrefix("https:"))
+    }
+
     public func needsPreparation(now: Int64) -> Bool {
         tokens.usableToken(now: now) == nil
     }
