@@ -8,7 +8,7 @@
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
 // http://127.0.0.1:S/stats answers the counts:
-//   sessions         TLS connections accepted in all
+//   sessions         TLS connections accepted in all; message_sessions those that carried messages:send requests
 //   open_sessions    connections open now; peak_sessions the most open at once
 //   peak_streams     the most message requests in flight at once, over all connections
 //   peak_session_streams  the most in flight at once on any one connection
@@ -17,6 +17,8 @@
 //   token_requests   POST /token requests
 //   tokens_issued    distinct access tokens handed out
 //   http_versions    requests per HTTP version
+//   first_body       the body of the first messages:send request (for a load tool to send the same)
+//   first_authorization  its Authorization header
 // --drop-after N: once, when the Nth message request has arrived, the connection carrying it gets a
 // GOAWAY(INTERNAL_ERROR) naming the last stream received and is then closed without an answer to any request in
 // flight on it: what an nghttp2 server does when a client trips its rapid-reset limit, or a server that crashes.
@@ -35,8 +37,9 @@ for (let i = 2; i < process.argv.length; i += 2) {
 if (!options.cert || !options.key) { console.error('--cert and --key are required'); process.exit(2); }
 
 const stats = {
-    sessions: 0, open_sessions: 0, peak_sessions: 0, peak_streams: 0, peak_session_streams: 0,
+    sessions: 0, message_sessions: 0, open_sessions: 0, peak_sessions: 0, peak_streams: 0, peak_session_streams: 0,
     requests: 0, duplicates: 0, token_requests: 0, tokens_issued: 0, http_versions: {},
+    first_body: null, first_authorization: null,
 };
 const seenBodies = new Set();
 let inFlight = 0;
@@ -80,10 +83,18 @@ server.on('request', (req, res) => {
             return;
         }
         stats.requests++;
+        if (stats.first_body === null) {
+            stats.first_body = body;
+            stats.first_authorization = req.headers.authorization || null;
+        }
         if (seenBodies.has(body)) stats.duplicates++; else seenBodies.add(body);
         const session = req.stream ? req.stream.session : null;
         inFlight++;
         stats.peak_streams = Math.max(stats.peak_streams, inFlight);
+        if (session && !session.heraldCarriedMessages) {
+            session.heraldCarriedMessages = true;
+            stats.message_sessions++;
+        }
         if (session) {
             session.heraldLastStream = Math.max(session.heraldLastStream, req.stream.id);
             session.heraldInFlight++;

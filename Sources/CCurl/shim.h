@@ -87,6 +87,19 @@ static inline CURLcode herald_curl_easy_getinfo_pointer(CURL *handle, CURLINFO i
     return curl_easy_getinfo(handle, info, value);
 }
 
+typedef int (*herald_curl_socket_callback)(CURL *easy, curl_socket_t fd, int what, void *context, void *socket_context);
+typedef int (*herald_curl_timer_callback)(CURLM *multi, long timeout_millis, void *context);
+
+/// Routes the multi handle's socket and timer callbacks (curl_multi_socket_action's interface) to `context`.
+static inline CURLMcode herald_curl_multi_set_event_callbacks(CURLM *handle, herald_curl_socket_callback sockets,
+                                                              herald_curl_timer_callback timer, void *context) {
+    CURLMcode code = curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, sockets);
+    if (code == CURLM_OK) code = curl_multi_setopt(handle, CURLMOPT_SOCKETDATA, context);
+    if (code == CURLM_OK) code = curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, timer);
+    if (code == CURLM_OK) code = curl_multi_setopt(handle, CURLMOPT_TIMERDATA, context);
+    return code;
+}
+
 static inline CURLMcode herald_curl_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }

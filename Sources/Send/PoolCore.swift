@@ -1,9 +1,10 @@
 import CCurl
+import CCurlFixes
 import Glibc
 import Synchronization
 
-/// What the submitting threads and the loop thread share: the mailbox, the in-flight count and the multi
-/// handle's wake-up. Everything else belongs to the loop thread alone.
+/// What the submitting threads and the loop thread share: the mailbox, the in-flight count and the loop's
+/// wake-up (an eventfd). Everything else belongs to the loop thread alone.
 final class PoolCore: Sendable {
     struct Submission: Sendable {
         var request: OutboundRequest
@@ -25,7 +26,7 @@ final class PoolCore: Sendable {
         var submissions: [Submission] = []
     }
 
-    /// The multi handle's pointer, shared only for `curl_multi_wakeup`, which libcurl allows from any thread.
+    /// The multi handle's pointer; only the loop thread uses it.
     struct MultiHandle: @unchecked Sendable {
         let pointer: UnsafeMutableRawPointer
     }
@@ -41,6 +42,9 @@ final class PoolCore: Sendable {
     let multi: MultiHandle
     let connectionCounter: Counter
     let caFile: String?
+    /// An eventfd in the loop's epoll set: a submitter makes it readable to wake the loop. Open as long as the
+    /// core lives, so a late wake-up never touches a closed or reused descriptor.
+    let wakeup: Int32
     let mailbox = Mutex(Mailbox())
     let inFlight = Atomic<Int>(0)
     /// The loop thread's `pthread_self()`, 0 until it runs. A submission made there (from a completion) needs
@@ -53,6 +57,8 @@ final class PoolCore: Sendable {
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.caFile = caFile
         multi = MultiHandle(pointer: pointer)
+        wakeup = herald_wakeup_create()
+        precondition(wakeup >= 0, "eventfd failed: \(errno)")
         let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         counter.initialize(to: 0)
         connectionCounter = Counter(pointer: counter)
@@ -73,6 +79,7 @@ final class PoolCore: Sendable {
 
     deinit {
         connectionCounter.pointer.deallocate()
+        close(wakeup)
     }
 
     /// Connections open (or opening) right now.
@@ -81,15 +88,14 @@ final class PoolCore: Sendable {
     }
 
     /// Queues `submission` unless the pool is shutting down. The first submission into an empty mailbox wakes
-    /// the loop; later ones find it already woken and not yet drained. The wake-up happens under the lock,
-    /// so it can never race the loop freeing the multi handle after `.stopped`.
+    /// the loop; later ones find it already woken and not yet drained.
     func post(_ submission: Submission) -> Bool {
         let onLoopThread = loopThread.load(ordering: .relaxed) == UInt(pthread_self())
         return mailbox.withLock { mailbox in
             guard case .running = mailbox.phase else { return false }
             mailbox.submissions.append(submission)
             inFlight.add(1, ordering: .relaxed)
-            if mailbox.submissions.count == 1 && !onLoopThread { curl_multi_wakeup(multi.pointer) }
+            if mailbox.submissions.count == 1 && !onLoopThread { herald_wakeup_signal(wakeup) }
             return true
         }
     }
@@ -104,7 +110,7 @@ final class PoolCore: Sendable {
         mailbox.withLock { mailbox in
             guard case .running = mailbox.phase else { return false }
             mailbox.phase = .draining(deadline: now + max(0, gracePeriod))
-            curl_multi_wakeup(multi.pointer)
+            herald_wakeup_signal(wakeup)
             return true
         }
     }
