@@ -10,6 +10,8 @@
 // http://127.0.0.1:S/stats answers the counts:
 //   sessions         TLS connections accepted in all; message_sessions those that carried messages:send requests
 //   open_sessions    connections open now; peak_sessions the most open at once
+//   in_flight        message requests in flight now, over all connections; session_in_flight the same per
+//                    open connection
 //   peak_streams     the most message requests in flight at once, over all connections
 //   peak_session_streams  the most in flight at once on any one connection
 //   requests         messages:send requests received complete (body and all)
@@ -123,9 +125,16 @@ server.on('request', (req, res) => {
     });
 });
 
+const sessions = new Set();
+server.on('session', (session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
+});
+
 const statsServer = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(stats));
+    const now = { in_flight: inFlight, session_in_flight: [...sessions].map((s) => s.heraldInFlight || 0) };
+    res.end(JSON.stringify(Object.assign({}, stats, now)));
 });
 
 server.listen(0, '127.0.0.1', () => {

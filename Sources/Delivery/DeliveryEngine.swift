@@ -81,11 +81,13 @@ public final class DeliveryEngine: @unchecked Sendable {
             rate = app.maxRate.map { TokenBucket(ratePerSecond: $0) }
         }
 
-        /// Claim more while fewer than this many claimed requests wait: a concurrency's worth, or with a rate
+        /// Claim more while fewer than this many claimed requests wait: two concurrencies' worth, so that one
+        /// window's worth is still there to send while the next claim waits its turn at the writer behind the
+        /// outcomes being applied (with one, the window ran dry during every claim: stop-and-wait); with a rate
         /// limit no more than ~10 s of sending, so claimed rows don't sit on their leases behind the bucket.
         var claimBelow: Int {
-            guard let rate = app.maxRate else { return app.concurrency }
-            return max(1, min(app.concurrency, Int(rate * 10)))
+            guard let rate = app.maxRate else { return 2 * app.concurrency }
+            return max(1, min(2 * app.concurrency, Int(rate * 10)))
         }
 
         var pendingCount: Int { queued.count - head }

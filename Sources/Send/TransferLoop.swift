@@ -26,7 +26,7 @@ final class TransferLoop {
     private var active: [ObjectIdentifier: Transfer] = [:]
     /// Reset-ready transfers; their handles' connections stay in the multi's cache between requests.
     private var idle: [Transfer] = []
-    /// A burst may need many handles at once; beyond this many, a finished one is freed rather than kept.
+    /// Beyond this many, a finished transfer is freed rather than kept.
     private let maxIdle: Int
     /// Swapped with the mailbox's array each turn, so neither side reallocates.
     private var incoming: [PoolCore.Submission] = []
@@ -34,7 +34,10 @@ final class TransferLoop {
     init(core: PoolCore) {
         self.core = core
         multi = core.multi.pointer
-        maxIdle = max(64, 4 * core.maxConnectionsPerHost)
+        // Enough for every request the connections can carry at once: a transfer freed and a new one made for each
+        // request costs an easy handle's set-up and buffers every time (a malloc storm at a thousand in flight).
+        // The list only ever holds as many as were in flight together, so the bound costs nothing when idle.
+        maxIdle = max(64, min(10_000, core.maxConnectionsPerHost * HTTPClientPool.streamsPerConnection))
         poller = herald_poller_create()
         precondition(poller >= 0, "epoll_create1 failed: \(errno)")
         precondition(herald_poller_watch(poller, core.wakeup, Int32(CURL_POLL_IN)) == 0, "epoll_ctl failed: \(errno)")
