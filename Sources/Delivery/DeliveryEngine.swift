@@ -4,6 +4,7 @@ import Foundation
 import Send
 import Storage
 import Support
+import Synchronization
 
 /// Claims ready deliveries, sends them through each app's provider, and writes back what FCM answered.
 ///
@@ -129,6 +130,8 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// writer job instead of each paying for its own.
     private var outbox: [String: Outbox] = [:]
     private var flushScheduled = false
+    /// Answers from the pools waiting for `handleAnswers` on `queue`.
+    private let answers = Mutex<[Answer]>([])
 
     private struct Outbox {
         var updates: [DeliveryUpdate] = []
@@ -324,7 +327,30 @@ public final class DeliveryEngine: @unchecked Sendable {
     private func send(_ request: PreparedRequest, on runtime: Runtime) {
         runtime.inFlight += 1
         runtime.pool.submit(request.outbound) { result, seconds in
-            self.queue.async { self.completed(request, result: result, seconds: seconds, on: runtime) }
+            // The pool completes a turn's answers one after another on its thread: the first of them schedules
+            // one job on the queue that handles every answer gathered by then, instead of a job per answer.
+            let first = self.answers.withLock { answers in
+                answers.append(Answer(request: request, result: result, seconds: seconds, runtime: runtime))
+                return answers.count == 1
+            }
+            if first { self.queue.async { self.handleAnswers() } }
+        }
+    }
+
+    private struct Answer: @unchecked Sendable {
+        var request: PreparedRequest
+        var result: TransportResult
+        var seconds: Double
+        var runtime: Runtime
+    }
+
+    private func handleAnswers() {
+        let batch = answers.withLock { answers in
+            defer { answers.removeAll(keepingCapacity: true) }
+            return answers
+        }
+        for answer in batch {
+            completed(answer.request, result: answer.result, seconds: answer.seconds, on: answer.runtime)
         }
     }
 
