@@ -16,6 +16,14 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CLinux"),
+        // Works around libcurl 7.88's RST_STREAM on already-closed HTTP/2 streams (see resets.c). The executable
+        // must export the symbol for the dynamic linker to prefer it over libnghttp2's.
+        .target(
+            name: "CCurlFixes",
+            linkerSettings: [
+                .linkedLibrary("dl"),
+                .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=nghttp2_submit_rst_stream"]),
+            ]),
 
         // MARK: - Pipeline stages
         .target(name: "Support"),
@@ -28,7 +36,7 @@ let package = Package(
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
-        .target(name: "Send", dependencies: ["CCurl", "Support"]),
+        .target(name: "Send", dependencies: ["CCurl", "CCurlFixes", "Support"]),
         .target(name: "Delivery", dependencies: ["Storage", "Classify", "Send", "OAuth", "Support"]),
         .target(
             name: "HeraldCLI",

@@ -405,7 +405,7 @@ analyse() {
                 split(y[i], t, ":"); d = (t[3] - before[t[1]]) / hz; herald += d
                 name = t[2]
                 if (i == 2) name = "writer"
-                else if (name ~ /^herald-herald-s/) name = "sender"
+                else if (name ~ /^herald-(herald-)?send/) name = "sender"
                 else if (name ~ /qos/) name = "gcd"
                 if (100 * d / secs >= 3) desc = desc sprintf(" %s#%d:%.0f", name, i, 100 * d / secs)
             }

@@ -2,6 +2,8 @@
 #define HERALD_CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 // curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic: the argument must have
 // exactly the type the option expects, so each argument kind gets its own typed wrapper.
@@ -36,6 +38,43 @@ static inline CURLcode herald_curl_easy_setopt_header_function(CURL *handle, her
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+typedef int (*herald_curl_prereq_callback)(void *context, char *primary_ip, char *local_ip, int primary_port,
+                                           int local_port);
+
+static inline CURLcode herald_curl_easy_setopt_prereq_function(CURL *handle, herald_curl_prereq_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
+
+// Connection counting: every socket libcurl opens or closes for a transfer goes through these two, with a
+// pointer to the pool's counter as context. libcurl copies both callbacks into the connection when it makes it,
+// so the close is counted even when another transfer (or curl_multi_cleanup) closes the connection.
+
+static inline curl_socket_t herald_curl_open_counted_socket(void *counter, curlsocktype purpose,
+                                                            struct curl_sockaddr *address) {
+    (void)purpose;
+    curl_socket_t fd = socket(address->family, address->socktype, address->protocol);
+    if (fd != CURL_SOCKET_BAD) __atomic_fetch_add((long *)counter, 1, __ATOMIC_RELAXED);
+    return fd;
+}
+
+static inline int herald_curl_close_counted_socket(void *counter, curl_socket_t fd) {
+    __atomic_fetch_sub((long *)counter, 1, __ATOMIC_RELAXED);
+    return close(fd);
+}
+
+static inline long herald_load_counter(const long *counter) {
+    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+/// Makes `handle` count its sockets in `*counter` (a `long` that outlives every connection of the multi).
+static inline CURLcode herald_curl_easy_count_sockets(CURL *handle, long *counter) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, herald_curl_open_counted_socket);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, (void *)counter);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, herald_curl_close_counted_socket);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETDATA, (void *)counter);
+    return code;
+}
+
 static inline CURLcode herald_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
@@ -46,6 +85,19 @@ static inline CURLcode herald_curl_easy_getinfo_double(CURL *handle, CURLINFO in
 
 static inline CURLcode herald_curl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);
+}
+
+typedef int (*herald_curl_socket_callback)(CURL *easy, curl_socket_t fd, int what, void *context, void *socket_context);
+typedef int (*herald_curl_timer_callback)(CURLM *multi, long timeout_millis, void *context);
+
+/// Routes the multi handle's socket and timer callbacks (curl_multi_socket_action's interface) to `context`.
+static inline CURLMcode herald_curl_multi_set_event_callbacks(CURLM *handle, herald_curl_socket_callback sockets,
+                                                              herald_curl_timer_callback timer, void *context) {
+    CURLMcode code = curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, sockets);
+    if (code == CURLM_OK) code = curl_multi_setopt(handle, CURLMOPT_SOCKETDATA, context);
+    if (code == CURLM_OK) code = curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, timer);
+    if (code == CURLM_OK) code = curl_multi_setopt(handle, CURLMOPT_TIMERDATA, context);
+    return code;
 }
 
 static inline CURLMcode herald_curl_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {

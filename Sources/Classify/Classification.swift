@@ -4,8 +4,9 @@ public struct Classification: Sendable, Equatable {
     public var outcomes: [Outcome]
     /// Absolute Unix milliseconds from a `Retry-After` header, if one could be parsed.
     public var retryAfterUntil: Int64?
-    /// A 5xx, a transport failure, or any parsable `Retry-After`: send nothing more to this app's endpoint before
-    /// `retryAfterUntil` (or, without one, before a backoff).
+    /// A 5xx, a transport failure, a v1 quota error (`retrySlow`), or any parsable `Retry-After`: send nothing more
+    /// to this app's endpoint before `retryAfterUntil` (or, without one, before a backoff: from a minute for a quota
+    /// error).
     public var closesGate: Bool
 
     public init(outcomes: [Outcome], retryAfterUntil: Int64? = nil, closesGate: Bool = false) {

@@ -29,10 +29,13 @@ public enum V1Classifier {
         status: Int, headers: [(name: String, value: String)], body: [UInt8], now: Int64, mayRenewCredentials: Bool
     ) -> Classification {
         let retryAfterUntil = RetryAfter.until(headers: headers, now: now)
+        let outcome = outcome(status: status, body: body, mayRenewCredentials: mayRenewCredentials)
+        // A quota error closes the gate even without Retry-After: FCM asks for a minute's wait, and every other
+        // request would meet the same quota meanwhile.
+        let quota = if case .retrySlow = outcome { true } else { false }
         return Classification(
-            outcomes: [outcome(status: status, body: body, mayRenewCredentials: mayRenewCredentials)],
-            retryAfterUntil: retryAfterUntil,
-            closesGate: status >= 500 || retryAfterUntil != nil)
+            outcomes: [outcome], retryAfterUntil: retryAfterUntil,
+            closesGate: status >= 500 || retryAfterUntil != nil || quota)
     }
 
     /// Timeout, reset, DNS or connect failure: retry, and the gate closes like a 5xx.

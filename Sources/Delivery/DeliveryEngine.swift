@@ -4,6 +4,7 @@ import Foundation
 import Send
 import Storage
 import Support
+import Synchronization
 
 /// Claims ready deliveries, sends them through each app's provider, and writes back what FCM answered.
 ///
@@ -16,11 +17,15 @@ public final class DeliveryEngine: @unchecked Sendable {
         public var name: String
         public var provider: any Provider
         public var concurrency: Int
+        /// Sends per second at most (a token bucket), to stay under a known FCM quota instead of collecting 429s;
+        /// nil: as fast as `concurrency` allows.
+        public var maxRate: Double?
 
-        public init(name: String, provider: any Provider, concurrency: Int) {
+        public init(name: String, provider: any Provider, concurrency: Int, maxRate: Double? = nil) {
             self.name = name
             self.provider = provider
             self.concurrency = concurrency
+            self.maxRate = maxRate
         }
     }
 
@@ -34,6 +39,10 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// Gate after a 5xx or transport failure without Retry-After: 1 s doubling per consecutive failure, capped.
         public var gateBaseMillis: Int64 = 1_000
         public var gateCapMillis: Int64 = 60_000
+        /// Gate after a quota error (429 `QUOTA_EXCEEDED`) without Retry-After: 1 minute, as FCM asks, doubling per
+        /// consecutive quota gate, capped.
+        public var quotaGateBaseMillis: Int64 = 60_000
+        public var quotaGateCapMillis: Int64 = 960_000
         /// How often the `apps` table and due rows are looked at.
         public var tickMillis = 1_000
 
@@ -43,6 +52,10 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Per-app scheduling state; only touched on `queue` (hence unchecked).
     private final class Runtime: @unchecked Sendable {
         let app: App
+        /// This app's own connections to its endpoint (and their count for `herald_fcm_connections`).
+        let pool: HTTPClientPool
+        /// `app.maxRate` as a token bucket, consulted before each send.
+        var rate: TokenBucket?
         var inFlight = 0
         /// Claimed requests waiting for a slot, oldest first: `queued[head...]`.
         private var queued: [PreparedRequest] = []
@@ -53,12 +66,30 @@ public final class DeliveryEngine: @unchecked Sendable {
         var gateUntil: Int64 = 0
         var wakeAt: Int64?
         var consecutiveFailures = 0
+        /// Quota gates closed in a row, for their backoff; a 2xx resets it.
+        var quotaGates = 0
+        /// The HTTP version FCM last answered over, to log when it shows or changes.
+        var httpVersion: String?
         /// The provider is getting ready (v1: fetching an access token); nothing is claimed or sent meanwhile.
         var preparing = false
         /// The provider asked not to be prepared again before this time.
         var notReadyUntil: Int64 = 0
 
-        init(app: App) { self.app = app }
+        init(app: App) {
+            self.app = app
+            let connections = app.provider.maxConnections(concurrency: app.concurrency)
+            pool = HTTPClientPool(maxConnectionsPerHost: connections, name: "send-\(app.name)")
+            rate = app.maxRate.map { TokenBucket(ratePerSecond: $0) }
+        }
+
+        /// Claim more while fewer than this many claimed requests wait: two concurrencies' worth, so that one
+        /// window's worth is still there to send while the next claim waits its turn at the writer behind the
+        /// outcomes being applied (with one, the window ran dry during every claim: stop-and-wait); with a rate
+        /// limit no more than ~10 s of sending, so claimed rows don't sit on their leases behind the bucket.
+        var claimBelow: Int {
+            guard let rate = app.maxRate else { return 2 * app.concurrency }
+            return max(1, min(2 * app.concurrency, Int(rate * 10)))
+        }
 
         var pendingCount: Int { queued.count - head }
 
@@ -90,7 +121,6 @@ public final class DeliveryEngine: @unchecked Sendable {
     private let queue = DispatchQueue(label: "herald-delivery")
     private let writer: DatabaseWriter
     private let metrics: Metrics
-    private let pool: HTTPClientPool
     private let options: Options
     private let runtimes: [String: Runtime]
     private var random = SystemRandomNumberGenerator()
@@ -103,6 +133,8 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Deliveries this process has leased and not yet handed an outcome to the writer: waiting for a slot or in
     /// flight. Their leases are renewed; nothing else's is.
     private var held = Set<Int64>()
+    /// Answers from the pools waiting for `handleAnswers` on `queue`.
+    private let answers = Mutex<[Answer]>([])
 
     private struct Outbox {
         var updates: [DeliveryUpdate] = []
@@ -117,8 +149,6 @@ public final class DeliveryEngine: @unchecked Sendable {
         self.metrics = metrics
         self.options = options
         self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let connections = apps.map(\.concurrency).reduce(0, +)
-        self.pool = HTTPClientPool(maxConnectionsPerHost: max(1, connections), name: "sender")
         self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0)) })
     }
 
@@ -132,6 +162,13 @@ public final class DeliveryEngine: @unchecked Sendable {
             return try connection.releaseForeignLeases(owner: owner, now: Clock.nowMillis())
         }
         if released > 0 { Log.info("released leases of a previous run", ["deliveries": .int(Int64(released))]) }
+        for runtime in runtimes.values.sorted(by: { $0.app.name < $1.app.name }) {
+            Log.info("sending", [
+                "app": .string(runtime.app.name), "concurrency": .int(Int64(runtime.app.concurrency)),
+                "max_connections": .int(Int64(runtime.app.provider.maxConnections(concurrency: runtime.app.concurrency))),
+                "max_rate": runtime.app.maxRate.map { .double($0) } ?? .string("unlimited"),
+            ])
+        }
         queue.async { self.tick() }
     }
 
@@ -161,7 +198,9 @@ public final class DeliveryEngine: @unchecked Sendable {
         if !unsent.isEmpty {
             _ = try? writer.write { try $0.apply(unsent, owner: owner, now: Clock.nowMillis()) }
         }
-        pool.shutdown(gracePeriod: gracePeriod)
+        // Every app's pool drains at once, so N apps take one grace period, not N.
+        let pools = runtimes.values.map(\.pool)
+        DispatchQueue.concurrentPerform(iterations: pools.count) { pools[$0].shutdown(gracePeriod: gracePeriod) }
         queue.sync {}  // completions posted by the pool have been planned
         queue.sync { flush() }  // and handed to the writer
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
@@ -180,7 +219,12 @@ public final class DeliveryEngine: @unchecked Sendable {
             prepare(runtime, now: now)
             return
         }
-        while runtime.inFlight < runtime.app.concurrency, let request = runtime.nextPending() {
+        while runtime.inFlight < runtime.app.concurrency, runtime.pendingCount > 0 {
+            if runtime.rate != nil, !runtime.rate!.take(now: now) {
+                schedule(runtime, at: runtime.rate!.nextTokenAt(now: now))
+                break
+            }
+            guard let request = runtime.nextPending() else { break }
             // Its TTL (or TTL 0's window) ran out while it waited for a slot: never sent late.
             if request.message.expiresAt <= now {
                 write(request.deliveries.map { .expired(id: $0.id) }, plan: nil, on: runtime)
@@ -188,7 +232,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             }
             send(request, on: runtime)
         }
-        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.app.concurrency {
+        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.claimBelow {
             claim(runtime)
         }
     }
@@ -234,8 +278,9 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     private func claim(_ runtime: Runtime) {
         runtime.claiming = true
-        // Claim one window of requests at most: rows then wait for a slot no longer than one round of answers.
-        let slots = max(1, runtime.app.concurrency - runtime.pendingCount)
+        // Claim up to `claimBelow` waiting requests: rows then wait for a slot about two rounds of answers at most
+        // (and their leases are renewed while they do).
+        let slots = max(1, runtime.claimBelow - runtime.pendingCount)
         let perRequest = runtime.app.provider.maxTargetsPerRequest
         let limit = min(options.claimLimit, slots.multipliedReportingOverflow(by: perRequest).partialValue)
         let (app, owner, lease) = (runtime.app.name, self.owner, options.leaseMillis)
@@ -295,8 +340,31 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     private func send(_ request: PreparedRequest, on runtime: Runtime) {
         runtime.inFlight += 1
-        pool.submit(request.outbound) { result, seconds in
-            self.queue.async { self.completed(request, result: result, seconds: seconds, on: runtime) }
+        runtime.pool.submit(request.outbound) { result, seconds in
+            // The pool completes a turn's answers one after another on its thread: the first of them schedules
+            // one job on the queue that handles every answer gathered by then, instead of a job per answer.
+            let first = self.answers.withLock { answers in
+                answers.append(Answer(request: request, result: result, seconds: seconds, runtime: runtime))
+                return answers.count == 1
+            }
+            if first { self.queue.async { self.handleAnswers() } }
+        }
+    }
+
+    private struct Answer: @unchecked Sendable {
+        var request: PreparedRequest
+        var result: TransportResult
+        var seconds: Double
+        var runtime: Runtime
+    }
+
+    private func handleAnswers() {
+        let batch = answers.withLock { answers in
+            defer { answers.removeAll(keepingCapacity: true) }
+            return answers
+        }
+        for answer in batch {
+            completed(answer.request, result: answer.result, seconds: answer.seconds, on: answer.runtime)
         }
     }
 
@@ -315,9 +383,22 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
         metrics.increment("herald_fcm_requests_total", ["app": runtime.app.name, "code": code])
         metrics.observe("herald_fcm_request_seconds", seconds: seconds)
-        let fallback = min(
-            options.gateCapMillis,
-            options.gateBaseMillis << Int64(min(runtime.consecutiveFailures, 20)))
+        if case .response(_, _, _, let version) = result, version != runtime.httpVersion {
+            runtime.httpVersion = version
+            Log.info("fcm answers", [
+                "app": .string(runtime.app.name), "http_version": .string(version),
+                "connections": .int(Int64(runtime.pool.connections)),
+            ])
+        }
+        // A quota error without Retry-After: FCM asks for a minute at least, and every other request would meet
+        // the same quota meanwhile. Answers to requests sent before the gate closed don't count again.
+        let quota = classification.closesGate && classification.retryAfterUntil == nil
+            && classification.outcomes.contains { if case .retrySlow = $0 { true } else { false } }
+        if quota && runtime.gateUntil <= now { runtime.quotaGates += 1 }
+        if status.map({ (200..<300).contains($0) }) ?? false { runtime.quotaGates = 0 }
+        let fallback = quota
+            ? min(options.quotaGateCapMillis, options.quotaGateBaseMillis << Int64(min(max(0, runtime.quotaGates - 1), 20)))
+            : min(options.gateCapMillis, options.gateBaseMillis << Int64(min(runtime.consecutiveFailures, 20)))
         let plan = OutcomePlanner.plan(
             classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
             now: now, using: &random)
@@ -478,6 +559,8 @@ public final class DeliveryEngine: @unchecked Sendable {
                         }
                         runtime.paused = state.paused
                         runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)
+                        self.metrics.set(
+                            "herald_fcm_connections", ["app": state.name], to: Double(runtime.pool.connections))
                         if let due, due <= now { runtime.mayHaveReady = true }
                         self.pump(runtime)
                     }

@@ -37,6 +37,8 @@ public protocol Provider: Sendable {
     /// Gets ready to send (v1: fetches an access token) without blocking the caller; `completion` runs once, on any
     /// thread.
     func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void)
+    /// The connections to the endpoint that `concurrency` requests in flight need, which the app's pool may open.
+    func maxConnections(concurrency: Int) -> Int
 }
 
 extension Provider {
@@ -45,5 +47,10 @@ extension Provider {
 
     public func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
         completion(.ready)
+    }
+
+    /// One connection per request in flight: HTTP/1.1 keep-alive.
+    public func maxConnections(concurrency: Int) -> Int {
+        HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
     }
 }

@@ -17,6 +17,11 @@ struct AppConfiguration: Sendable {
     var endpoint: String
     var serverKey: String?
     var concurrency: Int
+    /// Whether a flag, the environment or the config file set `concurrency`; if not, it follows the provider
+    /// (`defaultConcurrency`) once the provider is settled.
+    var concurrencyGiven: Bool
+    /// Sends per second at most; nil: no limit.
+    var maxRate: Double?
     /// v1: the key file as configured, and (once `ServeConfiguration.check` has read it) its key and the project and
     /// token endpoint in force: the config's overrides, else the file's.
     var serviceAccountFile: String?
@@ -24,16 +29,24 @@ struct AppConfiguration: Sendable {
     var tokenURI: String?
     var serviceAccount: ServiceAccount?
 
-    init(name: String, provider: String, endpoint: String, serverKey: String? = nil, concurrency: Int,
-         serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
+    init(name: String, provider: String, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
+         maxRate: Double? = nil, serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
         self.name = name
         self.provider = provider
         self.endpoint = endpoint
         self.serverKey = serverKey
-        self.concurrency = concurrency
+        self.concurrency = concurrency ?? Self.defaultConcurrency(provider)
+        concurrencyGiven = concurrency != nil
+        self.maxRate = maxRate
         self.serviceAccountFile = serviceAccountFile
         self.projectID = projectID
         self.tokenURI = tokenURI
+    }
+
+    /// Requests in flight by default. v1: enough to carry FCM's default quota (10,000/s) at a 100 ms round trip,
+    /// over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before.
+    static func defaultConcurrency(_ provider: String) -> Int {
+        provider == v1 ? 1000 : 64
     }
 }
 
@@ -60,6 +73,7 @@ struct ServeConfiguration: Sendable {
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
     static let defaultV1Endpoint = V1Provider.defaultEndpoint
+    static let maxRateRange = 0.01...1_000_000.0
 
     /// The settings of `serve`: flag name, default, and the help line. The environment variable is
     /// `HERALD_` + the name in capitals with `_`; the config file key is the name with `_`.
@@ -71,7 +85,8 @@ struct ServeConfiguration: Sendable {
         ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
         ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),
         ("fcm-service-account", nil, "service-account key file of app `default`: sends with FCM HTTP v1"),
-        ("concurrency", "64", "concurrent FCM requests per app"),
+        ("concurrency", nil, "concurrent FCM requests per app (default 1000 for FCM v1, 64 for legacy)"),
+        ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "full: fsync before acknowledging; normal: survives a crash, not a power cut"),
         ("sandbox", nil, "send to a built-in FCM simulator on loopback; no credentials needed"),
         ("log-level", "info", "debug, info, warn or error"),
@@ -176,7 +191,14 @@ struct ServeConfiguration: Sendable {
         let tokenEventRetention = try duration("token-event-retention", in: 3_600_000...3650 * 86_400_000)
         let lease = try duration("lease", in: 2_000...3_600_000)
         let apiToken = try raw("api-token").flatMap { $0.isEmpty ? nil : $0 }
-        let concurrency = try integer("concurrency", in: 1...10_000)
+        let concurrency = try given("concurrency") == nil ? nil : try integer("concurrency", in: 1...10_000)
+        var maxRate: Double?
+        if let text = try given("max-rate") {
+            guard let value = Double(text), value.isFinite, (Self.maxRateRange).contains(value) else {
+                throw Invalid(description: "--max-rate must be a number of sends per second in 0.01...1000000, got \"\(text)\"")
+            }
+            maxRate = value
+        }
 
         let configDirectory = configPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
         var apps = try parseApps(
@@ -213,17 +235,25 @@ struct ServeConfiguration: Sendable {
                 apps[index].serverKey = nil
             }
             if endpointGiven { apps[index].endpoint = endpoint }
+            if let maxRate { apps[index].maxRate = maxRate }
         } else if let serviceAccountFile {
             let given = try given("fcm-endpoint")
             apps.insert(
                 AppConfiguration(
                     name: "default", provider: AppConfiguration.v1, endpoint: given ?? defaultV1Endpoint,
-                    concurrency: concurrency, serviceAccountFile: serviceAccountFile), at: 0)
+                    concurrency: concurrency, maxRate: maxRate, serviceAccountFile: serviceAccountFile), at: 0)
         } else if fcmKey != nil || sandbox {
             apps.insert(
                 AppConfiguration(
                     name: "default", provider: AppConfiguration.legacy, endpoint: endpoint, serverKey: fcmKey,
-                    concurrency: concurrency), at: 0)
+                    concurrency: concurrency, maxRate: maxRate), at: 0)
+        }
+        if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
+            throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")
+        }
+        // --fcm-service-account may have turned app "default" into a v1 app after it got its default.
+        for index in apps.indices where !apps[index].concurrencyGiven {
+            apps[index].concurrency = AppConfiguration.defaultConcurrency(apps[index].provider)
         }
 
         var configuration = ServeConfiguration(
@@ -321,7 +351,7 @@ struct ServeConfiguration: Sendable {
         path.hasPrefix("/") ? path : URL(fileURLWithPath: directory).appendingPathComponent(path).path
     }
 
-    private static func parseApps(_ value: JSON?, concurrency: Int, directory: String?) throws -> [AppConfiguration] {
+    private static func parseApps(_ value: JSON?, concurrency: Int?, directory: String?) throws -> [AppConfiguration] {
         guard let value else { return [] }
         guard let list = value.arrayValue else { throw Invalid(description: "config key \"apps\" must be a list") }
         var apps: [AppConfiguration] = []
@@ -331,7 +361,7 @@ struct ServeConfiguration: Sendable {
             }
             let legacyKeys: Set = ["server_key"]
             let v1Keys: Set = ["service_account_file", "project_id", "token_uri"]
-            let known = Set(["name", "provider", "endpoint", "concurrency"]).union(legacyKeys).union(v1Keys)
+            let known = Set(["name", "provider", "endpoint", "concurrency", "max_rate"]).union(legacyKeys).union(v1Keys)
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
             }
@@ -341,7 +371,7 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            for (key, value) in object where value.stringValue == nil && key != "concurrency" {
+            for (key, value) in object where value.stringValue == nil && key != "concurrency" && key != "max_rate" {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
             let inferred = item["service_account_file"] != nil ? AppConfiguration.v1 : AppConfiguration.legacy
@@ -364,12 +394,21 @@ struct ServeConfiguration: Sendable {
                 }
                 appConcurrency = Int(value)
             }
+            var appMaxRate: Double?
+            if let number = item["max_rate"] {
+                guard case .number(let text) = number, let value = Double(text), maxRateRange.contains(value) else {
+                    throw Invalid(description: """
+                        apps[\(index)] "\(name)": max_rate must be a number of sends per second in 0.01...1000000
+                        """)
+                }
+                appMaxRate = value
+            }
             let isV1 = provider == AppConfiguration.v1
             apps.append(
                 AppConfiguration(
                     name: name, provider: provider,
                     endpoint: item["endpoint"]?.stringValue ?? (isV1 ? defaultV1Endpoint : defaultEndpoint),
-                    serverKey: item["server_key"]?.stringValue, concurrency: appConcurrency,
+                    serverKey: item["server_key"]?.stringValue, concurrency: appConcurrency, maxRate: appMaxRate,
                     serviceAccountFile: item["service_account_file"]?.stringValue.map { path in
                         directory.map { resolvePath(path, against: $0) } ?? path
                     },

@@ -78,7 +78,8 @@ final class Service: Sendable {
             } else {
                 provider = LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "")
             }
-            return DeliveryEngine.App(name: app.name, provider: provider, concurrency: app.concurrency)
+            return DeliveryEngine.App(
+                name: app.name, provider: provider, concurrency: app.concurrency, maxRate: app.maxRate)
         }, metrics: metrics, options: options)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(

@@ -17,7 +17,10 @@ enum Curl {
         switch code {
         case CURLE_OPERATION_TIMEDOUT: "timeout"
         case CURLE_COULDNT_CONNECT: "connect"
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING: "reset"
+        // The connection or the HTTP/2 stream ended before a complete answer (a closed connection, a GOAWAY, a
+        // reset stream).
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
+            CURLE_HTTP2_STREAM: "reset"
         default: String(cString: curl_easy_strerror(code))
         }
     }

@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 import Support
 import Synchronization
 
@@ -13,9 +14,14 @@ import Synchronization
 /// pool.shutdown(gracePeriod: 10)
 /// ```
 ///
-/// Connections are kept alive and reused: HTTP/1.1 keep-alive, and HTTP/2 (offered over TLS) with many
-/// requests multiplexed on one connection. At most `maxConnectionsPerHost` connections go to one host;
-/// requests beyond what they can carry wait inside curl, and their wait counts against their timeout.
+/// Connections are kept alive and reused: HTTP/1.1 keep-alive, and HTTP/2 (offered over TLS) with up to
+/// `streamsPerConnection` requests multiplexed on one connection. At most `maxConnectionsPerHost` connections go
+/// to one host; requests beyond what they can carry wait inside curl, and their wait counts against their
+/// timeout. Size it with `connectionsNeeded(inFlight:multiplexed:)`.
+///
+/// Every request goes on the wire at most once: libcurl's own re-sends (after a reused connection closes
+/// before the answer, or a refused stream) are refused and reported as `.failure("reset")`, so the caller's
+/// retry policy, which counts attempts, is the only one.
 ///
 /// Related libcurl documentation: [libcurl-multi](https://curl.se/libcurl/c/libcurl-multi.html).
 public final class HTTPClientPool: Sendable {
@@ -23,10 +29,25 @@ public final class HTTPClientPool: Sendable {
     /// Taken by the first `shutdown`, which joins it.
     private let thread: Mutex<PosixThread?>
 
-    public init(maxConnectionsPerHost: Int = 64, name: String = "sender") {
+    /// Concurrent streams per HTTP/2 connection at most: what FCM allows.
+    public static let streamsPerConnection = 100
+
+    /// The connections `inFlight` concurrent requests need: ⌈inFlight ÷ 100⌉ + 1 over HTTP/2 (the one spare lets
+    /// a new connection open while the others are full), one per request over HTTP/1.1.
+    public static func connectionsNeeded(inFlight: Int, multiplexed: Bool) -> Int {
+        guard multiplexed else { return max(1, inFlight) }
+        return (max(1, inFlight) + streamsPerConnection - 1) / streamsPerConnection + 1
+    }
+
+    /// - Parameter caFile: the CA certificates (PEM) that HTTPS servers are checked against instead of the system's;
+    ///   by default `$SSL_CERT_FILE` when set (OpenSSL's own convention), for a private FCM gateway or a stand-in.
+    public init(
+        maxConnectionsPerHost: Int = 64, name: String = "sender",
+        caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+    ) {
         precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
         Curl.initializeOnce()
-        let core = PoolCore(name: name, maxConnectionsPerHost: maxConnectionsPerHost)
+        let core = PoolCore(name: name, maxConnectionsPerHost: maxConnectionsPerHost, caFile: caFile)
         self.core = core
         thread = Mutex(PosixThread(name: "herald-\(name)") { TransferLoop(core: core).run() })
     }
@@ -47,6 +68,11 @@ public final class HTTPClientPool: Sendable {
         if !core.post(submission) {
             completion(.failure(reason: "cancelled"), 0)
         }
+    }
+
+    /// Connections open or opening right now, to every host the pool talks to.
+    public var connections: Int {
+        core.connections
     }
 
     /// Requests submitted whose completion has not started yet.

@@ -1,9 +1,10 @@
 import CCurl
+import CCurlFixes
 import Glibc
 import Synchronization
 
-/// What the submitting threads and the loop thread share: the mailbox, the in-flight count and the multi
-/// handle's wake-up. Everything else belongs to the loop thread alone.
+/// What the submitting threads and the loop thread share: the mailbox, the in-flight count and the loop's
+/// wake-up (an eventfd). Everything else belongs to the loop thread alone.
 final class PoolCore: Sendable {
     struct Submission: Sendable {
         var request: OutboundRequest
@@ -25,42 +26,76 @@ final class PoolCore: Sendable {
         var submissions: [Submission] = []
     }
 
-    /// The multi handle's pointer, shared only for `curl_multi_wakeup`, which libcurl allows from any thread.
+    /// The multi handle's pointer; only the loop thread uses it.
     struct MultiHandle: @unchecked Sendable {
         let pointer: UnsafeMutableRawPointer
+    }
+
+    /// Open connections (sockets), kept by curl's open and close socket callbacks on the loop thread and read
+    /// from any thread. Freed with the core, after the loop has closed every connection.
+    struct Counter: @unchecked Sendable {
+        let pointer: UnsafeMutablePointer<Int>
     }
 
     let name: String
     let maxConnectionsPerHost: Int
     let multi: MultiHandle
+    let connectionCounter: Counter
+    let caFile: String?
+    /// An eventfd in the loop's epoll set: a submitter makes it readable to wake the loop. Open as long as the
+    /// core lives, so a late wake-up never touches a closed or reused descriptor.
+    let wakeup: Int32
     let mailbox = Mutex(Mailbox())
     let inFlight = Atomic<Int>(0)
     /// The loop thread's `pthread_self()`, 0 until it runs. A submission made there (from a completion) needs
     /// no wake-up: the loop looks at the mailbox before it polls again.
     let loopThread = Atomic<UInt>(0)
 
-    init(name: String, maxConnectionsPerHost: Int) {
+    init(name: String, maxConnectionsPerHost: Int, caFile: String?) {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
         self.name = name
         self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.caFile = caFile
         multi = MultiHandle(pointer: pointer)
+        wakeup = herald_wakeup_create()
+        precondition(wakeup >= 0, "eventfd failed: \(errno)")
+        let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        counter.initialize(to: 0)
+        connectionCounter = Counter(pointer: counter)
+        // The limit is what bounds connections under HTTP/2, not PIPEWAIT alone: once a host is known to
+        // multiplex, libcurl 7.88 never waits for a connection still in its TLS handshake (ConnectionExists only
+        // notes "pending candidates" for hosts not known to multiplex), so every transfer that finds the open
+        // connections full of streams opens a connection of its own. Under the limit it waits instead, and joins
+        // a connection as streams free up.
+        _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         // Room for every connection to the FCM host plus as many to a second host (the OAuth token endpoint)
         // before the cache starts closing idle connections that are about to be reused.
-        _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAXCONNECTS, 2 * maxConnectionsPerHost)
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // FCM's own limit; a server that allows fewer says so in its SETTINGS, and curl keeps to that.
+        _ = herald_curl_multi_setopt_long(
+            pointer, CURLMOPT_MAX_CONCURRENT_STREAMS, HTTPClientPool.streamsPerConnection)
+    }
+
+    deinit {
+        connectionCounter.pointer.deallocate()
+        close(wakeup)
+    }
+
+    /// Connections open (or opening) right now.
+    var connections: Int {
+        herald_load_counter(connectionCounter.pointer)
     }
 
     /// Queues `submission` unless the pool is shutting down. The first submission into an empty mailbox wakes
-    /// the loop; later ones find it already woken and not yet drained. The wake-up happens under the lock,
-    /// so it can never race the loop freeing the multi handle after `.stopped`.
+    /// the loop; later ones find it already woken and not yet drained.
     func post(_ submission: Submission) -> Bool {
         let onLoopThread = loopThread.load(ordering: .relaxed) == UInt(pthread_self())
         return mailbox.withLock { mailbox in
             guard case .running = mailbox.phase else { return false }
             mailbox.submissions.append(submission)
             inFlight.add(1, ordering: .relaxed)
-            if mailbox.submissions.count == 1 && !onLoopThread { curl_multi_wakeup(multi.pointer) }
+            if mailbox.submissions.count == 1 && !onLoopThread { herald_wakeup_signal(wakeup) }
             return true
         }
     }
@@ -75,7 +110,7 @@ final class PoolCore: Sendable {
         mailbox.withLock { mailbox in
             guard case .running = mailbox.phase else { return false }
             mailbox.phase = .draining(deadline: now + max(0, gracePeriod))
-            curl_multi_wakeup(multi.pointer)
+            herald_wakeup_signal(wakeup)
             return true
         }
     }

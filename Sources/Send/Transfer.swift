@@ -19,6 +19,10 @@ final class Transfer {
     /// `CURLOPT_POSTFIELDS` points here: curl reads it during the transfer, not when the option is set.
     private var requestBody: UnsafeMutableRawPointer
     private var requestBodyCapacity: Int
+    /// Requests curl has been about to send for this transfer: 1, or more when it tried to send it again.
+    private var requestsStarted = 0
+    /// curl wanted to send the request a second time and was stopped: see `startingRequest`.
+    private(set) var refusedResend = false
 
     /// The list built from `headerListSource`, kept while the next request sends the same headers, which is
     /// every request of one app.
@@ -47,11 +51,17 @@ final class Transfer {
 
     /// Resets the handle and sets every option for `request`. Returns `false` when curl refused an option
     /// (an out-of-memory copy of the URL, in practice); the handle is then not added to the multi.
-    func prepare(_ request: OutboundRequest, pipeWait: Bool) -> Bool {
+    ///
+    /// `connectionCounter` is the pool's count of open connections, which the sockets of this handle keep.
+    func prepare(
+        _ request: OutboundRequest, pipeWait: Bool, caFile: String?, connectionCounter: UnsafeMutablePointer<Int>
+    ) -> Bool {
         curl_easy_reset(easy)
         responseBody.removeAll(keepingCapacity: true)
         responseHeaders.removeAll(keepingCapacity: true)
         responseTooLarge = false
+        requestsStarted = 0
+        refusedResend = false
 
         let byteCount = request.body.count
         if byteCount > requestBodyCapacity {
@@ -76,6 +86,10 @@ final class Transfer {
         check(herald_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.connectTimeoutMillis)))
         check(herald_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(byteCount)))
         check(herald_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, requestBody))
+        check(herald_curl_easy_setopt_prereq_function(easy, startingRequest))
+        check(herald_curl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context))
+        check(herald_curl_easy_count_sockets(easy, connectionCounter))
+        if let caFile { check(herald_curl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)) }
         check(herald_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList(for: request.headers)))
         check(herald_curl_easy_setopt_write_function(easy, writeResponseBody))
         check(herald_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
@@ -159,6 +173,20 @@ final class Transfer {
             || byte == UInt8(ascii: "\n")
     }
 
+    // MARK: - Sending once
+
+    /// curl is about to send the request on a connection. The second time for one transfer is curl re-sending it
+    /// by itself, which it does when a reused connection closes before any answer arrived (HTTP/1.1 keep-alive,
+    /// an HTTP/2 connection that got a GOAWAY or was cut) or a stream is refused, whether or not the server
+    /// already acted on the first: a request Herald would never account for, and perhaps a second push. Refused:
+    /// the transfer fails (reported as `reset`) and Herald's own retry policy decides, with the attempt counted.
+    fileprivate func mayStartRequest() -> Bool {
+        requestsStarted += 1
+        if requestsStarted == 1 { return true }
+        refusedResend = true
+        return false
+    }
+
     // MARK: - Response body
 
     /// Appends body bytes, or refuses them once the body would pass `maxResponseBytes`.
@@ -181,6 +209,12 @@ private let writeResponseBody: herald_curl_data_callback = { buffer, size, count
     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
     let accepted = transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: byteCount))
     return accepted ? byteCount : 0
+}
+
+/// `CURLOPT_PREREQFUNCTION`: once per request curl is about to send, after the connection is ready.
+private let startingRequest: herald_curl_prereq_callback = { context, _, _, _, _ in
+    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+    return transfer.mayStartRequest() ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
 }
 
 /// `CURLOPT_HEADERFUNCTION`: one complete header line per call, CRLF included.

@@ -1,20 +1,32 @@
 import CCurl
+import CCurlFixes
 import Glibc
 import Support
 
 /// The pool's thread: drains the mailbox into easy handles, drives the multi handle, and completes each
 /// request once. Created and used on that thread only.
 ///
-/// One turn: take new submissions → `curl_multi_perform` → `curl_multi_info_read` for finished transfers →
-/// `curl_multi_poll` until a socket is ready, a curl timer is due, or a submitter calls `curl_multi_wakeup`.
+/// It uses libcurl's socket interface with epoll: curl says which sockets to watch and when its next timeout is,
+/// and `curl_multi_socket_action` runs only the transfers of a socket that is ready. `curl_multi_perform` would
+/// visit every transfer on every turn, and libcurl 7.88 then polls each transfer's socket once more with a
+/// zero timeout: with a thousand requests in flight, thousands of system calls per turn.
+///
+/// One turn: take new submissions → run curl's timeout if due → `curl_multi_info_read` for finished transfers →
+/// `epoll_wait` until a socket is ready, curl's timer is due, or a submitter signals the wake-up eventfd → hand
+/// each ready socket to `curl_multi_socket_action`.
 final class TransferLoop {
     private let core: PoolCore
     private let multi: UnsafeMutableRawPointer
+    private let poller: Int32
+    /// When curl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (monotonic seconds); nil: no timeout set.
+    private var timerDue: Double?
+    private var readyFDs = [Int32](repeating: 0, count: 256)
+    private var readyBits = [Int32](repeating: 0, count: 256)
     /// Transfers with a request in the multi handle.
     private var active: [ObjectIdentifier: Transfer] = [:]
     /// Reset-ready transfers; their handles' connections stay in the multi's cache between requests.
     private var idle: [Transfer] = []
-    /// A burst may need many handles at once; beyond this many, a finished one is freed rather than kept.
+    /// Beyond this many, a finished transfer is freed rather than kept.
     private let maxIdle: Int
     /// Swapped with the mailbox's array each turn, so neither side reallocates.
     private var incoming: [PoolCore.Submission] = []
@@ -22,11 +34,23 @@ final class TransferLoop {
     init(core: PoolCore) {
         self.core = core
         multi = core.multi.pointer
-        maxIdle = max(64, 4 * core.maxConnectionsPerHost)
+        // Enough for every request the connections can carry at once: a transfer freed and a new one made for each
+        // request costs an easy handle's set-up and buffers every time (a malloc storm at a thousand in flight).
+        // The list only ever holds as many as were in flight together, so the bound costs nothing when idle.
+        maxIdle = max(64, min(10_000, core.maxConnectionsPerHost * HTTPClientPool.streamsPerConnection))
+        poller = herald_poller_create()
+        precondition(poller >= 0, "epoll_create1 failed: \(errno)")
+        precondition(herald_poller_watch(poller, core.wakeup, Int32(CURL_POLL_IN)) == 0, "epoll_ctl failed: \(errno)")
+    }
+
+    deinit {
+        close(poller)
     }
 
     func run() {
         core.loopThread.store(UInt(pthread_self()), ordering: .relaxed)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        _ = herald_curl_multi_set_event_callbacks(multi, watchSocket, setCurlTimer, context)
         var running: Int32 = 0
         while true {
             let phase = core.mailbox.withLock { mailbox in
@@ -36,7 +60,10 @@ final class TransferLoop {
             for submission in incoming { start(submission) }
             incoming.removeAll(keepingCapacity: true)
 
-            curl_multi_perform(multi, &running)
+            if let due = timerDue, due <= Clock.monotonicSeconds() {
+                timerDue = nil
+                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+            }
             collectFinished()
 
             var waitMillis: Int32 = 1_000
@@ -46,11 +73,43 @@ final class TransferLoop {
                 if remaining <= 0 { break }
                 waitMillis = Int32(min(1_000, max(1, (remaining * 1_000).rounded(.up))))
             }
-            // Completions may have submitted more without waking the multi handle (see `PoolCore.post`).
+            // Completions may have submitted more without signalling the wake-up (see `PoolCore.post`).
             if core.hasSubmissions { continue }
-            curl_multi_poll(multi, nil, 0, waitMillis, nil)
+            if let due = timerDue {
+                let remaining = (due - Clock.monotonicSeconds()) * 1_000
+                if remaining <= 0 { continue }
+                waitMillis = min(waitMillis, Int32(remaining.rounded(.up)))
+            }
+            let count = readyFDs.withUnsafeMutableBufferPointer { fds in
+                readyBits.withUnsafeMutableBufferPointer { bits in
+                    herald_poller_wait(poller, fds.baseAddress, bits.baseAddress, Int32(fds.count), waitMillis)
+                }
+            }
+            for index in 0..<max(0, Int(count)) {
+                let fd = readyFDs[index]
+                if fd == core.wakeup {
+                    herald_wakeup_drain(fd)
+                } else {
+                    curl_multi_socket_action(multi, fd, readyBits[index], &running)
+                }
+            }
+            collectFinished()
         }
         stop()
+    }
+
+    // MARK: - curl's socket interface
+
+    /// `CURLMOPT_SOCKETFUNCTION`: what to watch on `fd` (`CURL_POLL_IN`, `_OUT`, `_INOUT`, `_REMOVE`).
+    fileprivate func watch(_ fd: Int32, _ what: Int32) {
+        if herald_poller_watch(poller, fd, what) != 0 {
+            Log.warn("epoll_ctl failed", ["pool": .string(core.name), "errno": .int(Int64(errno))])
+        }
+    }
+
+    /// `CURLMOPT_TIMERFUNCTION`: run `CURL_SOCKET_TIMEOUT` after `millis` (0: at once; -1: no timer).
+    fileprivate func setTimer(_ millis: Int) {
+        timerDue = millis < 0 ? nil : Clock.monotonicSeconds() + Double(millis) / 1_000
     }
 
     // MARK: - Starting and finishing requests
@@ -63,7 +122,10 @@ final class TransferLoop {
         // Waiting for a pending connection only pays when it may turn out to be HTTP/2; over cleartext HTTP/1.1
         // it would just hold every request of a burst until the first response.
         let pipeWait = submission.request.url.utf8.starts(with: "https:".utf8)
-        guard transfer.prepare(submission.request, pipeWait: pipeWait) else {
+        guard transfer.prepare(
+            submission.request, pipeWait: pipeWait, caFile: core.caFile,
+            connectionCounter: core.connectionCounter.pointer)
+        else {
             idle.append(transfer)
             complete(submission.completion, .failure(reason: "invalid request"), since: submission.submittedAt)
             return
@@ -98,6 +160,8 @@ final class TransferLoop {
     private func result(of transfer: Transfer, code: CURLcode) -> TransportResult {
         guard code == CURLE_OK else {
             if transfer.responseTooLarge { return .failure(reason: "response too large") }
+            // The connection went away after the request was sent and curl wanted to send it again.
+            if transfer.refusedResend { return .failure(reason: "reset") }
             return .failure(reason: Curl.failureReason(code))
         }
         var status = 0
@@ -150,4 +214,16 @@ final class TransferLoop {
         curl_multi_cleanup(multi)
         Log.info("sender pool stopped", ["pool": .string(core.name), "cancelled": .int(Int64(cancelled))])
     }
+}
+
+// MARK: - curl callbacks (on the loop thread, from inside curl_multi_* calls)
+
+private let watchSocket: herald_curl_socket_callback = { _, fd, what, context, _ in
+    Unmanaged<TransferLoop>.fromOpaque(context!).takeUnretainedValue().watch(fd, what)
+    return 0
+}
+
+private let setCurlTimer: herald_curl_timer_callback = { _, millis, context in
+    Unmanaged<TransferLoop>.fromOpaque(context!).takeUnretainedValue().setTimer(millis)
+    return 0
 }

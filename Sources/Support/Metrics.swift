@@ -134,6 +134,7 @@ extension Metrics {
                    "Delivery attempts by outcome (delivered, retry, dead, dropped, released), per app."),
             Family("herald_fcm_requests_total", .counter, "Requests to FCM by HTTP status or transport failure, per app."),
             Family("herald_fcm_request_seconds", .histogram, "Duration of requests to FCM."),
+            Family("herald_fcm_connections", .gauge, "Connections open to FCM, per app (refreshed every second)."),
             Family("herald_queue_depth", .gauge, "Deliveries per app and state (refreshed every few seconds)."),
             Family("herald_oldest_ready_seconds", .gauge, "Age of the oldest delivery ready to send, per app."),
             Family("herald_tokens_deleted_total", .counter, "Tokens deleted after NotRegistered, per app."),

@@ -28,6 +28,9 @@ public final class V1Provider: Provider {
     public let sendURL: String
     public let timeoutMillis: Int
     let tokens: AccessTokenCache
+    /// The request headers for the current access token, built once per token rather than once per message: every
+    /// request of the hour shares one array (and the pool's transfers one curl header list).
+    private let cachedHeaders = Mutex<(token: String, headers: [(name: String, value: String)])?>(nil)
     /// The HTTP version of the last answer, to log when it first shows and whenever it changes.
     private let httpVersion = Mutex<String?>(nil)
 
@@ -46,10 +49,7 @@ public final class V1Provider: Provider {
     public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
         tokens.renewIfDue(now: now)
         // Without a usable token the engine prepares before it sends, and releases these requests unsent.
-        let headers = [
-            (name: "Content-Type", value: "application/json"),
-            (name: "Authorization", value: "Bearer " + (tokens.usableToken(now: now)?.value ?? "")),
-        ]
+        let headers = headers(token: tokens.usableToken(now: now)?.value ?? "")
         let kind: TargetKind = switch message.targetKind {
         case "topic": .topic
         case "condition": .condition
@@ -94,6 +94,12 @@ public final class V1Provider: Provider {
         return classification
     }
 
+    /// Over HTTPS, HTTP/2 with up to 100 requests per connection; a cleartext endpoint (the sandbox's simulator)
+    /// speaks HTTP/1.1 and needs a connection per request.
+    public func maxConnections(concurrency: Int) -> Int {
+        HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: sendURL.hasPrefix("https:"))
+    }
+
     public func needsPreparation(now: Int64) -> Bool {
         tokens.usableToken(now: now) == nil
     }
@@ -103,6 +109,17 @@ public final class V1Provider: Provider {
     }
 
     // MARK: - Helpers
+
+    private func headers(token: String) -> [(name: String, value: String)] {
+        cachedHeaders.withLock { cached in
+            if let cached, cached.token == token { return cached.headers }
+            let headers = [
+                (name: "Content-Type", value: "application/json"), (name: "Authorization", value: "Bearer " + token),
+            ]
+            cached = (token, headers)
+            return headers
+        }
+    }
 
     private static func bearerToken(of request: PreparedRequest) -> String {
         let value = request.outbound.headers.first(where: { $0.name == "Authorization" })?.value ?? ""

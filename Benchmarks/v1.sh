@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# FCM HTTP v1 benchmark (SPEC §10, the v1 table): Herald with its default settings sending single-token messages over
+# TLS + HTTP/2 to a stand-in for FCM (scripts/fcm-h2-standin.js under node: a token endpoint and messages:send that
+# answer after a fixed delay playing the round trip to Google, 100 concurrent streams per connection), beside
+# h2load (nghttp2) on the same stand-in with the same connections x streams, in the same run. For each delay
+# (HERALD_BENCH_DELAYS, 30 and 100 ms):
+#   rate         deliveries that reached `delivered` per second: the slope of herald_deliveries_total{delivered}
+#                between the end of the ramp-up and the 95 % mark of a preloaded backlog (after at most
+#                HERALD_BENCH_DURATION seconds)
+#   h2load       requests/s of `h2load -c C -m M` for HERALD_BENCH_DURATION seconds, C x M = Herald's requests in
+#                flight (its default v1 concurrency, 1000: 10 connections x 100 streams), sending the body and
+#                Authorization header of Herald's first request as captured by the stand-in
+#   connections  the most connections Herald held (herald_fcm_connections{app="default"}, sampled), and the TLS
+#                sessions that carried Herald's messages:send requests at the stand-in over the whole drain (the
+#                token endpoint's connection is not counted), against ceil(in-flight / 100) + 1
+#   cpu/send     Herald's process CPU time (user + system, /proc/PID/stat) over the rate window / sends in it
+#   peak RSS     Herald's VmHWM
+#   accounting   the stand-in's count of messages:send requests against Herald's herald_fcm_requests_total (every
+#                request on the wire is one Herald accounts for), and the stand-in's count of bodies that arrived
+#                twice (must be 0)
+# The backlog is generated with the sqlite3 shell in the shape Herald's ingest writes (as Benchmarks/delivery.sh),
+# into a database made by `herald migrate` with app "default" paused; `herald resume default` starts the drain.
+# The stand-in's self-signed certificate (made by openssl for the run) is trusted through SSL_CERT_FILE, which
+# Herald's HTTP client honours. The service account's private key is made for the run too; the stand-in does not
+# check the JWT. Nothing leaves loopback.
+#
+# Usage, from the repository root (root on Debian/Ubuntu installs node, openssl and nghttp2-client if missing):
+#   Benchmarks/v1.sh
+# Environment (all optional):
+#   HERALD_BENCH_RUNS=3              rounds of every figure; the table shows medians
+#   HERALD_BENCH_DELAYS="30 100"     stand-in answer delays (ms) to measure
+#   HERALD_BENCH_BACKLOG=200000      single-token messages preloaded per measurement
+#   HERALD_BENCH_DURATION=15         seconds of h2load, and at most of Herald's rate window
+#   HERALD_BENCH_RAMP=2              seconds after the first delivery that are not counted
+#   HERALD_BENCH_POLL=0.2            seconds between two looks at /metrics
+#   HERALD_BENCH_H2LOAD_THREADS=1    h2load threads
+#   HERALD_BENCH_PERF=0              1: record `perf record -g` of Herald for 10 s at the first delay of run 1 and
+#                                    print the top of `perf report` (needs perf)
+#   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go (a real disk)
+#   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
+#   HERALD_BENCH_KEEP=1              keep the work directory
+# Exit status: non-zero on errors (a tool failing, Herald stopping, a delivery not ending `delivered`, requests
+# unaccounted for or sent twice), never because a target was missed.
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+# shellcheck source=Benchmarks/common.sh
+source Benchmarks/common.sh
+STOP_TIMEOUT_SECONDS=60
+
+RUNS=${HERALD_BENCH_RUNS:-3}
+DELAYS=${HERALD_BENCH_DELAYS:-30 100}
+BACKLOG=${HERALD_BENCH_BACKLOG:-200000}
+DURATION=${HERALD_BENCH_DURATION:-15}
+RAMP=${HERALD_BENCH_RAMP:-2}
+POLL=${HERALD_BENCH_POLL:-0.2}
+H2LOAD_THREADS=${HERALD_BENCH_H2LOAD_THREADS:-1}
+PERF=${HERALD_BENCH_PERF:-0}
+CONCURRENCY=1000 # Herald's default for a v1 app; h2load gets the same requests in flight
+STREAMS=100
+TARGET_RATE_30=10000
+TARGET_RATIO_30=0.80
+TARGET_RATE_100=8000
+TARGET_CPU_US=50
+
+for value in "$RUNS" "$BACKLOG" "$DURATION" "$RAMP" "$H2LOAD_THREADS"; do
+    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
+done
+for delay in $DELAYS; do [[ $delay =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAYS must be milliseconds (got '$delay')"; done
+[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
+
+WORK=""
+HERALD_PID=""
+HERALD_LOG=""
+STANDIN_PID=""
+POLLER_PID=""
+CHILD_PID=""
+stop_pid() { # $1 pid, $2 signal
+    local pid=$1 waited=0
+    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+    kill "-$2" "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null && ((waited < 200)); do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    stop_pid "$CHILD_PID" TERM
+    stop_pid "$POLLER_PID" TERM
+    stop_herald quiet || true
+    stop_pid "$STANDIN_PID" TERM
+    if [[ -n $WORK && -d $WORK ]]; then
+        if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT
+trap 'log "terminated"; exit 143' TERM
+
+# --- tools -------------------------------------------------------------------------------------------------
+missing=""
+for tool in node openssl h2load sqlite3 curl; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
+if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+    if [[ $(id -u) -eq 0 ]]; then
+        ./scripts/install-deps
+        command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client
+    else
+        log "not root: skipping scripts/install-deps"
+    fi
+fi
+for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+if ((PERF == 1)); then command -v perf >/dev/null || fail "HERALD_BENCH_PERF=1 needs perf"; fi
+if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
+if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+    log "building: swift build -c release"
+    swift build -c release >&2
+fi
+HERALD=$ROOT/.build/release/herald
+[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+
+WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-v1.XXXXXX")
+HZ=$(getconf CLK_TCK)
+now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; }
+
+# --- certificate and service account -----------------------------------------------------------------------
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/key.pem" \
+    -out "$WORK/cert.pem" -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null ||
+    fail "openssl could not make the stand-in's certificate"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/sa-key.pem" 2>/dev/null ||
+    fail "openssl could not make the service account's key"
+write_service_account() { # $1 stand-in port
+    awk -v uri="https://127.0.0.1:$1/token" '
+        { key = key $0 "\\n" }
+        END {
+            printf "{\"type\":\"service_account\",\"project_id\":\"standin\",\"private_key_id\":\"bench\","
+            printf "\"private_key\":\"%s\",\"client_email\":\"bench@standin.iam.gserviceaccount.com\",", key
+            printf "\"token_uri\":\"%s\"}\n", uri
+        }' "$WORK/sa-key.pem" >"$WORK/service-account.json"
+    chmod 600 "$WORK/service-account.json"
+}
+
+# --- the stand-in ------------------------------------------------------------------------------------------
+STANDIN_PORT=""
+STATS_PORT=""
+start_standin() { # $1 delay ms
+    node "$ROOT/scripts/fcm-h2-standin.js" --cert "$WORK/cert.pem" --key "$WORK/key.pem" --delay-ms "$1" \
+        --streams "$STREAMS" >"$WORK/standin.out" 2>"$WORK/standin.err" &
+    STANDIN_PID=$!
+    local waited=0
+    while ! grep -q stats_port "$WORK/standin.out" 2>/dev/null; do
+        kill -0 "$STANDIN_PID" 2>/dev/null || {
+            cat "$WORK/standin.err" >&2
+            fail "the stand-in did not start"
+        }
+        sleep 0.05
+        waited=$((waited + 1))
+        ((waited < 400)) || fail "the stand-in did not listen within 20 s"
+    done
+    STANDIN_PORT=$(sed 's/.*"port":\([0-9]*\).*/\1/' "$WORK/standin.out")
+    STATS_PORT=$(sed 's/.*"stats_port":\([0-9]*\).*/\1/' "$WORK/standin.out")
+}
+stat_of() { # $1 json, $2 key (a number)
+    sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$1"
+}
+standin_stats() { curl -fsS --max-time 5 "http://127.0.0.1:$STATS_PORT/stats"; }
+
+# --- the backlog (as Benchmarks/delivery.sh makes it) ------------------------------------------------------
+TOKEN_FILL=$(printf 'x%.0s' $(seq 124))
+STORED_PAYLOAD='{"priority":"high","time_to_live":86400,"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute.","sound":"default"}}'
+make_backlog() { # $1 path, $2 messages
+    local db=$1 messages=$2 sql=$WORK/generate.sql now base chunk=200000 first last
+    rm -f "$db" "$db-wal" "$db-shm"
+    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
+        cat "$WORK/migrate.log" >&2
+        fail "herald migrate failed"
+    }
+    now=$(now_ms)
+    base=$((now - messages / 100 - 60000))
+    {
+        echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"
+        echo "INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('default', 1, 'benchmark preload', $now)"
+        echo "  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;"
+        for ((first = 1; first <= messages; first += chunk)); do
+            last=$((first + chunk - 1 < messages ? first + chunk - 1 : messages))
+            printf '%s\n' "BEGIN;
+INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at)
+  SELECT printf('01BENCH%019d', value), 'default', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'high', 86400, 0,
+         $base + value / 100, $base + value / 100 + 86400000
+  FROM generate_series($first, $last);
+INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+  SELECT printf('01BENCH%019d', value), 'default',
+         printf('%08xq01%010d:APA91b', (value * 2654435761) & 4294967295, value) || '$TOKEN_FILL',
+         'queued', $base + value / 100, $base + value / 100, 0, $base + value / 100
+  FROM generate_series($first, $last);
+COMMIT;"
+        done
+        echo "PRAGMA wal_checkpoint(TRUNCATE);"
+    } >"$sql"
+    sqlite3 -bail "$db" <"$sql" >"$WORK/generate.out" 2>&1 || {
+        cat "$WORK/generate.out" >&2
+        fail "generating the backlog failed"
+    }
+    rm -f "$sql"
+}
+
+# --- Herald ------------------------------------------------------------------------------------------------
+PORT=""
+start_herald() { # $1 database
+    local tries
+    HERALD_LOG=$WORK/herald.log
+    for tries in 1 2 3 4 5; do
+        PORT=$(free_port)
+        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$1" --listen "127.0.0.1:$PORT" \
+            --fcm-service-account "$WORK/service-account.json" --fcm-endpoint "https://127.0.0.1:$STANDIN_PORT" \
+            --durability full 2>"$HERALD_LOG" &
+        HERALD_PID=$!
+        local waited=0
+        while ((waited < 300)); do
+            kill -0 "$HERALD_PID" 2>/dev/null || break
+            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null; then return 0; fi
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        stop_herald quiet
+    done
+    tail -5 "$HERALD_LOG" >&2
+    fail "could not start herald"
+}
+metric() { # $1 metrics text, $2 series prefix: the sum of the matching series
+    awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { printf "%.0f", s }' <<<"$1"
+}
+
+# Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib" per line, until killed.
+poller() { # $1 pid, $2 port
+    local pid=$1 port=$2 text delivered connections ticks hwm key value
+    while kill -0 "$pid" 2>/dev/null; do
+        text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
+        delivered=$(metric "$text" 'herald_deliveries_total{app="default",outcome="delivered"}')
+        connections=$(metric "$text" 'herald_fcm_connections{app="default"}')
+        read -r ticks < <(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        hwm=0
+        while read -r key value _; do [[ $key == VmHWM: ]] && hwm=$value; done <"/proc/$pid/status"
+        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm"
+        sleep "$POLL"
+    done
+}
+
+# One drain of the backlog at the current stand-in. Sets H_RATE H_CPU_US H_CONN H_SESSIONS H_HWM H_WIRE H_COUNTED
+# H_DUPLICATES.
+measure_herald() { # $1 template database, $2 perf (1: record)
+    local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline
+    cp "$1" "$db"
+    rm -f "$db-wal" "$db-shm"
+    before=$(standin_stats)
+    start_herald "$db"
+    poller "$HERALD_PID" "$PORT" >"$polls" &
+    POLLER_PID=$!
+    "$HERALD" resume default --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
+    if (($2 == 1)); then
+        sleep "$RAMP"
+        perf record -g -F 999 -p "$HERALD_PID" -o "$WORK/perf.data" -- sleep 10 >/dev/null 2>&1 || log "perf record failed"
+    fi
+    # Until the backlog is delivered, or HERALD_BENCH_DURATION seconds after the ramp, plus a minute's grace.
+    deadline=$(($(date +%s) + RAMP + DURATION + 60))
+    while (($(date +%s) < deadline)); do
+        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
+        local last
+        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
+        [[ -n $last ]] && ((last >= BACKLOG)) && break
+        sleep 0.5
+    done
+    # Stop sending, let what is in flight land, then compare the two sides' counts.
+    "$HERALD" pause default --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
+    sleep 3
+    text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
+    after=$(standin_stats)
+    stop_pid "$POLLER_PID" TERM
+    POLLER_PID=""
+    stop_herald
+    H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="default"')
+    H_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
+    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    H_SESSIONS=$(($(stat_of "$after" message_sessions) - $(stat_of "$before" message_sessions)))
+    local undelivered
+    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state NOT IN ('delivered', 'queued')")
+    ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
+        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
+    read -r H_RATE H_CPU_US H_CONN H_HWM <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" -v total="$BACKLOG" -v hz="$HZ" '
+        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
+        END {
+            for (i = 1; i <= NR && c[i] == 0; i++) ;
+            start = t[i] + ramp * 1e6
+            for (a = i; a <= NR && t[a] < start; a++) ;
+            for (b = a; b < NR && c[b] < 0.95 * total && t[b] < t[a] + duration * 1e6; b++) ;
+            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024); exit }
+            sends = c[b] - c[a]; secs = (t[b] - t[a]) / 1e6
+            printf "%.1f %.1f %d %d\n", sends / secs, (cpu[b] - cpu[a]) / hz * 1e6 / sends, conn, int(hwm / 1024)
+        }' "$polls")"
+    rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
+}
+
+# h2load with Herald's requests in flight, the body and Authorization of Herald's first request. Sets L_RATE.
+measure_h2load() {
+    local stats body auth out=$WORK/h2load.out connections=$(((CONCURRENCY + STREAMS - 1) / STREAMS))
+    stats=$(standin_stats)
+    body=$(node -e 'const s = JSON.parse(process.argv[1]); process.stdout.write(s.first_body || "")' "$stats")
+    auth=$(node -e 'const s = JSON.parse(process.argv[1]); process.stdout.write(s.first_authorization || "")' "$stats")
+    [[ -n $body ]] || fail "the stand-in captured no request body from Herald"
+    printf '%s' "$body" >"$WORK/body.json"
+    h2load -c "$connections" -m "$STREAMS" -t "$H2LOAD_THREADS" -D "$DURATION" --warm-up-time=2 \
+        -H "content-type: application/json" -H "authorization: $auth" -d "$WORK/body.json" \
+        "https://127.0.0.1:$STANDIN_PORT/v1/projects/standin/messages:send" >"$out" 2>&1 &
+    CHILD_PID=$!
+    wait "$CHILD_PID" || {
+        cat "$out" >&2
+        fail "h2load failed"
+    }
+    CHILD_PID=""
+    grep -q '^status codes: .* 0 4xx, 0 5xx' "$out" || {
+        cat "$out" >&2
+        fail "h2load saw errors"
+    }
+    L_RATE=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "req/s,") { print $i; exit } }' "$out")
+    L_CONNECTIONS=$connections
+}
+
+# --- the run -----------------------------------------------------------------------------------------------
+log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $(nproc) cores; $RUNS runs;" \
+    "delays $DELAYS ms; backlog $(fmt "$BACKLOG"); default settings (v1 concurrency $CONCURRENCY); --durability full"
+log "  node $(node --version); $(h2load --version 2>&1 | head -1); $(openssl version | cut -d' ' -f1-2)"
+log "generating the backlog: $(fmt "$BACKLOG") single-token messages"
+make_backlog "$WORK/template.db" "$BACKLOG"
+
+declare -A RATE L CPU CONN SESS HWM
+for ((run = 1; run <= RUNS; run++)); do
+    first=1
+    for delay in $DELAYS; do
+        start_standin "$delay"
+        write_service_account "$STANDIN_PORT"
+        perf_now=0
+        if ((PERF == 1 && run == 1 && first == 1)); then perf_now=1; fi
+        measure_herald "$WORK/template.db" "$perf_now"
+        ((H_DUPLICATES == 0)) || fail "the stand-in received $H_DUPLICATES bodies twice"
+        ((H_WIRE == H_COUNTED)) || fail "the stand-in received $H_WIRE requests, Herald accounted for $H_COUNTED"
+        measure_h2load
+        stop_pid "$STANDIN_PID" TERM
+        STANDIN_PID=""
+        RATE[$delay]+=" $H_RATE" L[$delay]+=" $L_RATE" CPU[$delay]+=" $H_CPU_US" CONN[$delay]+=" $H_CONN"
+        SESS[$delay]+=" $H_SESSIONS" HWM[$delay]+=" $H_HWM"
+        log "run $run/$RUNS  ${delay} ms  herald $(fmt "$H_RATE") sends/s | h2load -c $L_CONNECTIONS -m $STREAMS" \
+            "$(fmt "$L_RATE") req/s | ratio $(ratio "$H_RATE" "$L_RATE") | connections: herald held $H_CONN at most," \
+            "stand-in accepted $H_SESSIONS | CPU $H_CPU_US us/send | peak RSS $H_HWM MiB |" \
+            "wire $H_WIRE = accounted $H_COUNTED, duplicates $H_DUPLICATES"
+        if ((perf_now == 1)) && [[ -f $WORK/perf.data ]]; then
+            log "perf: Herald's CPU by thread, by library, and the top symbols (10 s, $WORK/perf.data):"
+            for keys in comm dso comm,dso,symbol; do
+                perf report -i "$WORK/perf.data" --no-children -g none --sort "$keys" --percent-limit 1 --stdio \
+                    2>/dev/null | grep '%' | head -30 >&2 || true
+            done
+        fi
+        first=0
+    done
+done
+
+# --- the table ---------------------------------------------------------------------------------------------
+met() { awk -v a="$1" -v t="$2" -v op="${3:-ge}" 'BEGIN { print ((op == "ge" ? a >= t : a <= t) ? "met" : "NOT met") }'; }
+row() { printf '%-44s %12s %20s %7s %18s\n' "$@"; }
+bound=$(((CONCURRENCY + STREAMS - 1) / STREAMS + 1))
+echo
+echo "Herald FCM HTTP v1, median of $RUNS runs, default settings (concurrency $CONCURRENCY), TLS + HTTP/2 stand-in" \
+    "(node, $STREAMS streams/connection) on 127.0.0.1, $(nproc) cores, h2load on the same machine"
+row figure value baseline ratio target
+for delay in $DELAYS; do
+    # shellcheck disable=SC2086
+    {
+        r=$(median ${RATE[$delay]})
+        l=$(median ${L[$delay]})
+        c=$(median ${CPU[$delay]})
+        k=$(median ${CONN[$delay]})
+        s=$(median ${SESS[$delay]})
+        h=$(median ${HWM[$delay]})
+    }
+    target="-"
+    if ((delay == 30)); then target=">= $(fmt $TARGET_RATE_30) $(met "$r" $TARGET_RATE_30)"; fi
+    if ((delay == 100)); then target=">= $(fmt $TARGET_RATE_100) $(met "$r" $TARGET_RATE_100)"; fi
+    row "${delay} ms: sends/s" "$(fmt "$r")" "h2load $(fmt "$l")" "$(ratio "$r" "$l")" "$target"
+    if ((delay == 30)); then
+        row "${delay} ms: ratio to h2load" "$(ratio "$r" "$l")" - - ">= $TARGET_RATIO_30 $(met "$(ratio "$r" "$l")" $TARGET_RATIO_30)"
+    fi
+    row "${delay} ms: connections held (stand-in saw)" "$k ($s)" - - "<= $bound $(met "$s" $bound le)"
+    row "${delay} ms: Herald CPU per send (us)" "$c" - - "<= $TARGET_CPU_US $(met "$c" $TARGET_CPU_US le)"
+    row "${delay} ms: Herald peak RSS (MiB)" "$h" - - -
+done
+for delay in $DELAYS; do echo "runs ${delay} ms: herald${RATE[$delay]}; h2load${L[$delay]}; cpu us${CPU[$delay]}; connections${CONN[$delay]}; sessions${SESS[$delay]}"; done
+echo "check: every request at the stand-in was one Herald accounted for, none arrived twice, every finished delivery was delivered"

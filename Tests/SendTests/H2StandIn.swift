@@ -1,0 +1,109 @@
+import Foundation
+import Send
+
+/// `scripts/fcm-h2-standin.js` under node: a real TLS + HTTP/2 server on an ephemeral loopback port, with a
+/// self-signed certificate made by `openssl` for this run, that counts connections, concurrent streams and the
+/// requests that arrive (see the script for the counts). node and openssl come from `scripts/install-deps`.
+final class H2StandIn: @unchecked Sendable {
+    let port: Int
+    let statsPort: Int
+    /// The certificate to trust: pass it as the pool's `caFile`.
+    let caFile: String
+    private let process: Process
+    private let directory: URL
+    private let statsPool = HTTPClientPool(maxConnectionsPerHost: 1, name: "standin-stats", caFile: nil)
+
+    var baseURL: String { "https://127.0.0.1:\(port)" }
+    var sendURL: String { baseURL + "/v1/projects/standin/messages:send" }
+
+    init(_ arguments: [String] = []) throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-h2-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        caFile = directory.appendingPathComponent("cert.pem").path
+        let keyFile = directory.appendingPathComponent("key.pem").path
+        try Self.run("/usr/bin/env", [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", keyFile, "-out", caFile, "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
+
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "node", repository.appendingPathComponent("scripts/fcm-h2-standin.js").path,
+            "--cert", caFile, "--key", keyFile,
+        ] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+
+        // The first line is {"port": P, "stats_port": S}.
+        var line: [UInt8] = []
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            guard let first = byte.first else { throw StandInError(description: "the stand-in exited before listening") }
+            if first == UInt8(ascii: "\n") { break }
+            line.append(first)
+        }
+        let ports = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Int] ?? [:]
+        guard let port = ports["port"], let statsPort = ports["stats_port"] else {
+            throw StandInError(description: "unexpected first line \(String(decoding: line, as: UTF8.self))")
+        }
+        self.port = port
+        self.statsPort = statsPort
+    }
+
+    deinit {
+        statsPool.shutdown(gracePeriod: 0)
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The stand-in's counts right now.
+    func stats() async throws -> Stats {
+        let (result, _) = await send(statsPool, OutboundRequest(url: "http://127.0.0.1:\(statsPort)/stats"))
+        guard case .response(200, _, let body, _) = result,
+              let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        else { throw StandInError(description: "stats: \(result)") }
+        return Stats(object)
+    }
+
+    struct Stats {
+        var sessions: Int
+        var peakSessions: Int
+        var peakStreams: Int
+        var peakSessionStreams: Int
+        var requests: Int
+        var duplicates: Int
+
+        init(_ object: [String: Any]) {
+            sessions = object["sessions"] as? Int ?? -1
+            peakSessions = object["peak_sessions"] as? Int ?? -1
+            peakStreams = object["peak_streams"] as? Int ?? -1
+            peakSessionStreams = object["peak_session_streams"] as? Int ?? -1
+            requests = object["requests"] as? Int ?? -1
+            duplicates = object["duplicates"] as? Int ?? -1
+        }
+    }
+
+    struct StandInError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw StandInError(description: "\(arguments.first ?? executable) failed: \(process.terminationStatus)")
+        }
+    }
+}

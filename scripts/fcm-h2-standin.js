@@ -1,0 +1,145 @@
+// A stand-in for FCM HTTP v1 over TLS + HTTP/2, for tests and Benchmarks/v1.sh: node's built-in http2 module, no
+// packages. It answers the OAuth token endpoint (POST /token) and messages:send (200 {"name": ...}) after a fixed
+// delay, allows a fixed number of concurrent streams per connection (100, as Google does), and counts what
+// arrives, so a test or a benchmark can check what really went on the wire.
+//
+//   node fcm-h2-standin.js --cert cert.pem --key key.pem [--delay-ms 30] [--streams 100]
+//                          [--drop-after N] [--token-ttl-s 3600]
+//
+// Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
+// http://127.0.0.1:S/stats answers the counts:
+//   sessions         TLS connections accepted in all; message_sessions those that carried messages:send requests
+//   open_sessions    connections open now; peak_sessions the most open at once
+//   in_flight        message requests in flight now, over all connections; session_in_flight the same per
+//                    open connection
+//   peak_streams     the most message requests in flight at once, over all connections
+//   peak_session_streams  the most in flight at once on any one connection
+//   requests         messages:send requests received complete (body and all)
+//   duplicates       of those, requests whose body had already arrived once
+//   token_requests   POST /token requests
+//   tokens_issued    distinct access tokens handed out
+//   http_versions    requests per HTTP version
+//   first_body       the body of the first messages:send request (for a load tool to send the same)
+//   first_authorization  its Authorization header
+// --drop-after N: once, when the Nth message request has arrived, the connection carrying it gets a
+// GOAWAY(INTERNAL_ERROR) naming the last stream received and is then closed without an answer to any request in
+// flight on it: what an nghttp2 server does when a client trips its rapid-reset limit, or a server that crashes.
+'use strict';
+const http2 = require('http2');
+const http = require('http');
+const fs = require('fs');
+
+const options = { delayMs: 30, streams: 100, dropAfter: 0, tokenTtlS: 3600, cert: null, key: null };
+for (let i = 2; i < process.argv.length; i += 2) {
+    const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+    const value = process.argv[i + 1];
+    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
+    options[name] = typeof options[name] === 'number' ? Number(value) : value;
+}
+if (!options.cert || !options.key) { console.error('--cert and --key are required'); process.exit(2); }
+
+const stats = {
+    sessions: 0, message_sessions: 0, open_sessions: 0, peak_sessions: 0, peak_streams: 0, peak_session_streams: 0,
+    requests: 0, duplicates: 0, token_requests: 0, tokens_issued: 0, http_versions: {},
+    first_body: null, first_authorization: null,
+};
+const seenBodies = new Set();
+let inFlight = 0;
+let dropped = false;
+
+const server = http2.createSecureServer({
+    cert: fs.readFileSync(options.cert), key: fs.readFileSync(options.key),
+    settings: { maxConcurrentStreams: options.streams }, allowHTTP1: true,
+});
+
+server.on('session', (session) => {
+    stats.sessions++;
+    stats.open_sessions++;
+    stats.peak_sessions = Math.max(stats.peak_sessions, stats.open_sessions);
+    session.heraldInFlight = 0;
+    session.heraldLastStream = 0;
+    session.on('close', () => { stats.open_sessions--; });
+    session.on('error', () => {});
+});
+
+server.on('request', (req, res) => {
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('error', () => {});
+    res.on('error', () => {});
+    req.on('end', () => {
+        const body = Buffer.concat(chunks).toString();
+        const version = req.httpVersion;
+        stats.http_versions[version] = (stats.http_versions[version] || 0) + 1;
+        if (req.method === 'POST' && req.url === '/token') {
+            stats.token_requests++;
+            stats.tokens_issued++;
+            const token = `ya29.standin-${stats.tokens_issued}`;
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ access_token: token, expires_in: options.tokenTtlS, token_type: 'Bearer' }));
+            return;
+        }
+        if (req.method !== 'POST' || !/^\/v1\/projects\/[^/]+\/messages:send$/.test(req.url)) {
+            res.writeHead(404, { 'content-type': 'application/json' });
+            res.end('{"error":{"code":404,"status":"NOT_FOUND","message":"no such endpoint"}}');
+            return;
+        }
+        stats.requests++;
+        if (stats.first_body === null) {
+            stats.first_body = body;
+            stats.first_authorization = req.headers.authorization || null;
+        }
+        if (seenBodies.has(body)) stats.duplicates++; else seenBodies.add(body);
+        const session = req.stream ? req.stream.session : null;
+        inFlight++;
+        stats.peak_streams = Math.max(stats.peak_streams, inFlight);
+        if (session && !session.heraldCarriedMessages) {
+            session.heraldCarriedMessages = true;
+            stats.message_sessions++;
+        }
+        if (session) {
+            session.heraldLastStream = Math.max(session.heraldLastStream, req.stream.id);
+            session.heraldInFlight++;
+            stats.peak_session_streams = Math.max(stats.peak_session_streams, session.heraldInFlight);
+        }
+        let done = false;
+        const finish = () => {
+            if (done) return;
+            done = true;
+            inFlight--;
+            if (session) session.heraldInFlight--;
+        };
+        res.on('close', finish);
+        if (options.dropAfter > 0 && !dropped && stats.requests >= options.dropAfter && session) {
+            dropped = true;
+            session.goaway(http2.constants.NGHTTP2_INTERNAL_ERROR, session.heraldLastStream);
+            setTimeout(() => session.destroy(), 5);
+            return;
+        }
+        setTimeout(() => {
+            if (res.destroyed || res.writableEnded) return finish();
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(`{"name":"projects/standin/messages/${stats.requests}"}`);
+            finish();
+        }, options.delayMs);
+    });
+});
+
+const sessions = new Set();
+server.on('session', (session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
+});
+
+const statsServer = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const now = { in_flight: inFlight, session_in_flight: [...sessions].map((s) => s.heraldInFlight || 0) };
+    res.end(JSON.stringify(Object.assign({}, stats, now)));
+});
+
+server.listen(0, '127.0.0.1', () => {
+    statsServer.listen(0, '127.0.0.1', () => {
+        console.log(JSON.stringify({ port: server.address().port, stats_port: statsServer.address().port }));
+    });
+});
+process.on('SIGTERM', () => process.exit(0));
