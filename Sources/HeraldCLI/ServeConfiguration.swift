@@ -72,6 +72,9 @@ struct ServeConfiguration: Sendable {
     var apps: [AppConfiguration]
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
+    /// The built-in simulator speaks HTTP/1.1 (a connection per request in flight), so the sandbox's v1 app keeps
+    /// the legacy default rather than v1's 1000 unless told otherwise.
+    static let sandboxConcurrency = 64
     static let defaultV1Endpoint = V1Provider.defaultEndpoint
     static let maxRateRange = 0.01...1_000_000.0
 
@@ -242,11 +245,17 @@ struct ServeConfiguration: Sendable {
                 AppConfiguration(
                     name: "default", provider: AppConfiguration.v1, endpoint: given ?? defaultV1Endpoint,
                     concurrency: concurrency, maxRate: maxRate, serviceAccountFile: serviceAccountFile), at: 0)
-        } else if fcmKey != nil || sandbox {
+        } else if fcmKey != nil {
             apps.insert(
                 AppConfiguration(
                     name: "default", provider: AppConfiguration.legacy, endpoint: endpoint, serverKey: fcmKey,
                     concurrency: concurrency, maxRate: maxRate), at: 0)
+        } else if sandbox {
+            // What production runs: FCM HTTP v1, against the built-in simulator with a throw-away service account.
+            apps.insert(
+                AppConfiguration(
+                    name: "default", provider: AppConfiguration.v1, endpoint: defaultV1Endpoint,
+                    concurrency: concurrency ?? Self.sandboxConcurrency, maxRate: maxRate), at: 0)
         }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
             throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")

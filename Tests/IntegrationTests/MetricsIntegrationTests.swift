@@ -34,10 +34,12 @@ import Testing
         #expect(metrics.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
         let after = try Self.parse(metrics.text)
         #expect(after[#"herald_ingested_messages_total{app="default"}"#] == 1)
+        // The sandbox's app is FCM v1: one request per token, `notreg-b` answered 404 UNREGISTERED.
         #expect(after[#"herald_fcm_requests_total{app="default",code="200"}"#] == 1)
+        #expect(after[#"herald_fcm_requests_total{app="default",code="404"}"#] == 1)
         #expect(after[#"herald_deliveries_total{app="default",outcome="delivered"}"#] == 1)
         #expect(after[#"herald_deliveries_total{app="default",outcome="dropped"}"#] == 1)
         #expect(after[#"herald_tokens_deleted_total{app="default"}"#] == 1)
-        #expect(after["herald_fcm_request_seconds_count"] == 1)
+        #expect(after["herald_fcm_request_seconds_count"] == 2)
     }
 }
