@@ -91,7 +91,7 @@ struct ServeConfiguration: Sendable {
         ("concurrency", nil, "concurrent FCM requests per app (default 1000 for FCM v1, 64 for legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "full: fsync before acknowledging; normal: survives a crash, not a power cut"),
-        ("sandbox", nil, "send to a built-in FCM simulator on loopback; no credentials needed"),
+        ("sandbox", nil, "send to a built-in FCM v1 simulator on loopback; no credentials needed"),
         ("log-level", "info", "debug, info, warn or error"),
         ("max-connections", "4096", "open ingest connections at most"),
         ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
