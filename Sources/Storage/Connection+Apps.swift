@@ -1,0 +1,46 @@
+extension Connection {
+    // MARK: - Apps
+
+    /// Gives `name` an `apps` row if it has none, once per connection rather than once per message. (`serve`
+    /// creates the rows of its configured apps at start, so a rolled-back first insert cannot leave one out.)
+    public func ensureApp(_ name: String) throws {
+        guard !ensuredApps.contains(name) else { return }
+        try run("INSERT OR IGNORE INTO apps (name) VALUES (?)", .text(name))
+        ensuredApps.insert(name)
+    }
+
+    public func appState(_ name: String) throws -> AppState? {
+        try queryOne("SELECT name, paused, pause_reason, gate_until FROM apps WHERE name = ?", [.text(name)]) {
+            AppState(name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2), gateUntil: $0.int64(3))
+        }
+    }
+
+    public func apps() throws -> [AppState] {
+        try query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name") {
+            AppState(name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2), gateUntil: $0.int64(3))
+        }
+    }
+
+    /// Pauses `app`; returns false when it was already paused.
+    @discardableResult
+    public func pauseApp(_ app: String, reason: String, now: Int64) throws -> Bool {
+        try ensureApp(app)
+        return try run(
+            "UPDATE apps SET paused = 1, pause_reason = ?, paused_at = ? WHERE name = ? AND paused = 0",
+            .text(reason), .integer(now), .text(app)) > 0
+    }
+
+    /// Resumes `app` and opens its gate; returns false when it was not paused.
+    @discardableResult
+    public func resumeApp(_ app: String) throws -> Bool {
+        try run(
+            "UPDATE apps SET paused = 0, pause_reason = NULL, paused_at = NULL, gate_until = 0 WHERE name = ? AND paused = 1",
+            .text(app)) > 0
+    }
+
+    /// Closes the app's gate until `until` (never shortens a gate already closed for longer).
+    public func closeGate(_ app: String, until: Int64) throws {
+        try ensureApp(app)
+        try run("UPDATE apps SET gate_until = max(gate_until, ?) WHERE name = ?", .integer(until), .text(app))
+    }
+}

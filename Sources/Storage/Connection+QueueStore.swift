@@ -1,0 +1,254 @@
+import Support
+
+/// SQLite's translation of the queue's operations: one statement each (SPEC §4's tables), no decisions. The rules
+/// that combine them are in `Queue/QueueStore+Claim.swift` and `Queue/QueueStore+Outcomes.swift`.
+extension Connection: QueueStore {
+    // MARK: - Claim
+
+    /// One `UPDATE … RETURNING` on the `deliveries_ready` partial index (`app, priority_rank, next_attempt_at`).
+    public func leaseReady(
+        app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
+    ) throws -> [ClaimedDelivery] {
+        let claimed = try query(
+            """
+            UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
+            WHERE id IN (
+                SELECT id FROM deliveries
+                WHERE app = ? AND priority_rank = ? AND state = 'queued' AND next_attempt_at <= ?
+                ORDER BY next_attempt_at LIMIT ?)
+            RETURNING id, message_id, token, attempts
+            """,
+            [.text(owner), .integer(until), .integer(now), .text(app), .integer(lane.rawValue), .integer(now),
+             .integer(Int64(limit))]
+        ) { ClaimedDelivery(id: $0.int64(0), messageID: $0.string(1), token: $0.string(2), attempts: $0.int(3)) }
+        // RETURNING gives no order guarantee: restore the claim order (ids grow with next_attempt_at for new rows).
+        return claimed.sorted { $0.id < $1.id }
+    }
+
+    public func claimedMessage(id: String) throws -> ClaimedMessage? {
+        try queryOne(
+            """
+            SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key, format, token_field
+            FROM messages WHERE id = ?
+            """,
+            [.text(id)]
+        ) {
+            ClaimedMessage(
+                id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
+                ttlSeconds: $0.int(4), dryRun: $0.int(5) != 0, expiresAt: $0.int64(6),
+                collapseKey: $0.optionalString(7), format: MessageFormat(rawValue: $0.string(8)) ?? .legacy,
+                tokenField: TokenField(rawValue: $0.string(9)) ?? .token)
+        }
+    }
+
+    public func nextDue(app: String, lane: PriorityLane) throws -> Int64? {
+        try queryOne(
+            """
+            SELECT next_attempt_at FROM deliveries
+            WHERE app = ? AND priority_rank = ? AND state = 'queued' ORDER BY next_attempt_at LIMIT 1
+            """, [.text(app), .integer(lane.rawValue)]) { $0.int64(0) }
+    }
+
+    public func collapseHead(app: String, collapseKey: String, token: String) throws -> CollapseHead? {
+        try queryOne(
+            """
+            SELECT h.message_id, d.state, m.expires_at
+            FROM collapse_heads AS h
+            LEFT JOIN deliveries AS d ON d.id = h.delivery_id
+            LEFT JOIN messages AS m ON m.id = h.message_id
+            WHERE h.app = ? AND h.collapse_key = ? AND h.token = ?
+            """, [.text(app), .text(collapseKey), .text(token)]
+        ) {
+            CollapseHead(
+                messageID: $0.string(0), state: $0.optionalString(1).flatMap(DeliveryState.init(rawValue:)),
+                expiresAt: $0.optionalInt64(2))
+        }
+    }
+
+    public func hasTombstones() throws -> Bool {
+        try queryOne("SELECT EXISTS (SELECT 1 FROM token_tombstones)") { $0.int(0) != 0 } ?? false
+    }
+
+    public func tombstone(app: String, token: String) throws -> TokenTombstone? {
+        try queryOne(
+            "SELECT kind, replacement FROM token_tombstones WHERE app = ? AND token = ?", [.text(app), .text(token)]
+        ) { row in
+            TokenTombstone.Kind(rawValue: row.string(0)).map { TokenTombstone(kind: $0, replacement: row.optionalString(1)) }
+        } ?? nil
+    }
+
+    public func messageTargets(_ messageID: String, token: String, besides deliveryID: Int64) throws -> Bool {
+        try queryOne(
+            "SELECT 1 FROM deliveries WHERE message_id = ? AND token = ? AND id != ? LIMIT 1",
+            [.text(messageID), .text(token), .integer(deliveryID)]) { _ in true } ?? false
+    }
+
+    public func retarget(delivery id: Int64, to token: String, now: Int64) throws {
+        try run("UPDATE deliveries SET token = ?, updated_at = ? WHERE id = ?", .text(token), .integer(now), .integer(id))
+    }
+
+    // MARK: - Outcomes
+
+    /// Every outcome statement ends so: only while the lease is held, and saying which row it wrote.
+    private static let heldLease = """
+        WHERE id = ? AND state = 'inflight' AND lease_owner = ? AND lease_expires_at > ?
+        RETURNING app, token, message_id
+        """
+
+    private static func leasedRow(_ row: Statement) -> LeasedRow {
+        LeasedRow(app: row.string(0), token: row.string(1), messageID: row.string(2))
+    }
+
+    public func markDelivered(
+        _ id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?, charge: Int64, lease: HeldLease
+    ) throws -> LeasedRow? {
+        try queryOne(
+            """
+            UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
+                lease_expires_at = NULL, fcm_message_id = ?, canonical_token = ?, last_status = ?, updated_at = ?
+            \(Self.heldLease)
+            """,
+            [.integer(charge), .optional(fcmMessageID), .optional(canonicalToken), .optional(status.map(Int64.init)),
+             .integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)],
+            row: Self.leasedRow)
+    }
+
+    /// One `UPDATE … FROM json_each` for the batch: a scan of the JSON array and a rowid look-up per element.
+    public func markDelivered(
+        _ rows: [(id: Int64, fcmMessageID: String?, status: Int?)], charge: Int64, lease: HeldLease
+    ) throws -> [Int64] {
+        let outcomes = JSON.array(rows.map { row in
+            .array([.int(row.id), row.fcmMessageID.map(JSON.string) ?? .null, row.status.map(JSON.int) ?? .null])
+        })
+        return try query(
+            """
+            UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
+                lease_expires_at = NULL, fcm_message_id = outcome.value ->> 1, canonical_token = NULL,
+                last_status = outcome.value ->> 2, updated_at = ?
+            FROM json_each(?) AS outcome
+            WHERE deliveries.id = outcome.value ->> 0 AND deliveries.state = 'inflight'
+                AND deliveries.lease_owner = ? AND deliveries.lease_expires_at > ?
+            RETURNING deliveries.id
+            """,
+            [.integer(charge), .integer(lease.now), .text(outcomes.serialized()), .text(lease.owner),
+             .integer(lease.now)]) { $0.int64(0) }
+    }
+
+    public func markEnded(
+        _ id: Int64, state: DeliveryState, reason: String, status: Int?, charge: Int64, lease: HeldLease
+    ) throws -> LeasedRow? {
+        try queryOne(
+            """
+            UPDATE deliveries SET state = ?, reason = ?, attempts = attempts + ?, lease_owner = NULL,
+                lease_expires_at = NULL, last_status = ?, updated_at = ?
+            \(Self.heldLease)
+            """,
+            [.text(state.rawValue), .text(reason), .integer(charge), .optional(status.map(Int64.init)),
+             .integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)],
+            row: Self.leasedRow)
+    }
+
+    public func markRetry(
+        _ id: Int64, at: Int64, reason: String, status: Int?, charge: Int64, lease: HeldLease
+    ) throws -> LeasedRow? {
+        try queryOne(
+            """
+            UPDATE deliveries SET state = 'queued', reason = ?, attempts = attempts + ?, next_attempt_at = ?,
+                lease_owner = NULL, lease_expires_at = NULL, last_status = ?, updated_at = ?
+            \(Self.heldLease)
+            """,
+            [.text(reason), .integer(charge), .integer(at), .optional(status.map(Int64.init)), .integer(lease.now),
+             .integer(id), .text(lease.owner), .integer(lease.now)],
+            row: Self.leasedRow)
+    }
+
+    public func markReleased(_ id: Int64, lease: HeldLease) throws -> LeasedRow? {
+        try queryOne(
+            """
+            UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+            \(Self.heldLease)
+            """,
+            [.integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)], row: Self.leasedRow)
+    }
+
+    public func deadLetterQueued(messageID: String, reason: String, now: Int64) throws -> Int {
+        try run(
+            "UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ? WHERE message_id = ? AND state = 'queued'",
+            .text(reason), .integer(now), .text(messageID))
+    }
+
+    // MARK: - Leases
+
+    /// The ids go in as one JSON array (`json_each`), so any number of them is one prepared statement.
+    @discardableResult
+    public func renewLeases(_ ids: [Int64], owner: String, until: Int64) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try run(
+            """
+            UPDATE deliveries SET lease_expires_at = ?
+            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'inflight' AND lease_owner = ?
+            """, .integer(until), .text(JSON.array(ids.map(JSON.int)).serialized()), .text(owner))
+    }
+
+    @discardableResult
+    public func rescueExpiredLeases(now: Int64) throws -> Int {
+        let expired = try query(
+            "SELECT id, lease_owner, lease_expires_at FROM deliveries WHERE state = 'inflight' AND lease_expires_at <= ?",
+            [.integer(now)]
+        ) { (id: $0.int64(0), owner: $0.string(1), expiresAt: $0.int64(2)) }
+        var rescued = 0
+        for lease in expired {
+            rescued += try run(
+                """
+                UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                WHERE id = ? AND state = 'inflight' AND lease_owner = ? AND lease_expires_at = ?
+                """, .integer(now), .integer(lease.id), .text(lease.owner), .integer(lease.expiresAt))
+        }
+        return rescued
+    }
+
+    /// At start-up, with the database locked to this process (`<db>.lock`), every other lease belongs to a process
+    /// that is gone.
+    @discardableResult
+    public func releaseForeignLeases(owner: String, now: Int64) throws -> Int {
+        try run(
+            """
+            UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+            WHERE state = 'inflight' AND lease_owner IS NOT ?
+            """, .integer(now), .text(owner))
+    }
+
+    // MARK: - Token registry
+
+    public func unregister(_ token: String, app: String) throws -> Bool {
+        try run("DELETE FROM tokens WHERE token = ? AND app = ?", .text(token), .text(app)) > 0
+    }
+
+    public func registeredApp(of token: String) throws -> String? {
+        try queryOne("SELECT app FROM tokens WHERE token = ?", [.text(token)]) { $0.string(0) }
+    }
+
+    public func renameRegistration(_ old: String, to new: String, now: Int64) throws -> Bool {
+        try run("UPDATE tokens SET token = ?, updated_at = ? WHERE token = ?", .text(new), .integer(now), .text(old)) > 0
+    }
+
+    public func deleteRegistration(_ token: String) throws -> Bool {
+        try run("DELETE FROM tokens WHERE token = ?", .text(token)) > 0
+    }
+
+    public func record(_ event: TokenEvent, now: Int64) throws {
+        let (kind, replacement) = (event.tombstone.kind.rawValue, event.tombstone.replacement)
+        try run(
+            """
+            INSERT INTO token_events (at, app, token, kind, replacement, reason, message_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, .integer(now), .text(event.app), .text(event.token), .text(kind), .optional(replacement),
+            .text(event.reason), .text(event.messageID))
+        try run(
+            """
+            INSERT INTO token_tombstones (app, token, kind, replacement, at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (app, token) DO UPDATE SET kind = excluded.kind, replacement = excluded.replacement,
+                at = excluded.at
+            """, .text(event.app), .text(event.token), .text(kind), .optional(replacement), .integer(now))
+    }
+}

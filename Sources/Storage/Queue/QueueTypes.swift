@@ -1,0 +1,204 @@
+import Support
+
+/// A delivery leased by the claimer.
+public struct ClaimedDelivery: Sendable, Equatable {
+    public var id: Int64
+    public var messageID: String
+    public var token: String
+    /// Attempts already charged before this one.
+    public var attempts: Int
+
+    public init(id: Int64, messageID: String, token: String, attempts: Int) {
+        self.id = id
+        self.messageID = messageID
+        self.token = token
+        self.attempts = attempts
+    }
+}
+
+/// What the sender needs of a claimed delivery's message.
+public struct ClaimedMessage: Sendable, Equatable {
+    public var id: String
+    public var app: String
+    public var payload: String
+    public var targetKind: String
+    public var ttlSeconds: Int
+    public var dryRun: Bool
+    public var expiresAt: Int64
+    public var collapseKey: String?
+    /// The shape of `payload` (SPEC §13): a provider renders legacy and v1 messages differently.
+    public var format: MessageFormat
+    /// Whether a device delivery's `token` is an FCM token or a Firebase Installation ID.
+    public var tokenField: TokenField
+
+    public init(
+        id: String, app: String, payload: String, targetKind: String, ttlSeconds: Int, dryRun: Bool, expiresAt: Int64,
+        collapseKey: String? = nil, format: MessageFormat = .legacy, tokenField: TokenField = .token
+    ) {
+        self.collapseKey = collapseKey
+        self.format = format
+        self.tokenField = tokenField
+        self.id = id
+        self.app = app
+        self.payload = payload
+        self.targetKind = targetKind
+        self.ttlSeconds = ttlSeconds
+        self.dryRun = dryRun
+        self.expiresAt = expiresAt
+    }
+}
+
+public struct ClaimResult: Sendable {
+    /// Leased rows to send, oldest of the high-priority lane first.
+    public var deliveries: [ClaimedDelivery] = []
+    public var messages: [String: ClaimedMessage] = [:]
+    /// Rows whose TTL ran out before they could be sent: now `dead`/`Expired`.
+    public var expired = 0
+    /// Rows that reconciliation settled without a send: a dead token, a duplicate after a canonical id, a
+    /// superseded collapse_key. Now `dropped`.
+    public var dropped = 0
+    /// When the claim was short: the earliest `next_attempt_at` still queued for the app, if any.
+    public var nextDueAt: Int64?
+    /// The app as stored when the claim ran; a paused or gated app gets nothing.
+    public var app: AppState?
+}
+
+/// The new state of one leased delivery after its attempt.
+public enum DeliveryUpdate: Sendable, Equatable {
+    case delivered(id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?)
+    /// Terminal with nothing to do: `NotRegistered`, `Collapsed`, `Replaced`, `Cancelled`.
+    case dropped(id: Int64, reason: String, status: Int?)
+    /// A dead letter; the attempt is charged.
+    case dead(id: Int64, reason: String, status: Int?)
+    /// The message itself is refused (MessageTooBig, InvalidDataKey, …): this delivery and every other still-queued
+    /// delivery of the message become dead letters.
+    case deadMessage(id: Int64, reason: String, status: Int?)
+    /// Back to `queued` at `at`; the attempt is charged.
+    case retry(id: Int64, at: Int64, reason: String, status: Int?)
+    /// Back to `queued` now without charging an attempt (paused app, shutdown).
+    case release(id: Int64)
+    /// The message's TTL ran out before it could be sent: `dead`/`Expired`, no attempt charged.
+    case expired(id: Int64)
+
+    public var id: Int64 {
+        switch self {
+        case .delivered(let id, _, _, _), .dropped(let id, _, _), .dead(let id, _, _), .deadMessage(let id, _, _),
+            .retry(let id, _, _, _), .release(let id), .expired(let id):
+            id
+        }
+    }
+}
+
+extension DeliveryUpdate {
+    /// For an update that ends the delivery: its terminal state, reason and status, and whether it charges an
+    /// attempt. Only called for `.dropped`, `.dead`, `.deadMessage` and `.expired`.
+    var ending: (state: DeliveryState, reason: String, status: Int?, charges: Bool) {
+        switch self {
+        case .dropped(_, let reason, let status): (.dropped, reason, status, true)
+        case .dead(_, let reason, let status), .deadMessage(_, let reason, let status): (.dead, reason, status, true)
+        case .expired: (.dead, "Expired", nil, false)
+        case .delivered, .retry, .release: preconditionFailure("\(self) does not end a delivery this way")
+        }
+    }
+}
+
+/// What applying a batch of outcomes did.
+public struct AppliedOutcomes: Sendable, Equatable {
+    /// The deliveries that were still leased and got their new state.
+    public var updated: [Int64] = []
+    public var tokensDeleted = 0
+    public var tokensReplaced = 0
+    /// Deliveries that became dead letters, including other deliveries of a refused message.
+    public var deadLetters = 0
+
+    public init() {}
+}
+
+/// An app's delivery switches as stored in `apps`.
+public struct AppState: Sendable, Equatable {
+    public var name: String
+    public var paused: Bool
+    public var pauseReason: String?
+    public var gateUntil: Int64
+}
+
+
+/// Where a delivery is in its life (SPEC §4): `queued` → `inflight` → `delivered` | `dead` | `dropped`.
+public enum DeliveryState: String, Sendable, CaseIterable {
+    case queued, inflight, delivered, dead, dropped
+
+    /// `delivered`, `dead` and `dropped` end a delivery; `dead` waits for an operator.
+    public var isTerminal: Bool { self == .delivered || self == .dead || self == .dropped }
+}
+
+/// The claim's two lanes: high priority first, then normal (`deliveries.priority_rank`).
+public enum PriorityLane: Int64, Sendable, CaseIterable {
+    case high = 0
+    case normal = 1
+}
+
+/// The newest message with a `collapse_key` to one target, as the claim reads it.
+public struct CollapseHead: Sendable, Equatable {
+    public var messageID: String
+    /// Its delivery's state; nil when the row is gone (pruned: it was delivered, since a head that ends dead or
+    /// dropped stops being one).
+    public var state: DeliveryState?
+    public var expiresAt: Int64?
+
+    public init(messageID: String, state: DeliveryState?, expiresAt: Int64?) {
+        self.messageID = messageID
+        self.state = state
+        self.expiresAt = expiresAt
+    }
+}
+
+/// What FCM last said about a token (`token_tombstones`).
+public struct TokenTombstone: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// `NotRegistered` / `UNREGISTERED`.
+        case deleted
+        /// A canonical id: `replacement` is the token to use.
+        case replaced
+    }
+
+    public var kind: Kind
+    public var replacement: String?
+
+    public init(kind: Kind, replacement: String?) {
+        self.kind = kind
+        self.replacement = replacement
+    }
+}
+
+/// A change reconciliation makes to a token: a `token_events` entry and the token's tombstone.
+public struct TokenEvent: Sendable, Equatable {
+    public var app: String
+    public var token: String
+    public var tombstone: TokenTombstone
+    public var reason: String
+    public var messageID: String
+}
+
+/// The row an outcome was written to, for what it means to the token registry.
+public struct LeasedRow: Sendable, Equatable {
+    public var app: String
+    public var token: String
+    public var messageID: String
+
+    public init(app: String, token: String, messageID: String) {
+        self.app = app
+        self.token = token
+        self.messageID = messageID
+    }
+}
+
+/// A lease as an outcome must still find it: held by `owner` and not expired at `now`.
+public struct HeldLease: Sendable, Equatable {
+    public var owner: String
+    public var now: Int64
+
+    public init(owner: String, now: Int64) {
+        self.owner = owner
+        self.now = now
+    }
+}
