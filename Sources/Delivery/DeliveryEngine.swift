@@ -285,8 +285,9 @@ public final class DeliveryEngine: @unchecked Sendable {
         let limit = min(options.claimLimit, slots.multipliedReportingOverflow(by: perRequest).partialValue)
         let (app, owner, lease) = (runtime.app.name, self.owner, options.leaseMillis)
         // A claim need not reach the disk: lost in a power cut, its rows simply stay queued.
-        writer.enqueue(durable: false, { try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis()) }) {
-            result in
+        writer.enqueue(durable: false, {
+            try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis())
+        }) { result in
             self.queue.async { self.claimed(result, on: runtime, limit: limit) }
         }
     }

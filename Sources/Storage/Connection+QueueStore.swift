@@ -73,7 +73,9 @@ extension Connection: QueueStore {
         try queryOne(
             "SELECT kind, replacement FROM token_tombstones WHERE app = ? AND token = ?", [.text(app), .text(token)]
         ) { row in
-            TokenTombstone.Kind(rawValue: row.string(0)).map { TokenTombstone(kind: $0, replacement: row.optionalString(1)) }
+            TokenTombstone.Kind(rawValue: row.string(0)).map {
+                TokenTombstone(kind: $0, replacement: row.optionalString(1))
+            }
         } ?? nil
     }
 
@@ -84,7 +86,8 @@ extension Connection: QueueStore {
     }
 
     public func retarget(delivery id: Int64, to token: String, now: Int64) throws {
-        try run("UPDATE deliveries SET token = ?, updated_at = ? WHERE id = ?", .text(token), .integer(now), .integer(id))
+        try run(
+            "UPDATE deliveries SET token = ?, updated_at = ? WHERE id = ?", .text(token), .integer(now), .integer(id))
     }
 
     // MARK: - Outcomes
@@ -173,7 +176,10 @@ extension Connection: QueueStore {
 
     public func deadLetterQueued(messageID: String, reason: String, now: Int64) throws -> Int {
         try run(
-            "UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ? WHERE message_id = ? AND state = 'queued'",
+            """
+            UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ?
+            WHERE message_id = ? AND state = 'queued'
+            """,
             .text(reason), .integer(now), .text(messageID))
     }
 
@@ -193,7 +199,10 @@ extension Connection: QueueStore {
     @discardableResult
     public func rescueExpiredLeases(now: Int64) throws -> Int {
         let expired = try query(
-            "SELECT id, lease_owner, lease_expires_at FROM deliveries WHERE state = 'inflight' AND lease_expires_at <= ?",
+            """
+            SELECT id, lease_owner, lease_expires_at FROM deliveries
+            WHERE state = 'inflight' AND lease_expires_at <= ?
+            """,
             [.integer(now)]
         ) { (id: $0.int64(0), owner: $0.string(1), expiresAt: $0.int64(2)) }
         var rescued = 0
@@ -229,7 +238,8 @@ extension Connection: QueueStore {
     }
 
     public func renameRegistration(_ old: String, to new: String, now: Int64) throws -> Bool {
-        try run("UPDATE tokens SET token = ?, updated_at = ? WHERE token = ?", .text(new), .integer(now), .text(old)) > 0
+        try run(
+            "UPDATE tokens SET token = ?, updated_at = ? WHERE token = ?", .text(new), .integer(now), .text(old)) > 0
     }
 
     public func deleteRegistration(_ token: String) throws -> Bool {

@@ -79,7 +79,8 @@ extension QueueStore {
         let replaced = TokenTombstone(kind: .replaced, replacement: new)
         guard try registryChanged || tombstone(app: app, token: old) != replaced else { return false }
         try record(
-            TokenEvent(app: app, token: old, tombstone: replaced, reason: "CanonicalId", messageID: messageID), now: now)
+            TokenEvent(app: app, token: old, tombstone: replaced, reason: "CanonicalId", messageID: messageID),
+            now: now)
         return true
     }
 }
