@@ -16,9 +16,9 @@ import Support
 /// | invalid message or JSON | 400 `INVALID_ARGUMENT`, the message naming the field (SDKs: `InvalidArgumentError`) |
 /// | wrong or missing `Authorization: Bearer <API token>` | 401 `UNAUTHENTICATED` |
 /// | unknown project | 404 `NOT_FOUND` |
+/// | an `Idempotency-Key` the app used within 24 h for a different message | 409 `ABORTED`; nothing stored |
 /// | database behind or unavailable | 503 `UNAVAILABLE` with `Retry-After`; nothing stored |
 final class FCMV1SendEndpoint: Sendable {
-
     private let writer: DatabaseWriter
     private let metrics: Metrics
     private let committed: @Sendable () -> Void
@@ -71,6 +71,9 @@ final class FCMV1SendEndpoint: Sendable {
                 if !accepted.isRepeat && accepted.deliveries > 0 { committed() }
                 let name = "projects/\(project)/messages/\(accepted.id)"
                 responder.respond(.json(200, JSON.object([("name", .string(name))]).serialized()))
+            case .failure(let conflict as IdempotencyConflict):
+                // Not retryable: a 409 the SDKs raise as their own error, never another message's name.
+                responder.respond(Self.response(.idempotencyConflict(conflict)))
             case .failure(let failure):
                 Log.warn("storage unavailable", ["error": .string("\(failure)"), "endpoint": "fcm v1"])
                 responder.respond(Self.unavailable)

@@ -130,6 +130,12 @@ import Testing
         #expect(first.status == 200 && again.status == 200)
         #expect(first.json["name"] as? String == again.json["name"] as? String)
         #expect(try messages().count == 1)
+
+        let other = send(api, #"{"message":{"token":"t","data":{"x":"2"}}}"#, headers: [("Idempotency-Key", "k-1")])
+        #expect(other.status == 409)
+        #expect(error(other.json).status == "ABORTED")
+        #expect(!error(other.json).message.contains(first.json["name"] as? String ?? "-"))
+        #expect(try messages().count == 1)
     }
 
     @Test func aWriterThatIsBehindGetsUnavailableWithRetryAfterAndNothingIsStored() throws {
