@@ -179,7 +179,10 @@ extension NewMessage {
         case .condition(let condition): ["condition", condition]
         }
         for part in target { mix(part) }
-        for part in [payload, collapseKey ?? "\u{0}", priority, String(ttlSeconds), dryRun ? "1" : "0"] { mix(part) }
+        for part in [
+            payload, collapseKey ?? "\u{0}", priority, String(ttlSeconds), dryRun ? "1" : "0", format.rawValue,
+            tokenField.rawValue,
+        ] { mix(part) }
         return Int64(bitPattern: hash)
     }
 }
