@@ -649,7 +649,7 @@ met() { awk -v a="$1" -v t="$2" -v op="${3:-ge}" 'BEGIN { print ((op == "ge" ? a
 row() { printf '%-44s %12s %20s %7s %18s\n' "$@"; }
 bound=$(((CONCURRENCY + STREAMS - 1) / STREAMS + 1))
 echo
-echo "Herald FCM HTTP v1, median of $RUNS runs, default settings (concurrency $CONCURRENCY), TLS + HTTP/2 stand-in" \
+echo "Herald FCM HTTP v1 ($FIGURES), median of $RUNS runs (fan-out: $FANOUT_RUNS), default settings (concurrency $CONCURRENCY), TLS + HTTP/2 stand-in" \
     "(node, $STREAMS streams/connection) on 127.0.0.1, $(nproc) cores, h2load on the same machine"
 row figure value baseline ratio target
 for delay in $DELAYS; do
