@@ -43,7 +43,8 @@
 # Usage, from the repository root (root on Debian/Ubuntu installs node, openssl and nghttp2-client if missing):
 #   Benchmarks/v1.sh
 # Environment (all optional):
-#   HERALD_BENCH_FIGURES="rate latency fanout"   which figures to measure
+#   HERALD_BENCH_FIGURES="rate latency"  which figures to measure, of rate, latency and fanout (~4 min and
+#                                    2 GB of disk; add it by name: HERALD_BENCH_FIGURES=fanout)
 #   HERALD_BENCH_RUNS=3              rounds of the rate and latency figures; the table shows medians
 #   HERALD_BENCH_DELAYS="30 100"     stand-in answer delays (ms) to measure
 #   HERALD_BENCH_BACKLOG=200000      single-token messages preloaded per measurement
@@ -84,7 +85,7 @@ RAMP=${HERALD_BENCH_RAMP:-2}
 POLL=${HERALD_BENCH_POLL:-0.2}
 H2LOAD_THREADS=${HERALD_BENCH_H2LOAD_THREADS:-1}
 PERF=${HERALD_BENCH_PERF:-0}
-FIGURES=${HERALD_BENCH_FIGURES:-rate latency fanout}
+FIGURES=${HERALD_BENCH_FIGURES:-rate latency}
 LATENCY_RATE=${HERALD_BENCH_LATENCY_RATE:-1000}
 LATENCY_DURATION=${HERALD_BENCH_LATENCY_DURATION:-20}
 LATENCY_CONNECTIONS=${HERALD_BENCH_LATENCY_CONNECTIONS:-32}
@@ -624,7 +625,7 @@ if wants latency; then
         TP50+=("$T_P50") TP99+=("$T_P99")
         log "run $run/$RUNS  latency ack -> request at the stand-in (0 ms): p50 $T_P50 ms, p99 $T_P99 ms over" \
             "$(fmt "$T_N") messages ($T_NEG arrived before wrk had read the 202; $T_MISSING acknowledged but not" \
-            "found at the stand-in; offered $(fmt "$T_SENT") msg/s)"
+            "found at the stand-in; offered $(fmt "$T_SENT") msg/s) | load average $(cut -d' ' -f1-3 /proc/loadavg)"
     done
 fi
 if wants fanout; then
@@ -640,7 +641,7 @@ if wants fanout; then
         log "run $run/$FANOUT_RUNS  fan-out $(fmt "$FANOUT_TOKENS") tokens (${FANOUT_DELAY} ms): ingested in" \
             "$F_INGEST_S s, all delivered $F_SEND_S s after the 202 (last request at the stand-in after $F_LAST_S s)" \
             "| connections $F_CONN at most | Herald CPU $F_CPU_US us per token (ingest + send) | peak RSS $F_HWM MiB" \
-            "| every token requested exactly once"
+            "| every token requested exactly once | load average $(cut -d' ' -f1-3 /proc/loadavg)"
     done
 fi
 
@@ -681,11 +682,11 @@ if wants latency; then
     row "latency, $(fmt "$LATENCY_RATE") msg/s, 0 ms: p99 (ms)" "$p99" - - "<= $TARGET_P99_MS $(met "$p99" $TARGET_P99_MS le)"
 fi
 if wants fanout; then
-    fi_=$(median "${FINGEST[@]}")
+    fing=$(median "${FINGEST[@]}")
     fs=$(median "${FSEND[@]}")
     bf=$(median "${BFANOUT[@]}")
-    row "fan-out $(fmt "$FANOUT_TOKENS"), ${FANOUT_DELAY} ms: ingested (s)" "$fi_" "sqlite3 $bf s" "$(ratio "$fi_" "$bf")" \
-        "<= $TARGET_FANOUT_INGEST_S $(met "$fi_" $TARGET_FANOUT_INGEST_S le)"
+    row "fan-out $(fmt "$FANOUT_TOKENS"), ${FANOUT_DELAY} ms: ingested (s)" "$fing" "sqlite3 $bf s" "$(ratio "$fing" "$bf")" \
+        "<= $TARGET_FANOUT_INGEST_S $(met "$fing" $TARGET_FANOUT_INGEST_S le)"
     row "fan-out $(fmt "$FANOUT_TOKENS"), ${FANOUT_DELAY} ms: all sent (s)" "$fs" - - \
         "<= $TARGET_FANOUT_SEND_S $(met "$fs" $TARGET_FANOUT_SEND_S le)"
     row "fan-out: Herald peak RSS (MiB)" "$(median "${FHWM[@]}")" - - -
