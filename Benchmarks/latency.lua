@@ -1,7 +1,10 @@
--- wrk script for the latency figure of Benchmarks/delivery.sh: a paced load of single-token messages.
+-- wrk script for the latency figures of Benchmarks/delivery.sh and Benchmarks/v1.sh: a paced load of single-token
+-- messages.
 --
---   wrk -t N -c N ... -s Benchmarks/latency.lua URL -- RATE OUTDIR N
+--   wrk -t N -c N ... -s Benchmarks/latency.lua URL -- RATE OUTDIR N [SHAPE]
 --
+-- SHAPE is `legacy` (the default: {"to": TOKEN, ...}) or `v1` ({"message": {"token": TOKEN, ...}}, the same content
+-- as FCM HTTP v1 writes it, as ingest.lua's single-v1 mode).
 -- POSTs /v1/messages to Herald, one single-token message per request, RATE messages per second in all, spread
 -- evenly over the N wrk threads. Run it with exactly one connection per thread (-t N -c N): answers on one
 -- keep-alive connection come back in request order, so the k-th answer is the k-th message. Each acknowledged
@@ -29,7 +32,12 @@ local SUFFIX = '","priority":"high","time_to_live":3600,'
     .. '"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},'
     .. '"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute.",'
     .. '"sound":"default"}}'
+local V1_PREFIX = '{"message":{"token":"'
+local V1_SUFFIX = '","data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},'
+    .. '"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},'
+    .. '"android":{"priority":"high","ttl":"3600s","notification":{"sound":"default"}}}}'
 local HEADERS = { ["Content-Type"] = "application/json" }
+prefix, suffix = PREFIX, SUFFIX -- init() may change them; a state that never ran init() sends the legacy shape
 
 local threads = {}
 local thread_count = 0
@@ -45,6 +53,14 @@ function init(args)
     out = assert(io.open(string.format("%s/ack-%d.txt", args[2], tid), "w"))
     out:setvbuf("line") -- wrk never closes a thread's Lua state: nothing may wait in a buffer at the end
     thread_total = tonumber(args[3])
+    local shape = args[4] or "legacy"
+    if shape == "v1" then
+        prefix, suffix = V1_PREFIX, V1_SUFFIX
+    elseif shape == "legacy" then
+        prefix, suffix = PREFIX, SUFFIX
+    else
+        error("SHAPE must be legacy or v1")
+    end
     acked, bad, n = 0, 0, 0
     bad_sample = ""
     sent = {}      -- tokens sent on this thread's one connection, oldest first
@@ -74,12 +90,12 @@ function request()
     if start_us == nil then
         -- wrk calls request() once on the first thread's state to check the script; that request is never sent.
         -- Real requests always come after a delay() call.
-        return wrk.format("POST", "/v1/messages", HEADERS, PREFIX .. token(0) .. SUFFIX)
+        return wrk.format("POST", "/v1/messages", HEADERS, prefix .. token(0) .. suffix)
     end
     n = n + 1
     local t = token(n)
     sent[n] = t
-    return wrk.format("POST", "/v1/messages", HEADERS, PREFIX .. t .. SUFFIX)
+    return wrk.format("POST", "/v1/messages", HEADERS, prefix .. t .. suffix)
 end
 
 function response(status, headers, body)

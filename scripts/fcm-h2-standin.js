@@ -4,7 +4,7 @@
 // arrives, so a test or a benchmark can check what really went on the wire.
 //
 //   node fcm-h2-standin.js --cert cert.pem --key key.pem [--delay-ms 30] [--streams 100]
-//                          [--drop-after N] [--token-ttl-s 3600]
+//                          [--drop-after N] [--token-ttl-s 3600] [--arrivals FILE]
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
 // http://127.0.0.1:S/stats answers the counts:
@@ -24,12 +24,15 @@
 // --drop-after N: once, when the Nth message request has arrived, the connection carrying it gets a
 // GOAWAY(INTERNAL_ERROR) naming the last stream received and is then closed without an answer to any request in
 // flight on it: what an nghttp2 server does when a client trips its rapid-reset limit, or a server that crashes.
+// --arrivals FILE: one line per messages:send request, "TOKEN ARRIVAL_US", written when its body has arrived
+// (ARRIVAL_US: wall-clock microseconds, for a benchmark to join with the times its load tool saw the 202; TOKEN: the
+// body's message.token or message.fid). The file is complete once the stand-in has exited after SIGTERM.
 'use strict';
 const http2 = require('http2');
 const http = require('http');
 const fs = require('fs');
 
-const options = { delayMs: 30, streams: 100, dropAfter: 0, tokenTtlS: 3600, cert: null, key: null };
+const options = { delayMs: 30, streams: 100, dropAfter: 0, tokenTtlS: 3600, cert: null, key: null, arrivals: null };
 for (let i = 2; i < process.argv.length; i += 2) {
     const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     const value = process.argv[i + 1];
@@ -44,6 +47,11 @@ const stats = {
     first_body: null, first_authorization: null,
 };
 const seenBodies = new Set();
+// Buffered: a write per request would cost the stand-in more than the answer does.
+const arrivals = options.arrivals ? fs.createWriteStream(options.arrivals) : null;
+const { performance } = require('perf_hooks');
+const nowMicros = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
+const targetPattern = /"(?:token|fid)":"([^"\\]*)"/;
 let inFlight = 0;
 let dropped = false;
 
@@ -85,6 +93,10 @@ server.on('request', (req, res) => {
             return;
         }
         stats.requests++;
+        if (arrivals) {
+            const target = targetPattern.exec(body);
+            arrivals.write(`${target ? target[1] : '-'} ${nowMicros()}\n`);
+        }
         if (stats.first_body === null) {
             stats.first_body = body;
             stats.first_authorization = req.headers.authorization || null;
@@ -142,4 +154,6 @@ server.listen(0, '127.0.0.1', () => {
         console.log(JSON.stringify({ port: server.address().port, stats_port: statsServer.address().port }));
     });
 });
-process.on('SIGTERM', () => process.exit(0));
+process.on('SIGTERM', () => {
+    if (arrivals) arrivals.end(() => process.exit(0)); else process.exit(0);
+});

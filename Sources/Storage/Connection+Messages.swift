@@ -32,14 +32,6 @@ extension Connection {
             }
         }
 
-        let targets: [String]
-        switch message.target {
-        case .tokens(let tokens): targets = tokens
-        case .topic(let topic): targets = [topic]
-        case .condition(let condition): targets = [condition]
-        case .users(let users): targets = try tokens(ofUsers: users, app: message.app)
-        }
-
         let id = MessageID.make(now: now)
         // TTL 0 is "now or never": it may wait for a send no longer than the window.
         let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
@@ -55,52 +47,75 @@ extension Connection {
             .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt),
             .text(message.format.rawValue), .text(message.tokenField.rawValue))
         let rowID = lastInsertRowID
+        let rank: Int64 = message.priority == "high" ? 0 : 1
+        let deliveries: Int
+        switch message.target {
+        case .users(let users):
+            deliveries = try insertDeliveries(toUsers: users, messageID: id, app: message.app, rank: rank, now: now)
+        case .tokens(let tokens):
+            deliveries = try insertDeliveries(to: tokens, messageID: id, app: message.app, rank: rank, now: now)
+        case .topic(let target), .condition(let target):
+            deliveries = try insertDeliveries(to: [target], messageID: id, app: message.app, rank: rank, now: now)
+        }
+        // A dry run reaches no device, so it supersedes nothing.
+        if let collapseKey = message.collapseKey, !message.dryRun, deliveries > 0 {
+            try makeHeads(messageID: id, collapseKey: collapseKey, now: now)
+        }
+        return AcceptedMessage(id: id, rowID: rowID, deliveries: deliveries, isRepeat: false)
+    }
+
+    /// One queued delivery per target, in the order given; returns how many.
+    private func insertDeliveries(to targets: [String], messageID: String, app: String, rank: Int64, now: Int64) throws
+        -> Int
+    {
         let insert = try statement(
             """
             INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
             VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)
             """)
-        let rank: Int64 = message.priority == "high" ? 0 : 1
-        // A dry run reaches no device, so it supersedes nothing.
-        let collapseKey = message.dryRun ? nil : message.collapseKey
         for target in targets {
             try insert.execute([
-                .text(id), .text(message.app), .text(target), .integer(now), .integer(now), .integer(rank), .integer(now),
+                .text(messageID), .text(app), .text(target), .integer(now), .integer(now), .integer(rank),
+                .integer(now),
             ])
-            if let collapseKey {
-                try collapse(target, app: message.app, collapseKey: collapseKey, messageID: id,
-                             deliveryID: lastInsertRowID, now: now)
-            }
         }
-        return AcceptedMessage(id: id, rowID: rowID, deliveries: targets.count, isRepeat: false)
+        return targets.count
+    }
+
+    /// One queued delivery per registered token of these users in `app` (each token once: it has one user), in the
+    /// order the tokens were first registered; returns how many.
+    ///
+    /// One set-based statement, so a fan-out to a million tokens never passes through Swift. The tokens are read in
+    /// rowid order (`rowid IN (…)` walks the sorted rowids the index gives), which visits each table page once:
+    /// looked up user by user, a large fan-out reads one random page per token, several seconds for a million.
+    private func insertDeliveries(toUsers users: [String], messageID: String, app: String, rank: Int64, now: Int64)
+        throws -> Int
+    {
+        try run(
+            """
+            INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+            SELECT ?1, ?2, token, 'queued', ?3, ?3, ?4, ?3 FROM tokens
+            WHERE rowid IN (
+                SELECT rowid FROM tokens WHERE app = ?2 AND user IN (SELECT value FROM json_each(?5))
+            )
+            ORDER BY rowid
+            """, .text(messageID), .text(app), .integer(now), .integer(rank),
+            .text(JSON.array(users.map(JSON.string)).serialized()))
     }
 
     /// A newer message with the same `collapse_key` supersedes older ones still queued for the same target
-    /// (FCM itself would keep only the newest) for as long as it will reach the device: this delivery becomes the
-    /// head, and the claim drops older ones while the head is pending or delivered (`collapsedBy`).
-    private func collapse(
-        _ target: String, app: String, collapseKey: String, messageID: String, deliveryID: Int64, now: Int64
-    ) throws {
+    /// (FCM itself would keep only the newest) for as long as it will reach the device: each delivery of this
+    /// message becomes the head for its target, and the claim drops older ones while the head is pending or delivered
+    /// (`collapsedBy`). Set-based over the message's deliveries (in id order, so for a target named twice the later
+    /// delivery is the head), and only for messages that have a collapse key.
+    private func makeHeads(messageID: String, collapseKey: String, now: Int64) throws {
         try run(
             """
             INSERT INTO collapse_heads (app, collapse_key, token, message_id, delivery_id, created_at)
-            VALUES (?, ?, ?, ?, ?, ?)
+            SELECT app, ?, token, message_id, id, ? FROM deliveries WHERE message_id = ? ORDER BY id
             ON CONFLICT (app, collapse_key, token) DO UPDATE SET
                 message_id = excluded.message_id, delivery_id = excluded.delivery_id, created_at = excluded.created_at
-            """, .text(app), .text(collapseKey), .text(target), .text(messageID), .integer(deliveryID), .integer(now))
-    }
-
-    /// Every registered token of these users in `app`, each once.
-    func tokens(ofUsers users: [String], app: String) throws -> [String] {
-        var seen = Set<String>()
-        var tokens: [String] = []
-        for user in users {
-            let found = try query(
-                "SELECT token FROM tokens WHERE app = ? AND user = ? ORDER BY created_at, token",
-                [.text(app), .text(user)]) { $0.string(0) }
-            for token in found where seen.insert(token).inserted { tokens.append(token) }
-        }
-        return tokens
+            """, .text(collapseKey), .integer(now), .text(messageID))
     }
 
     /// The message and its deliveries, or nil.

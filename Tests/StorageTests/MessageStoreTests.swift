@@ -75,6 +75,41 @@ import Testing
         #expect(tokens == ["phone", "tablet"])
     }
 
+    @Test func usersExpandInRegistrationOrderAndACollapseKeyMakesEachTheHead() throws {
+        try writer.write { connection in
+            _ = try connection.upsertToken("b-first", app: "default", user: "bob", now: 1)
+            _ = try connection.upsertToken("a-second", app: "default", user: "alice", now: 2)
+            _ = try connection.upsertToken("c-third", app: "default", user: "bob", now: 3)
+            _ = try connection.upsertToken("unnamed", app: "default", user: "carol", now: 4)
+            _ = try connection.upsertToken("no-user", app: "default", user: nil, now: 5)
+        }
+        let older = try insert(NewMessage(
+            app: "default", payload: "{}", target: .tokens(["a-second", "unnamed"]), collapseKey: "score"))
+        let accepted = try insert(NewMessage(
+            app: "default", payload: "{}", target: .users(["alice", "bob", "nobody"]), collapseKey: "score"))
+        #expect(accepted.deliveries == 3)
+        let record = try #require(try writer.write { try $0.message(id: accepted.id) })
+        #expect(record.deliveries.map(\.token) == ["b-first", "a-second", "c-third"])
+        #expect(record.deliveries.allSatisfy { $0.state == "queued" })
+        let heads = try writer.write {
+            try $0.query("SELECT token, message_id, delivery_id FROM collapse_heads ORDER BY token") {
+                "\($0.string(0)) \($0.string(1)) \($0.int64(2))"
+            }
+        }
+        let ids = Dictionary(uniqueKeysWithValues: record.deliveries.map { ($0.token, $0.id) })
+        let olderUnnamed = try #require(try writer.write { try $0.message(id: older.id) }?.deliveries.last)
+        #expect(heads == [
+            "a-second \(accepted.id) \(ids["a-second"]!)", "b-first \(accepted.id) \(ids["b-first"]!)",
+            "c-third \(accepted.id) \(ids["c-third"]!)", "unnamed \(older.id) \(olderUnnamed.id)",
+        ])
+    }
+
+    @Test func aMessageToUsersWithoutTokensStoresNoDelivery() throws {
+        let accepted = try insert(NewMessage(app: "default", payload: "{}", target: .users(["nobody"])))
+        #expect(accepted.deliveries == 0)
+        #expect(try writer.write { try $0.message(id: accepted.id) }?.deliveries.isEmpty == true)
+    }
+
     @Test func cancellingDropsOnlyQueuedDeliveries() throws {
         let accepted = try insert(NewMessage(app: "default", payload: "{}", target: .tokens(["a", "b"])))
         try writer.write { try $0.run("UPDATE deliveries SET state = 'delivered' WHERE token = 'a'") }
