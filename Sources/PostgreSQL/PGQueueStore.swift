@@ -56,15 +56,7 @@ extension PGQueueStore: QueueStore {
         app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
     ) throws -> [ClaimedDelivery] {
         let claimed = try connection.query(
-            """
-            UPDATE deliveries SET state = 'inflight', lease_owner = $1, lease_expires_at = $2, updated_at = $3
-            WHERE id IN (
-                SELECT id FROM deliveries
-                WHERE app = $4 AND priority_rank = $5 AND state = 'queued' AND next_attempt_at <= $3
-                ORDER BY next_attempt_at LIMIT $6
-                FOR UPDATE SKIP LOCKED)
-            RETURNING id, message_id, token, attempts, next_attempt_at
-            """,
+            Self.leaseReadySQL,
             [.text(owner), .integer(until), .integer(now), .text(app), .integer(lane.rawValue),
              .integer(Int64(limit))]
         ) { row in
@@ -75,6 +67,17 @@ extension PGQueueStore: QueueStore {
         // RETURNING gives no order guarantee: restore the claim's.
         return claimed.sorted { ($0.next, $0.delivery.id) < ($1.next, $1.delivery.id) }.map(\.delivery)
     }
+
+    /// `leaseReady`'s statement; its plan is tested to walk `deliveries_ready` without a sort.
+    static let leaseReadySQL = """
+        UPDATE deliveries SET state = 'inflight', lease_owner = $1, lease_expires_at = $2, updated_at = $3
+        WHERE id IN (
+            SELECT id FROM deliveries
+            WHERE app = $4 AND priority_rank = $5 AND state = 'queued' AND next_attempt_at <= $3
+            ORDER BY next_attempt_at LIMIT $6
+            FOR UPDATE SKIP LOCKED)
+        RETURNING id, message_id, token, attempts, next_attempt_at
+        """
 
     public func claimedMessage(id: String) throws -> ClaimedMessage? {
         try connection.queryOne(
