@@ -65,7 +65,8 @@ private let t0: Int64 = 1_700_000_000_000
         /// Claims everything ready and hands it back unsent: what the next claim does before it would send.
         func claimPass() throws {
             try store.write { store in
-                let claimed = try store.claim(app: "default", limit: 1000, owner: "pass", leaseMillis: 60_000, now: t0 + 3)
+                let claimed = try store.claim(
+                    app: "default", limit: 1000, owner: "pass", leaseMillis: 60_000, now: t0 + 3)
                 try store.apply(claimed.deliveries.map { .release(id: $0.id) }, owner: "pass", now: t0 + 3,
                                 chargeAttempt: false)
             }
@@ -214,7 +215,8 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(rows == ["a delivered 1 0 0:1 a2", "b queued 1 9000 - -", "c dead 1 0 - -", "d inflight 0 0 - -"])
     }
 
-    @Test(arguments: Engine.allCases) func plainSuccessesAreWrittenTogetherOnlyUnderAHeldLease(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases)
+    func plainSuccessesAreWrittenTogetherOnlyUnderAHeldLease(_ engine: Engine) throws {
         let queue = try Queue(engine)
         try queue.enqueue(["a", "b", "c"], at: t0)
         let ids = try queue.claim(lease: 1_000, now: t0).deliveries.map(\.id)
@@ -351,7 +353,8 @@ private let t0: Int64 = 1_700_000_000_000
         try queue.enqueue(["d"])
         let applied = try queue.answer(message, ["a": { .deadMessage(id: $0, reason: "MessageTooBig", status: 200) }])
         #expect(applied.deadLetters == 3)
-        #expect(try queue.rows() == ["a dead/MessageTooBig", "b dead/MessageTooBig", "c dead/MessageTooBig", "d queued"])
+        #expect(try queue.rows()
+            == ["a dead/MessageTooBig", "b dead/MessageTooBig", "c dead/MessageTooBig", "d queued"])
     }
 
     @Test(arguments: Engine.allCases) func applyingTheSameOutcomesTwiceChangesNothingMore(_ engine: Engine) throws {
@@ -374,7 +377,8 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.events() == ["deleted dead"])
     }
 
-    @Test(arguments: Engine.allCases) func twoMessagesAnsweredNotRegisteredForOneTokenGiveOneEvent(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases)
+    func twoMessagesAnsweredNotRegisteredForOneTokenGiveOneEvent(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let first = try queue.enqueue(["gone"])
         try queue.answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
@@ -431,7 +435,8 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(claimed.expired == 1)
     }
 
-    @Test(arguments: Engine.allCases) func aPendingOrDeliveredNewerMessageCollapsesTheOlderOne(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases)
+    func aPendingOrDeliveredNewerMessageCollapsesTheOlderOne(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let older = try queue.olderMessageInBackoff()
         let newer = try queue.insert(["T"], collapseKey: "score", at: t0 + 1_000).id

@@ -107,7 +107,9 @@ final class PostgresStore: StoreUnderTest {
         try store.write { try $0.upsertToken(token, app: app, user: user, now: now) }
     }
 
-    func pause(_ app: String, now: Int64) throws { try store.write { _ = try $0.pauseApp(app, reason: "test", now: now) } }
+    func pause(_ app: String, now: Int64) throws {
+        try store.write { _ = try $0.pauseApp(app, reason: "test", now: now) }
+    }
 
     func resume(_ app: String) throws { try store.write { _ = try $0.resumeApp(app) } }
 
