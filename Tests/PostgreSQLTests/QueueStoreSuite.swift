@@ -491,6 +491,21 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM deliveries") == ["1"])
     }
 
+    @Test(arguments: Engine.allCases)
+    func theSameKeyForAnFIDOrAV1MessageOfTheSameTextIsAConflict(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = NewMessage(app: "default", idempotencyKey: "k", payload: "{}", target: .tokens(["x"]))
+        try queue.store.insert(first, now: t0)
+        var fid = first
+        fid.tokenField = .fid
+        var v1 = first
+        v1.format = .v1
+        for other in [fid, v1] {
+            #expect(throws: IdempotencyConflict.self) { try queue.store.insert(other, now: t0 + 1) }
+        }
+        #expect(try queue.store.insert(first, now: t0 + 2).isRepeat)
+    }
+
     @Test(arguments: Engine.allCases) func anExpiredKeyIsFreeForANewMessage(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let first = try queue.insert(["a"], payload: #"{"data":{"x":"1"}}"#, key: "k", at: t0)
