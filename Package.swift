@@ -29,8 +29,9 @@ let package = Package(
         .target(name: "Support"),
         .target(name: "HTTP", dependencies: ["CLinux", "Support"]),
         .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
-        // PostgreSQL through libpq: connections, prepared statements, LISTEN/NOTIFY and its own migrations.
-        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "Support"], plugins: ["EmbedMigrations"]),
+        // PostgreSQL through libpq: connections, prepared statements, LISTEN/NOTIFY, its own migrations, and the
+        // queue's operations in PostgreSQL's SQL (PGQueueStore conforms to Storage's QueueStore).
+        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "Storage", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.

@@ -179,7 +179,7 @@ public struct IdempotencyConflict: Error, CustomStringConvertible {
 extension NewMessage {
     /// A 64-bit FNV-1a hash of everything stored of the message: equal for a repeat of the same message, different
     /// (but for a 2^-64 chance) for another one under the same key.
-    var fingerprint: Int64 {
+    public var fingerprint: Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ text: String) {
             for byte in text.utf8 {

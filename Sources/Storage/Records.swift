@@ -6,7 +6,7 @@ public enum StoredTarget: Sendable, Equatable {
     case topic(String)
     case condition(String)
 
-    var kind: String {
+    public var kind: String {
         switch self {
         case .tokens, .users: "tokens"
         case .topic: "topic"
@@ -75,6 +75,13 @@ public struct AcceptedMessage: Sendable, Equatable {
     public var deliveries: Int
     /// True when an earlier message with the same idempotency key was found instead.
     public var isRepeat: Bool
+
+    public init(id: String, rowID: Int64, deliveries: Int, isRepeat: Bool) {
+        self.id = id
+        self.rowID = rowID
+        self.deliveries = deliveries
+        self.isRepeat = isRepeat
+    }
 }
 
 public struct MessageRecord: Sendable, Equatable {

@@ -120,6 +120,13 @@ public struct AppState: Sendable, Equatable {
     public var paused: Bool
     public var pauseReason: String?
     public var gateUntil: Int64
+
+    public init(name: String, paused: Bool, pauseReason: String?, gateUntil: Int64) {
+        self.name = name
+        self.paused = paused
+        self.pauseReason = pauseReason
+        self.gateUntil = gateUntil
+    }
 }
 
 

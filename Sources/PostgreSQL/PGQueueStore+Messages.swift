@@ -1,0 +1,163 @@
+import Storage
+import Support
+
+/// Ingest on PostgreSQL, with the semantics of SQLite's `Connection.insertMessage` (`Connection+Messages.swift`).
+extension PGQueueStore {
+    /// Stores a message and one queued delivery per target. Call inside `write`.
+    ///
+    /// An idempotency key is scoped to the app. A repeat within the window with the same message returns the first
+    /// one and stores nothing; the same key with a different message throws `IdempotencyConflict`. Two Heralds
+    /// taking the same key at once store one message: the second insert waits for the first transaction and
+    /// then answers as a repeat (or a conflict).
+    ///
+    /// `AcceptedMessage.rowID` is 0: PostgreSQL's `messages` has no rowid.
+    public func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
+        let fingerprint = message.idempotencyKey.map { _ in message.fingerprint }
+        if let key = message.idempotencyKey, let earlier = try earlierMessage(app: message.app, key: key,
+                                                                              fingerprint: fingerprint, now: now) {
+            return earlier
+        }
+
+        let targets: [String]
+        switch message.target {
+        case .tokens(let tokens): targets = tokens
+        case .topic(let topic): targets = [topic]
+        case .condition(let condition): targets = [condition]
+        case .users(let users): targets = try tokens(ofUsers: users, app: message.app)
+        }
+
+        let id = MessageID.make(now: now)
+        // TTL 0 is "now or never": it may wait for a send no longer than the window.
+        let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
+        try ensureApp(message.app)
+        let inserted = try connection.queryOne(
+            """
+            INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
+                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+            ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING id
+            """,
+            [.text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
+             .text(message.payload), .text(message.target.kind), .optional(message.collapseKey),
+             .text(message.priority), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
+             .integer(now), .integer(expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue)]
+        ) { $0.string(0) }
+        guard inserted != nil else {
+            // Another transaction committed the same key after our look-up: answer as for its message.
+            guard let key = message.idempotencyKey,
+                let earlier = try earlierMessage(app: message.app, key: key, fingerprint: fingerprint, now: now)
+            else {
+                throw PGError(sqlState: "23505", message: "the message could not be stored: its key was taken")
+            }
+            return earlier
+        }
+
+        let rank: Int64 = message.priority == "high" ? 0 : 1
+        // A dry run reaches no device, so it supersedes nothing.
+        let collapseKey = message.dryRun ? nil : message.collapseKey
+        let stored: Int
+        if let collapseKey {
+            stored = try insertDeliveriesWithCollapseHeads(
+                targets, messageID: id, app: message.app, rank: rank, collapseKey: collapseKey, now: now)
+        } else {
+            stored = try connection.run(
+                """
+                INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
+                                        created_at)
+                SELECT $1::text, $2::text, target.token, 'queued', $3::bigint, $3::bigint, $4::int, $3::bigint
+                FROM unnest($5::text[]) WITH ORDINALITY AS target (token, position)
+                ORDER BY target.position
+                """, .text(id), .text(message.app), .integer(now), .integer(rank), .array(targets))
+        }
+        return AcceptedMessage(id: id, rowID: 0, deliveries: stored, isRepeat: false)
+    }
+
+    /// The deliveries and, in the same statement, each target's collapse head pointing at its new delivery: the
+    /// newest message with the key supersedes older ones still queued for the target while it will reach the
+    /// device (the claim decides, `CollapseHead.supersedes`). A head whose delivery ends dead or dropped is deleted
+    /// by the schema's `collapse_head_ends` trigger. A target named twice gets the head of its last delivery.
+    private func insertDeliveriesWithCollapseHeads(
+        _ targets: [String], messageID: String, app: String, rank: Int64, collapseKey: String, now: Int64
+    ) throws -> Int {
+        try connection.queryOne(
+            """
+            WITH inserted AS (
+                INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
+                                        created_at)
+                SELECT $1::text, $2::text, target.token, 'queued', $3::bigint, $3::bigint, $4::int, $3::bigint
+                FROM unnest($5::text[]) WITH ORDINALITY AS target (token, position)
+                ORDER BY target.position
+                RETURNING id, token),
+            heads AS (
+                INSERT INTO collapse_heads (app, collapse_key, token, message_id, delivery_id, created_at)
+                SELECT DISTINCT ON (token) $2::text, $6::text, token, $1::text, id, $3::bigint
+                FROM inserted ORDER BY token, id DESC
+                ON CONFLICT (app, collapse_key, token) DO UPDATE SET
+                    message_id = excluded.message_id, delivery_id = excluded.delivery_id,
+                    created_at = excluded.created_at)
+            SELECT count(*) FROM inserted
+            """,
+            [.text(messageID), .text(app), .integer(now), .integer(rank), .array(targets), .text(collapseKey)]
+        ) { $0.int(0) } ?? 0
+    }
+
+    /// The app's earlier message with `key` as a repeat, when it is within the window and the same message;
+    /// nil when there is none or its key expired (then the key is freed, the old message keeping its rows).
+    /// - Throws: `IdempotencyConflict` when the key names another message.
+    private func earlierMessage(app: String, key: String, fingerprint: Int64?, now: Int64) throws -> AcceptedMessage? {
+        guard let earlier = try connection.queryOne(
+            "SELECT id, created_at, idempotency_fingerprint FROM messages WHERE app = $1 AND idempotency_key = $2",
+            [.text(app), .text(key)],
+            row: { (id: $0.string(0), createdAt: $0.int64(1), fingerprint: $0.optionalInt64(2)) })
+        else { return nil }
+        guard earlier.createdAt > now - idempotencyWindowMillis else {
+            try connection.run("UPDATE messages SET idempotency_key = NULL WHERE id = $1", .text(earlier.id))
+            return nil
+        }
+        // Rows stored before fingerprints existed match any body, as they did then.
+        guard earlier.fingerprint == nil || earlier.fingerprint == fingerprint else {
+            throw IdempotencyConflict(reusedKey: key)
+        }
+        let count = try connection.queryOne(
+            "SELECT count(*) FROM deliveries WHERE message_id = $1", [.text(earlier.id)]) { $0.int(0) } ?? 0
+        return AcceptedMessage(id: earlier.id, rowID: 0, deliveries: count, isRepeat: true)
+    }
+
+    /// Every registered token of these users in `app`, each once, in registration order per user.
+    func tokens(ofUsers users: [String], app: String) throws -> [String] {
+        var seen = Set<String>()
+        var tokens: [String] = []
+        for user in users {
+            let found = try connection.query(
+                """
+                SELECT token FROM tokens WHERE app = $1 AND "user" = $2 ORDER BY created_at, token
+                """,
+                [.text(app), .text(user)]) { $0.string(0) }
+            for token in found where seen.insert(token).inserted { tokens.append(token) }
+        }
+        return tokens
+    }
+
+    /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;
+    /// otherwise how many were cancelled (deliveries already in flight or finished are left alone).
+    public func cancelMessage(id: String, now: Int64) throws -> Int? {
+        guard try connection.queryOne("SELECT 1 FROM messages WHERE id = $1", [.text(id)], row: { _ in true }) != nil
+        else { return nil }
+        return try connection.run(
+            """
+            UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = $1
+            WHERE message_id = $2 AND state = 'queued'
+            """, .integer(now), .text(id))
+    }
+
+    /// Registers `token` for `app` and `user`, or moves it to them.
+    public func upsertToken(_ token: String, app: String, user: String?, now: Int64) throws {
+        try connection.run(
+            """
+            INSERT INTO tokens (token, app, "user", created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+            ON CONFLICT (token) DO UPDATE SET app = excluded.app, "user" = excluded."user",
+                updated_at = excluded.updated_at
+            """, .text(token), .text(app), .optional(user), .integer(now))
+    }
+}

@@ -1,0 +1,544 @@
+import Foundation
+import Storage
+import Testing
+
+private let t0: Int64 = 1_700_000_000_000
+
+/// The queue's behaviour through `QueueStore`, the same test code on every engine (`Engine`): claim order and
+/// lanes, paused and gated apps, expiry, leases, outcomes and what they do to the token registry, reconciliation
+/// at claim, collapse_key and idempotency. Ported from StorageTests' DeliveryStoreTests, ReconcileTests and
+/// IntegrityTests, with their assertions.
+@Suite struct QueueStoreSuite {
+    /// One engine's store with the helpers the tests share.
+    final class Queue {
+        let store: StoreUnderTest
+
+        init(_ engine: Engine) throws { store = try engine.make() }
+
+        @discardableResult
+        func insert(
+            _ tokens: [String], app: String = "default", payload: String = "{}", key: String? = nil,
+            collapseKey: String? = nil, priority: String = "normal", ttl: Int = 3600, dryRun: Bool = false,
+            at now: Int64 = t0
+        ) throws -> AcceptedMessage {
+            try store.insert(
+                NewMessage(
+                    app: app, idempotencyKey: key, payload: payload, target: .tokens(tokens), collapseKey: collapseKey,
+                    priority: priority, ttlSeconds: ttl, dryRun: dryRun),
+                now: now)
+        }
+
+        @discardableResult
+        func enqueue(
+            _ tokens: [String], collapseKey: String? = nil, priority: String = "normal", ttl: Int = 3600,
+            at now: Int64 = t0
+        ) throws -> String {
+            try insert(tokens, collapseKey: collapseKey, priority: priority, ttl: ttl, at: now).id
+        }
+
+        @discardableResult
+        func claim(limit: Int = 100, owner: String = "w1", lease: Int64 = 60_000, now: Int64) throws -> ClaimResult {
+            try store.write { try $0.claim(app: "default", limit: limit, owner: owner, leaseMillis: lease, now: now) }
+        }
+
+        @discardableResult
+        func apply(_ updates: [DeliveryUpdate], owner: String = "w1", now: Int64) throws -> AppliedOutcomes {
+            try store.write { try $0.apply(updates, owner: owner, now: now) }
+        }
+
+        /// Leases the deliveries of `message` and applies `outcome(id)` to each (matched by token); the other
+        /// leases go back first, so reconciliation sees them queued as they would be.
+        @discardableResult
+        func answer(_ message: String, _ outcomes: [String: (Int64) -> DeliveryUpdate]) throws -> AppliedOutcomes {
+            try store.write { store in
+                let claimed = try store.claim(app: "default", limit: 1000, owner: "w", leaseMillis: 60_000, now: t0 + 1)
+                let updates = claimed.deliveries.filter { $0.messageID == message }.compactMap { delivery in
+                    outcomes[delivery.token].map { $0(delivery.id) }
+                }
+                let releases = claimed.deliveries.filter { $0.messageID != message || outcomes[$0.token] == nil }
+                    .map { DeliveryUpdate.release(id: $0.id) }
+                try store.apply(releases, owner: "w", now: t0 + 2, chargeAttempt: false)
+                return try store.apply(updates, owner: "w", now: t0 + 2)
+            }
+        }
+
+        /// Claims everything ready and hands it back unsent: what the next claim does before it would send.
+        func claimPass() throws {
+            try store.write { store in
+                let claimed = try store.claim(
+                    app: "default", limit: 1000, owner: "pass", leaseMillis: 60_000, now: t0 + 3)
+                try store.apply(claimed.deliveries.map { .release(id: $0.id) }, owner: "pass", now: t0 + 3,
+                                chargeAttempt: false)
+            }
+        }
+
+        /// token → state/reason.
+        func states() throws -> [String: String] {
+            Dictionary(uniqueKeysWithValues: try store.strings(
+                "SELECT token || ' ' || state || coalesce('/' || reason, '') FROM deliveries"
+            ).map { line in
+                let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+                return (parts[0], parts[1])
+            })
+        }
+
+        /// "token state/reason" per delivery, in id order.
+        func rows() throws -> [String] {
+            try store.strings("SELECT token || ' ' || state || coalesce('/' || reason, '') FROM deliveries ORDER BY id")
+        }
+
+        func state(of messageID: String) throws -> String? {
+            try store.strings(
+                "SELECT state || coalesce('/' || reason, '') FROM deliveries WHERE message_id = $1", [.text(messageID)]
+            ).first
+        }
+
+        func events() throws -> [String] {
+            try store.strings(
+                "SELECT kind || ' ' || token || coalesce(' → ' || replacement, '') FROM token_events ORDER BY id")
+        }
+
+        func registry() throws -> [String] {
+            try store.strings("SELECT token || ' ' || coalesce(\"user\", '-') FROM tokens ORDER BY token")
+        }
+
+        func register(_ token: String, user: String) throws {
+            try store.register(token, app: "default", user: user, now: t0)
+        }
+
+        /// An older message with collapse_key "score" to T that FCM answered Unavailable: back in the queue in
+        /// backoff.
+        func olderMessageInBackoff() throws -> String {
+            let older = try insert(["T"], collapseKey: "score", at: t0).id
+            let claimed = try #require(try claim(now: t0 + 10).deliveries.first)
+            try apply([.retry(id: claimed.id, at: t0 + 5_000, reason: "Unavailable", status: 200)], now: t0 + 20)
+            return older
+        }
+    }
+
+    // MARK: - Claim
+
+    @Test(arguments: Engine.allCases) func claimTakesHighPriorityFirstThenOldest(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["old-normal"], at: t0)
+        try queue.enqueue(["new-normal"], at: t0 + 10)
+        try queue.enqueue(["new-high"], priority: "high", at: t0 + 20)
+        let claimed = try queue.claim(limit: 2, now: t0 + 100)
+        #expect(claimed.deliveries.map(\.token) == ["new-high", "old-normal"])
+        #expect(try queue.states()["new-normal"] == "queued")
+        #expect(try queue.claim(now: t0 + 100).deliveries.map(\.token) == ["new-normal"])
+        #expect(try queue.claim(now: t0 + 100).deliveries.isEmpty)
+    }
+
+    @Test(arguments: Engine.allCases) func claimReturnsRowsOldestDueFirst(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["a", "b", "c"], at: t0)
+        let first = try queue.claim(now: t0 + 1).deliveries
+        // b goes back first and is due last: a short claim takes the rows due first, not the first inserted.
+        try queue.apply([
+            .retry(id: first[1].id, at: t0 + 300, reason: "Unavailable", status: 503),
+            .retry(id: first[0].id, at: t0 + 200, reason: "Unavailable", status: 503),
+            .retry(id: first[2].id, at: t0 + 100, reason: "Unavailable", status: 503),
+        ], now: t0 + 2)
+        #expect(Set(try queue.claim(limit: 2, now: t0 + 1_000).deliveries.map(\.token)) == ["c", "a"])
+        #expect(try queue.claim(now: t0 + 1_000).deliveries.map(\.token) == ["b"])
+    }
+
+    @Test(arguments: Engine.allCases) func claimSkipsRowsNotYetDueAndReportsWhenTheNextIsDue(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["later"], at: t0 + 5_000)
+        let claimed = try queue.claim(now: t0)
+        #expect(claimed.deliveries.isEmpty)
+        #expect(claimed.nextDueAt == t0 + 5_000)
+    }
+
+    @Test(arguments: Engine.allCases) func pausedOrGatedAppsGetNothing(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["a"], at: t0)
+        try queue.store.pause("default", now: t0)
+        #expect(try queue.claim(now: t0 + 1).deliveries.isEmpty)
+        #expect(try queue.claim(now: t0 + 1).app?.paused == true)
+        try queue.store.resume("default")
+        try queue.store.closeGate("default", until: t0 + 2_000)
+        #expect(try queue.claim(now: t0 + 1_999).deliveries.isEmpty)
+        #expect(try queue.claim(now: t0 + 2_000).deliveries.map(\.token) == ["a"])
+    }
+
+    @Test(arguments: Engine.allCases) func expiredRowsAreDeadLettersNotSends(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["short"], ttl: 1, at: t0)
+        try queue.enqueue(["now-or-never"], ttl: 0, at: t0)
+        let claimed = try queue.claim(now: t0 + 1_000)
+        #expect(claimed.deliveries.map(\.token) == ["now-or-never"])
+        #expect(claimed.expired == 1)
+        #expect(try queue.states()["short"] == "dead/Expired")
+    }
+
+    @Test(arguments: Engine.allCases) func ttlZeroIsSentWithinItsWindowOrNever(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let prompt = try queue.insert(["now"], ttl: 0, at: t0).id
+        #expect(try queue.claim(now: t0 + defaultTTLZeroWindowMillis - 1).deliveries.map(\.messageID) == [prompt])
+        let held = try queue.insert(["held"], ttl: 0, at: t0).id
+        let late = try queue.claim(now: t0 + defaultTTLZeroWindowMillis + 1_000)
+        #expect(late.deliveries.isEmpty && late.expired == 1)
+        #expect(try queue.state(of: held) == "dead/Expired")
+    }
+
+    @Test(arguments: Engine.allCases) func theTTLZeroWindowIsASetting(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        queue.store.setTTLZeroWindow(60_000)
+        let id = try queue.insert(["t"], ttl: 0, at: t0).id
+        #expect(try queue.claim(now: t0 + 30_000).deliveries.map(\.messageID) == [id])
+    }
+
+    // MARK: - Outcomes and leases
+
+    @Test(arguments: Engine.allCases) func outcomesOnlyTouchRowsStillLeasedByTheirOwner(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["a", "b", "c", "d"], at: t0)
+        let ids = try queue.claim(now: t0).deliveries.map(\.id)
+        let updated = try queue.apply([
+            .delivered(id: ids[0], fcmMessageID: "0:1", canonicalToken: "a2", status: 200),
+            .retry(id: ids[1], at: t0 + 9_000, reason: "Unavailable", status: 503),
+            .dead(id: ids[2], reason: "InvalidRegistration", status: 200),
+        ], now: t0 + 1)
+        #expect(updated.updated == Array(ids[0...2]))
+        let stranger = try queue.apply([.dropped(id: ids[3], reason: "NotRegistered", status: 200)], owner: "w2",
+                                       now: t0)
+        #expect(stranger.updated.isEmpty)
+        let rows = try queue.store.strings(
+            """
+            SELECT token || ' ' || state || ' ' || attempts || ' ' || (next_attempt_at - $1) || ' '
+                || coalesce(fcm_message_id, '-') || ' ' || coalesce(canonical_token, '-')
+            FROM deliveries ORDER BY id
+            """, [.integer(t0)])
+        #expect(rows == ["a delivered 1 0 0:1 a2", "b queued 1 9000 - -", "c dead 1 0 - -", "d inflight 0 0 - -"])
+    }
+
+    @Test(arguments: Engine.allCases)
+    func plainSuccessesAreWrittenTogetherOnlyUnderAHeldLease(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["a", "b", "c"], at: t0)
+        let ids = try queue.claim(lease: 1_000, now: t0).deliveries.map(\.id)
+        try queue.store.write { _ = try $0.renewLeases([ids[0], ids[2]], owner: "w1", until: t0 + 5_000) }
+        // b's lease ran out at t0 + 1 s: its success is not written; a and c (renewed) are, with id and status.
+        let applied = try queue.apply([
+            .delivered(id: ids[2], fcmMessageID: "m-c", canonicalToken: nil, status: 200),
+            .delivered(id: ids[1], fcmMessageID: "m-b", canonicalToken: nil, status: 200),
+            .delivered(id: ids[0], fcmMessageID: nil, canonicalToken: nil, status: nil),
+        ], now: t0 + 2_000)
+        #expect(Set(applied.updated) == [ids[2], ids[0]])
+        let rows = try queue.store.strings(
+            """
+            SELECT token || ' ' || state || ' ' || attempts || ' ' || coalesce(fcm_message_id, '-') || ' '
+                || coalesce(CAST(last_status AS TEXT), '-') || ' ' || coalesce(lease_owner, '-')
+            FROM deliveries ORDER BY id
+            """)
+        #expect(rows == ["a delivered 1 - - -", "b inflight 0 - - w1", "c delivered 1 m-c 200 -"])
+    }
+
+    @Test(arguments: Engine.allCases) func releaseReturnsALeaseWithoutChargingAnAttempt(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["a"], at: t0)
+        let id = try #require(try queue.claim(now: t0).deliveries.first?.id)
+        try queue.apply([.release(id: id)], now: t0 + 1)
+        let row = try queue.store.strings(
+            "SELECT state || ' ' || attempts || ' ' || coalesce(lease_owner, '-') FROM deliveries")
+        #expect(row == ["queued 0 -"])
+    }
+
+    @Test(arguments: Engine.allCases) func rescuerReturnsOnlyExpiredLeases(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["a", "b"], at: t0)
+        try queue.claim(limit: 1, owner: "dead-process", now: t0)
+        try queue.claim(limit: 1, owner: "live-process", now: t0 + 30_000)
+        let rescued = try queue.store.write { try $0.rescueExpiredLeases(now: t0 + 60_000) }
+        #expect(rescued == 1)
+        #expect(try queue.states() == ["a": "queued", "b": "inflight"])
+    }
+
+    @Test(arguments: Engine.allCases) func foreignLeasesAreReleasedAtStartUp(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["a", "b"], at: t0)
+        try queue.claim(limit: 1, owner: "previous-run", now: t0)
+        try queue.claim(limit: 1, owner: "this-run", now: t0)
+        let released = try queue.store.write { try $0.releaseForeignLeases(owner: "this-run", now: t0 + 1) }
+        #expect(released == 1)
+        #expect(try queue.states() == ["a": "queued", "b": "inflight"])
+    }
+
+    @Test(arguments: Engine.allCases) func renewedLeasesAreNotRescued(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.insert(["a", "b"], at: t0)
+        let ids = try queue.claim(lease: 1_000, now: t0).deliveries.map(\.id)
+        #expect(try queue.store.write { try $0.renewLeases([ids[0]], owner: "w1", until: t0 + 2_000) } == 1)
+        #expect(try queue.store.write { try $0.renewLeases([ids[1]], owner: "someone-else", until: t0 + 2_000) } == 0)
+        #expect(try queue.store.write { try $0.rescueExpiredLeases(now: t0 + 1_500) } == 1)
+        // The renewed row's answer still lands; the rescued one's late answer does not.
+        let applied = try queue.apply(
+            ids.map { .delivered(id: $0, fcmMessageID: "m", canonicalToken: nil, status: 200) }, now: t0 + 1_600)
+        #expect(applied.updated == [ids[0]])
+    }
+
+    @Test(arguments: Engine.allCases) func anAnswerAfterTheLeaseExpiredIsNotApplied(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.insert(["a"], at: t0)
+        let id = try #require(try queue.claim(lease: 1_000, now: t0).deliveries.first?.id)
+        let applied = try queue.apply([.delivered(id: id, fcmMessageID: "m", canonicalToken: nil, status: 200)],
+                                      now: t0 + 1_000)
+        #expect(applied.updated.isEmpty)
+        #expect(try queue.store.strings("SELECT state FROM deliveries") == ["inflight"])
+    }
+
+    // MARK: - What answers do to the token registry
+
+    @Test(arguments: Engine.allCases)
+    func notRegisteredDeletesTheTokenAndDropsItsOtherDeliveriesWhenClaimed(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.register("dead", user: "u1")
+        let first = try queue.enqueue(["dead"])
+        try queue.enqueue(["dead", "alive"])
+        let applied = try queue.answer(first, ["dead": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        #expect(applied.tokensDeleted == 1)
+        #expect(try queue.registry().isEmpty)
+        #expect(try queue.rows() == ["dead dropped/NotRegistered", "dead queued", "alive queued"])
+        try queue.claimPass()
+        #expect(try queue.rows() == ["dead dropped/NotRegistered", "dead dropped/NotRegistered", "alive queued"],
+                "the other delivery to the dead token is dropped when claimed, never sent")
+        #expect(try queue.events() == ["deleted dead"])
+    }
+
+    @Test(arguments: Engine.allCases)
+    func canonicalIdMovesTheRegistryRowAndRetargetsQueuedDeliveriesWhenClaimed(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.register("23", user: "carol")
+        let first = try queue.enqueue(["23"])
+        try queue.enqueue(["23"])
+        let applied = try queue.answer(first, [
+            "23": { .delivered(id: $0, fcmMessageID: "1:2342", canonicalToken: "32", status: 200) },
+        ])
+        #expect(applied.tokensReplaced == 1)
+        #expect(try queue.registry() == ["32 carol"])
+        try queue.claimPass()
+        #expect(try queue.rows() == ["23 delivered", "32 queued"])
+        #expect(try queue.events() == ["replaced 23 → 32"])
+    }
+
+    @Test(arguments: Engine.allCases)
+    func canonicalIdMergesIntoAnAlreadyRegisteredTokenAndDropsDuplicates(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.register("old", user: "dave")
+        try queue.register("new", user: "dave")
+        let first = try queue.enqueue(["old"])
+        try queue.enqueue(["old", "new"])
+        try queue.answer(first, ["old": { .delivered(id: $0, fcmMessageID: "1", canonicalToken: "new", status: 200) }])
+        #expect(try queue.registry() == ["new dave"])
+        try queue.claimPass()
+        #expect(try queue.rows() == ["old delivered", "old dropped/Replaced", "new queued"])
+    }
+
+    @Test(arguments: Engine.allCases) func aLaterMessageToADeadTokenIsDroppedInsteadOfSent(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try queue.enqueue(["gone"])
+        try queue.answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try queue.enqueue(["gone", "fine"], at: t0 + 10)
+        let claimed = try queue.claim(owner: "w2", now: t0 + 20)
+        #expect(claimed.deliveries.map(\.token) == ["fine"])
+        #expect(claimed.dropped == 1)
+    }
+
+    @Test(arguments: Engine.allCases) func aRefusedMessageDeadLettersEveryQueuedDeliveryOfIt(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let message = try queue.enqueue(["a", "b", "c"])
+        try queue.enqueue(["d"])
+        let applied = try queue.answer(message, ["a": { .deadMessage(id: $0, reason: "MessageTooBig", status: 200) }])
+        #expect(applied.deadLetters == 3)
+        #expect(try queue.rows()
+            == ["a dead/MessageTooBig", "b dead/MessageTooBig", "c dead/MessageTooBig", "d queued"])
+    }
+
+    @Test(arguments: Engine.allCases) func applyingTheSameOutcomesTwiceChangesNothingMore(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.register("dead", user: "u")
+        try queue.enqueue(["dead"])
+        let (id, first, second) = try queue.store.write { store -> (Int64, AppliedOutcomes, AppliedOutcomes) in
+            let claimed = try store.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: t0 + 1)
+            let id = claimed.deliveries[0].id
+            let update = DeliveryUpdate.dropped(id: id, reason: "NotRegistered", status: 200)
+            return (id, try store.apply([update], owner: "w", now: t0 + 2),
+                    try store.apply([update], owner: "w", now: t0 + 3))
+        }
+        #expect(first.updated == [id] && first.tokensDeleted == 1)
+        #expect(second == AppliedOutcomes())
+        // The token registered again later must not be deleted by a replay either.
+        try queue.register("dead", user: "u")
+        try queue.apply([.dropped(id: id, reason: "NotRegistered", status: 200)], owner: "w", now: t0 + 4)
+        #expect(try queue.registry() == ["dead u"])
+        #expect(try queue.events() == ["deleted dead"])
+    }
+
+    @Test(arguments: Engine.allCases)
+    func twoMessagesAnsweredNotRegisteredForOneTokenGiveOneEvent(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try queue.enqueue(["gone"])
+        try queue.answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        let second = try queue.enqueue(["gone"], at: t0 + 10)
+        try queue.answer(second, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        #expect(try queue.events() == ["deleted gone"])
+    }
+
+    // MARK: - collapse_key
+
+    @Test(arguments: Engine.allCases) func aNewerCollapseKeySupersedesTheOlderQueuedMessage(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["t1", "t2"], collapseKey: "score")
+        try queue.enqueue(["t1"], collapseKey: "score", at: t0 + 5)
+        try queue.enqueue(["t1"], collapseKey: "other", at: t0 + 6)
+        try queue.claimPass()
+        #expect(try queue.rows() == ["t1 dropped/Collapsed", "t2 queued", "t1 queued", "t1 queued"])
+    }
+
+    @Test(arguments: Engine.allCases) func aDryRunSupersedesNothing(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let older = try queue.olderMessageInBackoff()
+        let dryRun = try queue.insert(["T"], collapseKey: "score", dryRun: true, at: t0 + 1_000).id
+        let claimed = try queue.claim(now: t0 + 5_000)
+        #expect(Set(claimed.deliveries.map(\.messageID)) == [older, dryRun])
+        #expect(claimed.dropped == 0)
+    }
+
+    @Test(arguments: Engine.allCases) func aCancelledNewerMessageSupersedesNothing(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let older = try queue.olderMessageInBackoff()
+        let newer = try queue.insert(["T"], collapseKey: "score", at: t0 + 1_000).id
+        #expect(try queue.store.cancel(newer, now: t0 + 1_100) == 1)
+        #expect(try queue.claim(now: t0 + 5_000).deliveries.map(\.messageID) == [older])
+    }
+
+    @Test(arguments: Engine.allCases) func aNewerMessageThatDiedSupersedesNothing(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let older = try queue.olderMessageInBackoff()
+        let newer = try queue.insert(["T"], collapseKey: "score", at: t0 + 1_000).id
+        let claimed = try #require(try queue.claim(now: t0 + 1_100).deliveries.first)
+        #expect(claimed.messageID == newer)
+        try queue.apply([.dead(id: claimed.id, reason: "InvalidRegistration", status: 200)], now: t0 + 1_200)
+        #expect(try queue.claim(now: t0 + 5_000).deliveries.map(\.messageID) == [older])
+    }
+
+    @Test(arguments: Engine.allCases) func anExpiredNewerMessageSupersedesNothing(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let older = try queue.olderMessageInBackoff()
+        try queue.insert(["T"], collapseKey: "score", ttl: 2, at: t0 + 1_000)
+        // At t0 + 5 s the newer one's 2 s TTL is over: it will never reach the device.
+        let claimed = try queue.claim(now: t0 + 5_000)
+        #expect(claimed.deliveries.map(\.messageID) == [older])
+        #expect(claimed.expired == 1)
+    }
+
+    @Test(arguments: Engine.allCases)
+    func aPendingOrDeliveredNewerMessageCollapsesTheOlderOne(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let older = try queue.olderMessageInBackoff()
+        let newer = try queue.insert(["T"], collapseKey: "score", at: t0 + 1_000).id
+        let claimed = try #require(try queue.claim(now: t0 + 1_100).deliveries.first)
+        #expect(claimed.messageID == newer)
+        try queue.apply([.delivered(id: claimed.id, fcmMessageID: "m", canonicalToken: nil, status: 200)],
+                        now: t0 + 1_200)
+        let later = try queue.claim(now: t0 + 5_000)
+        #expect(later.deliveries.isEmpty && later.dropped == 1)
+        #expect(try queue.state(of: older) == "dropped/Collapsed")
+    }
+
+    @Test(arguments: Engine.allCases) func aTargetNamedTwiceGetsTheHeadOfItsLastDelivery(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["T", "T"], collapseKey: "score")
+        let heads = try queue.store.strings("SELECT token || ' ' || CAST(delivery_id AS TEXT) FROM collapse_heads")
+        let last = try queue.store.strings("SELECT CAST(max(id) AS TEXT) FROM deliveries")
+        #expect(heads == ["T " + (last.first ?? "?")])
+    }
+
+    // MARK: - Idempotency-Key
+
+    @Test(arguments: Engine.allCases) func idempotencyKeysAreScopedToTheirApp(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let shop = try queue.insert(["a"], app: "shop", payload: #"{"data":{"order":"42"}}"#, key: "order-42", at: t0)
+        let news = try queue.insert(["b"], app: "news", payload: #"{"data":{"story":"1"}}"#, key: "order-42",
+                                    at: t0 + 1)
+        #expect(!news.isRepeat)
+        #expect(news.id != shop.id)
+        #expect(try queue.state(of: news.id) == "queued")
+    }
+
+    @Test(arguments: Engine.allCases) func theSameKeyWithTheSameMessageRepeatsTheFirstAnswer(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try queue.insert(["a", "b"], payload: #"{"data":{"x":"1"}}"#, key: "k", at: t0)
+        let again = try queue.insert(["a", "b"], payload: #"{"data":{"x":"1"}}"#, key: "k", at: t0 + 1_000)
+        #expect(again.isRepeat && again.id == first.id && again.deliveries == 2)
+        #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM deliveries") == ["2"])
+    }
+
+    @Test(arguments: Engine.allCases)
+    func theSameKeyWithAnotherMessageIsAConflictAndStoresNothing(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.insert(["a"], payload: #"{"data":{"x":"1"}}"#, key: "k", at: t0)
+        #expect(throws: IdempotencyConflict.self) {
+            try queue.insert(["a"], payload: #"{"data":{"x":"2"}}"#, key: "k", at: t0 + 1_000)
+        }
+        #expect(throws: IdempotencyConflict.self) {
+            try queue.insert(["other"], payload: #"{"data":{"x":"1"}}"#, key: "k", at: t0 + 1_000)
+        }
+        #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM messages") == ["1"])
+        #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM deliveries") == ["1"])
+    }
+
+    @Test(arguments: Engine.allCases)
+    func theSameKeyForAnFIDOrAV1MessageOfTheSameTextIsAConflict(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = NewMessage(app: "default", idempotencyKey: "k", payload: "{}", target: .tokens(["x"]))
+        try queue.store.insert(first, now: t0)
+        var fid = first
+        fid.tokenField = .fid
+        var v1 = first
+        v1.format = .v1
+        for other in [fid, v1] {
+            #expect(throws: IdempotencyConflict.self) { try queue.store.insert(other, now: t0 + 1) }
+        }
+        #expect(try queue.store.insert(first, now: t0 + 2).isRepeat)
+    }
+
+    @Test(arguments: Engine.allCases) func anExpiredKeyIsFreeForANewMessage(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try queue.insert(["a"], payload: #"{"data":{"x":"1"}}"#, key: "k", at: t0)
+        let later = try queue.insert(["a"], payload: #"{"data":{"x":"2"}}"#, key: "k",
+                                     at: t0 + idempotencyWindowMillis)
+        #expect(!later.isRepeat && later.id != first.id)
+        #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM deliveries") == ["2"])
+    }
+
+    // MARK: - Ingest
+
+    @Test(arguments: Engine.allCases) func usersExpandToTheirRegisteredTokensOnce(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.store.register("t-ann-1", app: "default", user: "ann", now: t0)
+        try queue.store.register("t-ann-2", app: "default", user: "ann", now: t0 + 1)
+        try queue.store.register("t-bob", app: "default", user: "bob", now: t0 + 2)
+        try queue.store.register("t-ann-other-app", app: "other", user: "ann", now: t0 + 3)
+        let accepted = try queue.store.insert(
+            NewMessage(app: "default", payload: "{}", target: .users(["ann", "bob", "ann", "nobody"])), now: t0 + 10)
+        #expect(accepted.deliveries == 3)
+        #expect(try queue.rows() == ["t-ann-1 queued", "t-ann-2 queued", "t-bob queued"])
+    }
+
+    @Test(arguments: Engine.allCases) func aMessageKeepsItsFormatAndTokenField(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let accepted = try queue.store.insert(
+            NewMessage(app: "default", payload: #"{"data":{"a":"b"}}"#, format: .v1, target: .tokens(["fid-1"]),
+                       tokenField: .fid, collapseKey: "k", priority: "high", ttlSeconds: 60),
+            now: t0)
+        let claimed = try queue.claim(now: t0 + 1)
+        let message = try #require(claimed.messages[accepted.id])
+        #expect(message == ClaimedMessage(
+            id: accepted.id, app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: "tokens", ttlSeconds: 60,
+            dryRun: false, expiresAt: t0 + 60_000, collapseKey: "k", format: .v1, tokenField: .fid))
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import PostgreSQL
+import Storage
+import Testing
+
+/// The engines the queue's shared suite (`QueueStoreSuite`) runs on: every test runs once per engine with the
+/// same code, so an engine is done when the suite passes on it (as River's `riverdrivertest`).
+enum Engine: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, migrated, empty database of this engine.
+    func make() throws -> StoreUnderTest {
+        switch self {
+        case .sqlite: try SQLiteStore()
+        case .postgres: try PostgresStore()
+        }
+    }
+}
+
+/// A queue store as the suite drives it: the store operations in a transaction each (`write`), what ingest, the
+/// registry and the CLI do, and plain SQL to read the outcome. SQL uses `$1`, `$2`… in ascending order of first
+/// use, which SQLite reads as the same positions PostgreSQL does; each query returns one text column.
+protocol StoreUnderTest: AnyObject {
+    func write<T>(_ body: (any QueueStore) throws -> T) throws -> T
+    func insert(_ message: NewMessage, now: Int64) throws -> AcceptedMessage
+    func register(_ token: String, app: String, user: String?, now: Int64) throws
+    func pause(_ app: String, now: Int64) throws
+    func resume(_ app: String) throws
+    func closeGate(_ app: String, until: Int64) throws
+    func cancel(_ messageID: String, now: Int64) throws -> Int?
+    func setTTLZeroWindow(_ millis: Int64)
+    func strings(_ sql: String, _ arguments: [SQLValue]) throws -> [String]
+}
+
+extension StoreUnderTest {
+    func strings(_ sql: String) throws -> [String] { try strings(sql, []) }
+}
+
+/// SQLite: a `Connection` on a file in a directory of its own, every write in `BEGIN IMMEDIATE` as the writer's.
+final class SQLiteStore: StoreUnderTest {
+    private let directory: URL
+    private let connection: Connection
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        connection = try Connection(path: directory.appendingPathComponent("herald.db").path)
+        try connection.requireWAL()
+        try Migrator.migrate(connection)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    func write<T>(_ body: (any QueueStore) throws -> T) throws -> T {
+        try connection.transaction { try body(connection) }
+    }
+
+    func insert(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
+        try connection.transaction { try connection.insertMessage(message, now: now) }
+    }
+
+    func register(_ token: String, app: String, user: String?, now: Int64) throws {
+        _ = try connection.transaction { try connection.upsertToken(token, app: app, user: user, now: now) }
+    }
+
+    func pause(_ app: String, now: Int64) throws {
+        try connection.transaction { _ = try connection.pauseApp(app, reason: "test", now: now) }
+    }
+
+    func resume(_ app: String) throws { try connection.transaction { _ = try connection.resumeApp(app) } }
+
+    func closeGate(_ app: String, until: Int64) throws {
+        try connection.transaction { try connection.closeGate(app, until: until) }
+    }
+
+    func cancel(_ messageID: String, now: Int64) throws -> Int? {
+        try connection.transaction { try connection.cancelMessage(id: messageID, now: now) }
+    }
+
+    func setTTLZeroWindow(_ millis: Int64) { connection.ttlZeroWindowMillis = millis }
+
+    func strings(_ sql: String, _ arguments: [SQLValue]) throws -> [String] {
+        try connection.query(sql, arguments) { $0.optionalString(0) ?? "NULL" }
+    }
+}
+
+/// PostgreSQL: a schema of its own on the test server (`TestServer`), dropped afterwards, so tests run in
+/// parallel on one database; every write in a transaction through `PGQueueStore.write`.
+final class PostgresStore: StoreUnderTest {
+    let schema: PGTestSchema
+    let store: PGQueueStore
+
+    init() throws {
+        schema = try PGTestSchema()
+        store = PGQueueStore(connection: try schema.connect())
+    }
+
+    func write<T>(_ body: (any QueueStore) throws -> T) throws -> T { try store.write { try body($0) } }
+
+    func insert(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
+        try store.write { try $0.insertMessage(message, now: now) }
+    }
+
+    func register(_ token: String, app: String, user: String?, now: Int64) throws {
+        try store.write { try $0.upsertToken(token, app: app, user: user, now: now) }
+    }
+
+    func pause(_ app: String, now: Int64) throws {
+        try store.write { _ = try $0.pauseApp(app, reason: "test", now: now) }
+    }
+
+    func resume(_ app: String) throws { try store.write { _ = try $0.resumeApp(app) } }
+
+    func closeGate(_ app: String, until: Int64) throws { try store.write { try $0.closeGate(app, until: until) } }
+
+    func cancel(_ messageID: String, now: Int64) throws -> Int? {
+        try store.write { try $0.cancelMessage(id: messageID, now: now) }
+    }
+
+    func setTTLZeroWindow(_ millis: Int64) { store.ttlZeroWindowMillis = millis }
+
+    func strings(_ sql: String, _ arguments: [SQLValue]) throws -> [String] {
+        try store.connection.query(sql, arguments.map(PGValue.init)) { $0.optionalString(0) ?? "NULL" }
+    }
+}
+
+/// A schema of its own for one test in the test server's database, migrated, and dropped when released. Its
+/// connections find the tables through `search_path`, set in the connection string.
+final class PGTestSchema {
+    let name: String
+    let url: String
+    private let serverURL: String
+
+    init() throws {
+        serverURL = try TestServer.url()
+        name = "herald_store_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let separator = serverURL.contains("?") ? "&" : "?"
+        url = serverURL + separator + "options=-csearch_path%3D" + name
+        let admin = try PGConnection(url: serverURL)
+        try admin.execute("CREATE SCHEMA \(name)")
+        try PGMigrator.migrate(try connect())
+    }
+
+    deinit {
+        if let admin = try? PGConnection(url: serverURL) {
+            _ = try? admin.execute("DROP SCHEMA IF EXISTS \(name) CASCADE")
+        }
+    }
+
+    func connect() throws -> PGConnection { try PGConnection(url: url) }
+}
+
+extension PGValue {
+    init(_ value: SQLValue) {
+        switch value {
+        case .null: self = .null
+        case .integer(let integer): self = .integer(integer)
+        case .real(let real): self = .real(real)
+        case .text(let text): self = .text(text)
+        }
+    }
+}
