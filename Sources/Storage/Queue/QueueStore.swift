@@ -15,8 +15,9 @@ public protocol QueueStore: AnyObject {
 
     // MARK: Claim
 
-    /// Leases up to `limit` ready rows (`queued`, due at `now`) of `app` in one lane until `until`, oldest
-    /// `next_attempt_at` first, and returns them in that order.
+    /// Leases up to `limit` ready rows (`queued`, due at `now`) of `app` in one lane until `until`, the oldest
+    /// `next_attempt_at` first, and returns them oldest first (SQLite approximates that by id, which grows with
+    /// creation; PostgreSQL sorts by `next_attempt_at, id`).
     func leaseReady(
         app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
     ) throws -> [ClaimedDelivery]
