@@ -117,7 +117,7 @@ extension PGQueueStore {
         }
         // Rows stored before fingerprints existed match any body, as they did then.
         guard earlier.fingerprint == nil || earlier.fingerprint == fingerprint else {
-            throw IdempotencyConflict(reusedKey: key)
+            throw IdempotencyConflict(key: key)
         }
         let count = try connection.queryOne(
             "SELECT count(*) FROM deliveries WHERE message_id = $1", [.text(earlier.id)]) { $0.int(0) } ?? 0

@@ -171,6 +171,9 @@ public let defaultTTLZeroWindowMillis: Int64 = 5_000
 /// An `Idempotency-Key` the app already used within the window for a different message.
 public struct IdempotencyConflict: Error, CustomStringConvertible {
     public var key: String
+
+    public init(key: String) { self.key = key }
+
     public var description: String {
         "Idempotency-Key was already used for a different message; use a new key for a new message"
     }
