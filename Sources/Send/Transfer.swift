@@ -94,6 +94,10 @@ final class Transfer {
         check(herald_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMillis)))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.connectTimeoutMillis)))
+        // curl allocates an upload buffer for each request and frees it when the request is done, 64 KiB by
+        // default: a malloc/free of that size per request (and the heap growing and trimmed around it) for bodies
+        // of a few hundred bytes. 16 KiB is libcurl's minimum.
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 16_384))
         check(herald_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(byteCount)))
         check(herald_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, requestBody))
         check(herald_curl_easy_setopt_prereq_function(easy, startingRequest))
