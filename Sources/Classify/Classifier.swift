@@ -20,6 +20,10 @@ public enum Classifier {
         public static let unauthorized = "Unauthorized"
     }
 
+    /// The response headers `classify` (and `V1Classifier.classify`) read, lowercase: a request may leave the
+    /// others out of its response (`OutboundRequest.keptResponseHeaders`).
+    public static let headersRead = ["retry-after"]
+
     public static func classify(
         status: Int, headers: [(name: String, value: String)], body: [UInt8],
         targetCount: Int, kind: TargetKind, format: RequestFormat, now: Int64

@@ -57,9 +57,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// `app.maxRate` as a token bucket, consulted before each send.
         var rate: TokenBucket?
         var inFlight = 0
-        /// Claimed requests waiting for a slot, oldest first: `queued[head...]`.
-        private var queued: [PreparedRequest] = []
-        private var head = 0
+        /// Claimed requests waiting for a slot, oldest first.
+        private var queued = PendingQueue<PreparedRequest>()
         var claiming = false
         var mayHaveReady = true
         var paused = false
@@ -91,30 +90,20 @@ public final class DeliveryEngine: @unchecked Sendable {
             return max(1, min(2 * app.concurrency, Int(rate * 10)))
         }
 
-        var pendingCount: Int { queued.count - head }
+        var pendingCount: Int { queued.count }
 
         func addPending(_ requests: [PreparedRequest]) {
-            queued += requests
+            queued.append(contentsOf: requests)
         }
 
-        /// The oldest waiting request; O(1), the array is compacted once it is drained.
+        /// The oldest waiting request.
         func nextPending() -> PreparedRequest? {
-            guard head < queued.count else { return nil }
-            let request = queued[head]
-            head += 1
-            if head == queued.count {
-                queued.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            return request
+            queued.popFirst()
         }
 
         /// Takes every waiting request's deliveries back, as releases.
         func releasePending() -> [DeliveryUpdate] {
-            let releases = queued[head...].flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
-            queued.removeAll(keepingCapacity: true)
-            head = 0
-            return releases
+            queued.removeAll().flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
         }
     }
 

@@ -33,7 +33,9 @@ public struct LegacyProvider: Provider {
             let body = Self.body(for: message, targets: chunk.map(\.token), kind: kind, now: now)
             return PreparedRequest(
                 app: app, message: message, deliveries: chunk,
-                outbound: OutboundRequest(url: endpoint, headers: headers, body: body, timeoutMillis: timeoutMillis),
+                outbound: OutboundRequest(
+                    url: endpoint, headers: headers, body: body, timeoutMillis: timeoutMillis,
+                    keptResponseHeaders: Classifier.headersRead),
                 kind: kind, format: .json)
         }
     }

@@ -33,6 +33,11 @@ final class Transfer {
 
     var responseBody: [UInt8] = []
     var responseHeaders: [(name: String, value: String)] = []
+    /// `OutboundRequest.keptResponseHeaders` as bytes, converted only when a request asks for different ones.
+    private var keptNames: [[UInt8]]?
+    private var keptNamesSource: [String]?
+    /// The last header line was one not kept: its folded continuation lines are not kept either.
+    private var skippingHeader = false
     /// The write callback refused more body; the transfer ends with `CURLE_WRITE_ERROR`.
     var responseTooLarge = false
 
@@ -62,6 +67,11 @@ final class Transfer {
         responseTooLarge = false
         requestsStarted = 0
         refusedResend = false
+        skippingHeader = false
+        if request.keptResponseHeaders != keptNamesSource {
+            keptNamesSource = request.keptResponseHeaders
+            keptNames = request.keptResponseHeaders?.map { Array($0.utf8) }
+        }
 
         let byteCount = request.body.count
         if byteCount > requestBodyCapacity {
@@ -84,6 +94,10 @@ final class Transfer {
         check(herald_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMillis)))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.connectTimeoutMillis)))
+        // curl allocates an upload buffer for each request and frees it when the request is done, 64 KiB by
+        // default: a malloc/free of that size per request (and the heap growing and trimmed around it) for bodies
+        // of a few hundred bytes. 16 KiB is libcurl's minimum.
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 16_384))
         check(herald_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(byteCount)))
         check(herald_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, requestBody))
         check(herald_curl_easy_setopt_prereq_function(easy, startingRequest))
@@ -138,6 +152,7 @@ final class Transfer {
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
         if line.starts(with: Self.statusLinePrefix) {
             responseHeaders.removeAll(keepingCapacity: true)
+            skippingHeader = false
             return
         }
         var end = line.count
@@ -145,7 +160,7 @@ final class Transfer {
         guard end > 0 else { return }
         if Self.isWhitespace(line[0]) {
             // An obsolete folded continuation of the previous header's value.
-            guard !responseHeaders.isEmpty else { return }
+            guard !responseHeaders.isEmpty, !skippingHeader else { return }
             var start = 0
             while start < end && Self.isWhitespace(line[start]) { start += 1 }
             responseHeaders[responseHeaders.count - 1].value += " " + String(decoding: line[start..<end], as: UTF8.self)
@@ -154,6 +169,8 @@ final class Transfer {
         guard let colon = line[..<end].firstIndex(of: UInt8(ascii: ":")) else { return }
         var nameEnd = colon
         while nameEnd > 0 && Self.isWhitespace(line[nameEnd - 1]) { nameEnd -= 1 }
+        skippingHeader = keptNames.map { names in !names.contains { Self.isName($0, of: line, end: nameEnd) } } ?? false
+        if skippingHeader { return }
         var valueStart = colon + 1
         while valueStart < end && Self.isWhitespace(line[valueStart]) { valueStart += 1 }
         let name = String(unsafeUninitializedCapacity: nameEnd) { buffer in
@@ -164,6 +181,17 @@ final class Transfer {
             return nameEnd
         }
         responseHeaders.append((name, String(decoding: line[valueStart..<end], as: UTF8.self)))
+    }
+
+    /// Whether `line[..<end]`, ASCII case ignored, is `name` (lowercase).
+    private static func isName(_ name: [UInt8], of line: UnsafeRawBufferPointer, end: Int) -> Bool {
+        guard name.count == end else { return false }
+        for index in 0..<end {
+            let byte = line[index]
+            let lower = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            if lower != name[index] { return false }
+        }
+        return true
     }
 
     private static let statusLinePrefix: [UInt8] = Array("HTTP/".utf8)

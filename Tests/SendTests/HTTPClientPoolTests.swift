@@ -76,6 +76,27 @@ import Testing
         #expect(result.body == #"{"error":"Unavailable"}"#)
     }
 
+    @Test func aRequestThatKeepsSomeResponseHeadersGetsThoseOnly() async throws {
+        let handler = TestHandler { _, responder in
+            responder.respond(.json(503, #"{"error":"Unavailable"}"#, headers: [("Retry-After", "120")]))
+        }
+        let (server, port) = try startServer(handler)
+        defer { server.shutdown(gracePeriod: 0) }
+        let pool = HTTPClientPool(maxConnectionsPerHost: 1)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        // One at a time, so the second request gets the first one's recycled handle.
+        let url = "http://127.0.0.1:\(port)/"
+        let (some, _) = await send(pool, OutboundRequest(url: url, keptResponseHeaders: ["retry-after"]))
+        let (all, _) = await send(pool, OutboundRequest(url: url))
+
+        #expect(some.header("retry-after") == "120")
+        #expect(some.header("content-type") == nil)
+        #expect(some.body == #"{"error":"Unavailable"}"#)
+        #expect(all.header("retry-after") == "120")
+        #expect(all.header("content-type") == "application/json")
+    }
+
     @Test func eachRequestSendsItsOwnHeadersOnAReusedHandle() async throws {
         let (server, port) = try startServer(.echo)
         defer { server.shutdown(gracePeriod: 0) }

@@ -2,9 +2,15 @@
 import Testing
 
 @Suite struct TransferHeaderTests {
-    private func headers(after lines: [String]) throws -> [String] {
+    private func headers(after lines: [String], keeping kept: [String]? = nil) throws -> [String] {
         Curl.initializeOnce()
         let transfer = try #require(Transfer())
+        if let kept {
+            let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+            defer { counter.deallocate() }
+            let request = OutboundRequest(url: "http://127.0.0.1:1/", keptResponseHeaders: kept)
+            #expect(transfer.prepare(request, pipeWait: false, caFile: nil, connectionCounter: counter))
+        }
         for line in lines {
             Array(line.utf8).withUnsafeBytes { transfer.receiveHeaderLine($0) }
         }
@@ -25,5 +31,19 @@ import Testing
             "X-Empty:\r\n", "\r\n",
         ]
         #expect(try headers(after: lines) == ["content-length=2", "x-folded=a b", "x-empty="])
+    }
+
+    /// A request that reads only some headers gets only those, whatever their case, and no continuation line of
+    /// one it left out.
+    @Test func onlyTheHeadersARequestKeepsAreKept() throws {
+        let lines = [
+            "HTTP/1.1 503 Service Unavailable\r\n", "Content-Type: application/json\r\n", "X-Folded: a\r\n",
+            "\t b\r\n", "RETRY-after: 30\r\n", "Retry-After-Not: 1\r\n", "\r\n",
+        ]
+        #expect(try headers(after: lines, keeping: ["retry-after"]) == ["retry-after=30"])
+        #expect(try headers(after: lines, keeping: []) == [])
+        #expect(try headers(after: lines, keeping: ["x-folded", "content-type"]) == [
+            "content-type=application/json", "x-folded=a b",
+        ])
     }
 }

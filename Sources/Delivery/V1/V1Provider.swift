@@ -64,7 +64,9 @@ public final class V1Provider: Provider {
             let body = template.body(target: delivery.token, kind: kind, elapsedSeconds: elapsed)
             return PreparedRequest(
                 app: app, message: message, deliveries: [delivery],
-                outbound: OutboundRequest(url: sendURL, headers: headers, body: body, timeoutMillis: timeoutMillis),
+                outbound: OutboundRequest(
+                    url: sendURL, headers: headers, body: body, timeoutMillis: timeoutMillis,
+                    keptResponseHeaders: Classifier.headersRead),
                 kind: kind, format: .json)
         }
     }
