@@ -76,6 +76,9 @@ server.on('request', (req, res) => {
     req.on('error', () => {});
     res.on('error', () => {});
     req.on('end', () => {
+        // A stream reset or cut before its body arrived ends with no body: that request never reached the stand-in
+        // (counting it would also count two such streams as one body "received twice").
+        if (req.aborted || (req.method === 'POST' && chunks.length === 0)) return;
         const body = Buffer.concat(chunks).toString();
         const version = req.httpVersion;
         stats.http_versions[version] = (stats.http_versions[version] || 0) + 1;
