@@ -48,3 +48,15 @@ stop_herald() { # SIGTERM: Herald finishes or releases what is in flight, checkp
         fail "herald exited with status $status after SIGTERM"
     fi
 }
+
+stop_pid() { # $1 pid, $2 signal: signal, wait up to 20 s, then SIGKILL
+    local pid=$1 waited=0
+    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+    kill "-$2" "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null && ((waited < 200)); do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}

@@ -104,17 +104,6 @@ SIM_PID=""
 POLLER_PID=""
 FETCHER_PID=""
 CHILD_PID=""
-stop_pid() { # $1 pid, $2 signal: signal, wait up to 20 s, then SIGKILL
-    local pid=$1 waited=0
-    [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-    kill "-$2" "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null && ((waited < 200)); do
-        sleep 0.1
-        waited=$((waited + 1))
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
