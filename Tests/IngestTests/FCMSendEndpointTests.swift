@@ -8,7 +8,7 @@ import Testing
 
 /// `POST /fcm/send` through `IngestAPI` on a real database: what is answered is what was committed.
 @Suite struct FCMSendEndpointTests {
-    private let directory = ScratchDirectory()
+    private let directory = ScratchDirectory(prefix: "herald-fcmsend")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
 
@@ -159,37 +159,6 @@ import Testing
         #expect(reply.status == 405)
         #expect(reply.headers.contains { $0.name == "Allow" && $0.value == "POST" })
     }
-}
-
-/// Waits for the one response a handler gives, from whichever thread gives it.
-private final class WaitingResponder: HTTPResponder, @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var response: HTTPResponse?
-
-    func respond(_ response: HTTPResponse) {
-        lock.withLock { self.response = response }
-        done.signal()
-    }
-
-    func wait() -> HTTPResponse {
-        // A bound so a broken handler fails the test instead of hanging it; not a timing assertion.
-        guard done.wait(timeout: .now() + 30) == .success else { return HTTPResponse(status: 0) }
-        return lock.withLock { response ?? HTTPResponse(status: 0) }
-    }
-}
-
-/// A fresh directory, removed with its files when the suite instance goes.
-private final class ScratchDirectory: Sendable {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcmsend-\(UUID().uuidString)")
-
-    init() {
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 private final class Counter: @unchecked Sendable {

@@ -9,7 +9,7 @@ import Testing
 /// `POST /v1/projects/{project}/messages:send` through `IngestAPI` on a real database: FCM v1's answers, in FCM v1's
 /// shape, and only what was committed is answered 200.
 @Suite struct FCMV1SendEndpointTests {
-    private let directory = V1ScratchDirectory()
+    private let directory = ScratchDirectory(prefix: "herald-fcmv1")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
 
@@ -30,7 +30,7 @@ import Testing
         _ api: IngestAPI, _ body: String, project: String = "proj-a", headers: [(String, String)] = [],
         method: String = "POST"
     ) -> (status: Int, json: [String: Any], headers: [(name: String, value: String)]) {
-        let responder = V1WaitingResponder()
+        let responder = WaitingResponder()
         api.handle(HTTPRequest(method: method, target: "/v1/projects/\(project)/messages:send",
                                headers: headers.map { (name: $0.0.lowercased(), value: $0.1) }, body: Array(body.utf8)),
                    responder: responder)
@@ -170,7 +170,7 @@ import Testing
     }
 
     @Test func postMessagesAnswersV1ErrorsInHeraldsShape() throws {
-        let responder = V1WaitingResponder()
+        let responder = WaitingResponder()
         api().handle(HTTPRequest(method: "POST", target: "/v1/messages",
                                  body: Array(#"{"message":{"token":"t","android":{"ttl":"1h"}}}"#.utf8)),
                      responder: responder)
@@ -180,34 +180,4 @@ import Testing
         #expect(body.contains(#""code":"InvalidArgument""#))
         #expect(body.contains("message.android.ttl"))
     }
-}
-
-/// Waits for the one response a handler gives, from whichever thread gives it.
-private final class V1WaitingResponder: HTTPResponder, @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var response: HTTPResponse?
-
-    func respond(_ response: HTTPResponse) {
-        lock.withLock { self.response = response }
-        done.signal()
-    }
-
-    func wait() -> HTTPResponse {
-        // A bound so a broken handler fails the test instead of hanging it; not a timing assertion.
-        guard done.wait(timeout: .now() + 30) == .success else { return HTTPResponse(status: 0) }
-        return lock.withLock { response ?? HTTPResponse(status: 0) }
-    }
-}
-
-private final class V1ScratchDirectory: Sendable {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("herald-fcmv1-\(UUID().uuidString)")
-
-    init() {
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
