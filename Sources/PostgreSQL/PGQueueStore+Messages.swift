@@ -152,12 +152,16 @@ extension PGQueueStore {
     }
 
     /// Registers `token` for `app` and `user`, or moves it to them.
-    public func upsertToken(_ token: String, app: String, user: String?, now: Int64) throws {
+    public func upsertToken(_ token: String, app: String, user: String?, now: Int64) throws -> (TokenRecord, created: Bool) {
+        let existing = try self.token(token)
         try connection.run(
             """
             INSERT INTO tokens (token, app, "user", created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
             ON CONFLICT (token) DO UPDATE SET app = excluded.app, "user" = excluded."user",
                 updated_at = excluded.updated_at
             """, .text(token), .text(app), .optional(user), .integer(now))
+        let record = TokenRecord(
+            token: token, app: app, user: user, createdAt: existing?.createdAt ?? now, updatedAt: now)
+        return (record, existing == nil)
     }
 }

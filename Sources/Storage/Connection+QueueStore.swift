@@ -262,3 +262,7 @@ extension Connection: QueueStore {
             """, .text(event.app), .text(event.token), .text(kind), .optional(replacement), .integer(now))
     }
 }
+
+extension Connection: Store {
+    public var location: String { path }
+}

@@ -3,7 +3,7 @@ import Foundation
 
 /// Read-only connections, each owned by its own thread, taking jobs from one queue. WAL lets them read
 /// while the writer writes; the HTTP loops never run a query themselves.
-public final class DatabaseReaders: Sendable {
+public final class DatabaseReaders: StoreReaders {
     private let queue = JobQueue<@Sendable (Connection) -> Void>()
     private let finished: [Rendezvous<Void>]
 
@@ -31,6 +31,14 @@ public final class DatabaseReaders: Sendable {
     }
 
     /// Runs `work` on a reader thread; `completion` gets its result there.
+    public func enqueue<T>(
+        _ work: @escaping @Sendable (any Store) throws -> T,
+        completion: @escaping @Sendable (Result<T, Error>) -> Void
+    ) {
+        enqueue({ (connection: Connection) in try work(connection) }, completion: completion)
+    }
+
+    /// `enqueue`, with the SQLite connection itself.
     public func enqueue<T>(
         _ work: @escaping @Sendable (Connection) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void

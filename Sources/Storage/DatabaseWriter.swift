@@ -17,7 +17,7 @@ public enum Durability: String, Sendable, CaseIterable {
 /// commits once, and only then completes each job. With `Durability.full` that is one fsync for the group:
 /// group commit. When SQLite itself rolls the whole transaction back (disk full, I/O error), every job of the group
 /// is answered with an error and none is stored.
-public final class DatabaseWriter: Sendable {
+public final class DatabaseWriter: StoreWriter {
     private final class Job: @unchecked Sendable {
         /// Runs the work; returns the error it threw (its writes must then be undone), nil when it succeeded.
         let run: (Connection) -> Error?
@@ -66,6 +66,14 @@ public final class DatabaseWriter: Sendable {
     /// - Parameter durable: false for writes that may be lost in a power cut without harm (a claim's leases: the
     ///   rows simply stay queued). A group of only such jobs commits without the fsync of `Durability.full`; any
     ///   later durable commit makes them durable too.
+    public func enqueue<T>(
+        durable: Bool, _ work: @escaping @Sendable (any Store) throws -> T,
+        completion: @escaping @Sendable (Result<T, Error>) -> Void
+    ) {
+        enqueue(durable: durable, { (connection: Connection) in try work(connection) }, completion: completion)
+    }
+
+    /// `enqueue`, with the SQLite connection itself (tests and SQLite-only maintenance).
     public func enqueue<T>(
         durable: Bool = true,
         _ work: @escaping @Sendable (Connection) throws -> T,

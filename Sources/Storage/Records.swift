@@ -119,4 +119,8 @@ public struct TokenRecord: Sendable, Equatable {
     public var user: String?
     public var createdAt: Int64
     public var updatedAt: Int64
+
+    public init(token: String, app: String, user: String?, createdAt: Int64, updatedAt: Int64) {
+        (self.token, self.app, self.user, self.createdAt, self.updatedAt) = (token, app, user, createdAt, updatedAt)
+    }
 }
