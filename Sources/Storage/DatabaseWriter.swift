@@ -242,10 +242,10 @@ public final class DatabaseWriter: StoreWriter {
 }
 
 /// Moves a non-Sendable value into the one thread that will own it from then on.
-final class UncheckedBox<T>: @unchecked Sendable {
+public final class UncheckedBox<T>: @unchecked Sendable {
     private var value: T?
-    init(_ value: T) { self.value = value }
-    func take() -> T {
+    public init(_ value: T) { self.value = value }
+    public func take() -> T {
         defer { value = nil }
         return value!
     }

@@ -1,13 +1,15 @@
 import Foundation
 
-/// A blocking FIFO handed from any thread to the threads that own SQLite connections.
-final class JobQueue<Job>: @unchecked Sendable {
+/// A blocking FIFO handed from any thread to the threads that own database connections.
+public final class JobQueue<Job>: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [Job] = []
     private var closed = false
 
+    public init() {}
+
     /// Jobs waiting to be taken.
-    var count: Int {
+    public var count: Int {
         condition.lock()
         defer { condition.unlock() }
         return jobs.count
@@ -15,7 +17,7 @@ final class JobQueue<Job>: @unchecked Sendable {
 
     /// Adds a job; false when the queue is closed (the job will never run).
     @discardableResult
-    func push(_ job: Job) -> Bool {
+    public func push(_ job: Job) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !closed else { return false }
@@ -25,7 +27,7 @@ final class JobQueue<Job>: @unchecked Sendable {
     }
 
     /// Waits for work and takes up to `limit` jobs; an empty result means closed and drained.
-    func popBatch(limit: Int) -> [Job] {
+    public func popBatch(limit: Int) -> [Job] {
         condition.lock()
         defer { condition.unlock() }
         while jobs.isEmpty && !closed { condition.wait() }
@@ -36,7 +38,7 @@ final class JobQueue<Job>: @unchecked Sendable {
     }
 
     /// No new jobs are accepted; the ones queued still run.
-    func close() {
+    public func close() {
         condition.lock()
         closed = true
         condition.broadcast()
@@ -46,18 +48,20 @@ final class JobQueue<Job>: @unchecked Sendable {
 
 /// A one-shot result that a thread waits for; used to make the asynchronous writer and readers synchronous
 /// for callers that own their thread (the CLI, tests, start-up).
-final class Rendezvous<T>: @unchecked Sendable {
+public final class Rendezvous<T>: @unchecked Sendable {
     private let condition = NSCondition()
     private var result: Result<T, Error>?
 
-    func fulfil(_ value: Result<T, Error>) {
+    public init() {}
+
+    public func fulfil(_ value: Result<T, Error>) {
         condition.lock()
         result = value
         condition.signal()
         condition.unlock()
     }
 
-    func wait() throws -> T {
+    public func wait() throws -> T {
         condition.lock()
         defer { condition.unlock() }
         while result == nil { condition.wait() }
