@@ -41,7 +41,9 @@ let package = Package(
         .target(name: "Delivery", dependencies: ["Storage", "Classify", "Send", "OAuth", "Support"]),
         .target(
             name: "HeraldCLI",
-            dependencies: ["Ingest", "Storage", "HTTP", "Support", "FCMSimulator", "Delivery", "Send", "OAuth"]),
+            dependencies: [
+                "Ingest", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery", "Send", "OAuth",
+            ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
         // MARK: - Build tooling: migrations/*.sql are compiled into the binary

@@ -45,6 +45,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         public var quotaGateCapMillis: Int64 = 960_000
         /// How often the `apps` table and due rows are looked at.
         public var tickMillis = 1_000
+        /// Other instances deliver from the same database (PostgreSQL): leases not this process's are left alone.
+        public var sharedQueue = false
 
         public init() {}
     }
@@ -108,7 +110,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     }
 
     private let queue = DispatchQueue(label: "herald-delivery")
-    private let writer: DatabaseWriter
+    private let writer: any StoreWriter
     private let metrics: Metrics
     private let options: Options
     private let runtimes: [String: Runtime]
@@ -133,7 +135,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Identifies this process's leases.
     public let owner: String
 
-    public init(writer: DatabaseWriter, apps: [App], metrics: Metrics = .herald(), options: Options = Options()) {
+    public init(writer: any StoreWriter, apps: [App], metrics: Metrics = .herald(), options: Options = Options()) {
         self.writer = writer
         self.metrics = metrics
         self.options = options
@@ -141,14 +143,15 @@ public final class DeliveryEngine: @unchecked Sendable {
         self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0)) })
     }
 
-    /// Releases leases left by a previous process, registers the apps, and starts delivering.
-    /// The caller guarantees no other process delivers from this database (`serve` holds a lock on it).
+    /// Registers the apps and starts delivering. On a queue of its own (`Options.sharedQueue` false: `serve` holds
+    /// a lock on the SQLite file) every lease not this process's was left by a previous run and is released at
+    /// once; on a shared queue they may be another instance's, and only the rescuer takes back those nobody renews.
     public func start() throws {
         let names = Array(runtimes.keys)
-        let owner = self.owner
+        let (owner, shared) = (self.owner, options.sharedQueue)
         let released = try writer.write { connection -> Int in
             for name in names { try connection.ensureApp(name) }
-            return try connection.releaseForeignLeases(owner: owner, now: Clock.nowMillis())
+            return shared ? 0 : try connection.releaseForeignLeases(owner: owner, now: Clock.nowMillis())
         }
         if released > 0 { Log.info("released leases of a previous run", ["deliveries": .int(Int64(released))]) }
         for runtime in runtimes.values.sorted(by: { $0.app.name < $1.app.name }) {
@@ -448,6 +451,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         guard !outbox.isEmpty else { return }
         let boxes = outbox
         outbox = [:]
+        for box in boxes.values { held.subtract(box.updates.lazy.map(\.id)) }
         let (owner, metrics) = (self.owner, self.metrics)
         writer.enqueue({ connection -> [String: AppliedOutcomes] in
             let now = Clock.nowMillis()
@@ -464,12 +468,36 @@ public final class DeliveryEngine: @unchecked Sendable {
                 for (app, outcomes) in applied {
                     Self.count(boxes[app]?.updates ?? [], applied: outcomes, app: app, into: metrics)
                 }
+            case .failure(let error as any StoreError) where error.isTransient:
+                // The database is away (connection lost, disk full): these answers are still true and the rows
+                // still leased to this process, so write them again rather than let the rescuer send them twice.
+                Log.warn("writing outcomes failed; trying again", [
+                    "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
+                ])
+                self.queue.asyncAfter(deadline: .now() + .seconds(1)) { self.rewrite(boxes) }
             case .failure(let error):
                 // The leases stay; the rescuer hands the rows out again when they expire.
                 Log.error("writing outcomes failed", [
                     "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
                 ])
             }
+        }
+    }
+
+    /// Puts outcomes whose write failed back in front of the outbox, and their rows back among those whose leases
+    /// are renewed until they are written.
+    private func rewrite(_ boxes: [String: Outbox]) {
+        for (app, failed) in boxes {
+            var box = outbox[app] ?? Outbox()
+            box.updates = failed.updates + box.updates
+            box.pauseReason = box.pauseReason ?? failed.pauseReason
+            if let until = failed.gateUntil { box.gateUntil = max(box.gateUntil ?? 0, until) }
+            outbox[app] = box
+            held.formUnion(failed.updates.lazy.map(\.id))
+        }
+        if !flushScheduled {
+            flushScheduled = true
+            flush()
         }
     }
 

@@ -2,20 +2,6 @@ import Foundation
 import Storage
 import Support
 
-/// Opens the database a maintenance command works on: `--db`, else `HERALD_DB`, else `herald.db`.
-/// Refuses to create one: a typo in a path must not silently make an empty queue. Refuses a schema other than this
-/// binary's rather than migrating it: only `migrate` and `serve` change the schema, so a newer herald's command
-/// never upgrades it under an older `serve` that is still running.
-func openExistingDatabase(_ arguments: Arguments) throws -> Storage.Connection {
-    let path = arguments.value("db") ?? ProcessInfo.processInfo.environment["HERALD_DB"] ?? "herald.db"
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw CommandError(description: "no database at \(path) (give --db PATH, or run `herald migrate --db PATH` first)")
-    }
-    let connection = try Storage.Connection(path: path)
-    try Migrator.requireCurrent(connection)
-    return connection
-}
-
 /// A failure a command reports with exit code 1.
 struct CommandError: Error, CustomStringConvertible {
     var description: String
@@ -30,7 +16,7 @@ enum AppSwitchCommand {
         ])
         if parsed.flag("help") {
             print("""
-                Usage: herald pause APP [--reason TEXT] [--db PATH] [--json]
+                Usage: herald pause APP [--reason TEXT] [--db PATH|URL] [--json]
 
                 Stops sending for APP: nothing is claimed for it until `herald resume APP`. Messages are still
                 accepted and queued. A running `herald serve` notices within a second; requests already in flight
@@ -56,7 +42,7 @@ enum AppSwitchCommand {
         ])
         if parsed.flag("help") {
             print("""
-                Usage: herald resume APP [--db PATH] [--json]
+                Usage: herald resume APP [--db PATH|URL] [--json]
 
                 Reopens APP after a pause (by an operator, or by Herald itself after FCM refused its credentials
                 with 401 or InvalidApnsCredential) and clears its Retry-After gate. A running `herald serve`

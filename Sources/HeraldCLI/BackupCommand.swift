@@ -33,7 +33,12 @@ enum BackupCommand {
         guard !FileManager.default.fileExists(atPath: target) else {
             throw CommandError(description: "\(target) already exists; backup never overwrites a file")
         }
-        let connection = try openExistingDatabase(parsed)
+        guard case .sqlite = DatabaseLocation(parsed),
+              let connection = try openExistingDatabase(parsed) as? Storage.Connection
+        else {
+            throw CommandError(description: "backup copies a SQLite file; back up PostgreSQL with its own tools "
+                + "(pg_dump, or the base backups and WAL archiving your server already has)")
+        }
         let bytes = try connection.backup(to: target)
         if parsed.flag("json") {
             Output.json(["path": .string(target), "bytes": .int(bytes)])

@@ -10,7 +10,7 @@ enum BatchedWrites {
     static let pauseMicroseconds: useconds_t = 10_000
 
     /// Runs `step` in its own `BEGIN IMMEDIATE` transaction until it returns false.
-    static func repeatUntilDone(_ connection: Storage.Connection, _ step: () throws -> Bool) throws {
+    static func repeatUntilDone(_ connection: any Store, _ step: () throws -> Bool) throws {
         while try connection.transaction(step) {
             usleep(pauseMicroseconds)
         }

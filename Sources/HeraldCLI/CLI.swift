@@ -1,4 +1,5 @@
 import Foundation
+import PostgreSQL
 import Storage
 import Support
 
@@ -89,34 +90,44 @@ public enum HeraldCLI {
     }
 }
 
-/// `herald migrate [--db PATH]`
+/// `herald migrate [--db PATH|URL]`
 enum MigrateCommand {
     static func run(_ arguments: [String]) throws -> Int32 {
         let parsed = try Arguments(arguments, options: [.init(name: "db", takesValue: true), .init(name: "help", takesValue: false)])
         if parsed.flag("help") {
             print("""
-                Usage: herald migrate [--db PATH]
+                Usage: herald migrate [--db PATH|URL]
 
-                Creates the database (mode 0600) or applies the migrations it lacks, in order, each in its own
-                transaction, then exits. Refuses a database whose schema is newer than this herald.
+                Creates the database (SQLite: a file of mode 0600) or applies the migrations it lacks, in order,
+                each in its own transaction, then exits. Refuses a database whose schema is newer than this herald.
+                On PostgreSQL the database must exist; several heralds migrating at once wait for each other.
 
                 Options:
-                  --db PATH   SQLite database (default: herald.db, or HERALD_DB)
+                  --db PATH|URL   SQLite file, or postgres://USER@HOST/DB (default: herald.db, or HERALD_DB)
 
-                Example:
+                Examples:
                   herald migrate --db /var/lib/herald/herald.db
+                  herald migrate --db 'postgresql://herald@db.internal/herald?sslmode=verify-full'
                 """)
             return 0
         }
         guard parsed.positional.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(parsed.positional[0])") }
-        let path = parsed.value("db") ?? ProcessInfo.processInfo.environment["HERALD_DB"] ?? "herald.db"
-        let connection = try Storage.Connection(path: path)
-        try connection.requireWAL()
-        let before = try Migrator.currentVersion(connection)
-        let applied = try Migrator.migrate(connection)
+        let location = DatabaseLocation(parsed)
+        let (before, applied, latest): (Int, [Int], Int)
+        switch location {
+        case .sqlite(let path):
+            let connection = try Storage.Connection(path: path)
+            try connection.requireWAL()
+            (before, applied, latest) = (try Migrator.currentVersion(connection), try Migrator.migrate(connection),
+                                         Migrator.latestVersion)
+        case .postgres(let url):
+            let connection = try PGConnection(url: url, applicationName: "herald-migrate")
+            (before, applied, latest) = (try PGMigrator.currentVersion(connection), try PGMigrator.migrate(connection),
+                                         PGMigrator.latestVersion)
+        }
         print(applied.isEmpty
-            ? "\(path): schema is at version \(before), nothing to do"
-            : "\(path): applied \(applied.map(String.init).joined(separator: ", ")); schema is at version \(Migrator.latestVersion)")
+            ? "\(location): schema is at version \(before), nothing to do"
+            : "\(location): applied \(applied.map(String.init).joined(separator: ", ")); schema is at version \(latest)")
         return 0
     }
 }

@@ -35,7 +35,7 @@ enum DeadCommand {
           --app APP           only dead letters of this app
           --reason REASON     only this reason (as stored: InvalidRegistration, MaxAttempts, Expired, ...)
           --since DURATION    only those that died within DURATION (90s, 15m, 12h, 7d)
-          --db PATH           SQLite database (default: herald.db, or HERALD_DB)
+          --db PATH|URL       SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
         """
 
     private static func filter(_ parsed: Arguments, ids: [String] = [], now: Int64) throws -> DeadLetterFilter {
@@ -58,7 +58,7 @@ enum DeadCommand {
         if parsed.flag("help") {
             print("""
                 Usage: herald dead list [--app APP] [--reason REASON] [--since DURATION] [--limit N]
-                                        [--db PATH] [--json]
+                                        [--db PATH|URL] [--json]
 
                 Lists dead letters, the most recent deaths first: delivery id, app, token, reason, attempts, last HTTP
                 status, when it died, and its message.
@@ -107,12 +107,12 @@ enum DeadCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common)
         if parsed.flag("help") {
             print("""
-                Usage: herald dead show ID [--db PATH] [--json]
+                Usage: herald dead show ID [--db PATH|URL] [--json]
 
                 Shows one dead letter, by its delivery id (the ID column of `herald dead list`), with its message.
 
                 Options:
-                  --db PATH   SQLite database (default: herald.db, or HERALD_DB)
+                  --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
                   --json      the dead letter's fields and "message"
 
                 Example:
@@ -160,7 +160,7 @@ enum DeadCommand {
         if parsed.flag("help") {
             print("""
                 Usage: herald dead requeue [ID...] [--app APP] [--reason REASON] [--since DURATION]
-                                           [--db PATH] [--json]
+                                           [--db PATH|URL] [--json]
 
                 Puts the matching dead letters back in the queue: state queued, attempts 0, due now, reason cleared.
                 A running `herald serve` sends them within a second. Without ids or filters it requeues every dead
@@ -204,7 +204,7 @@ enum DeadCommand {
         if parsed.flag("help") {
             print("""
                 Usage: herald dead purge [ID...] [--app APP] [--reason REASON] [--since DURATION] --yes
-                                         [--db PATH] [--json]
+                                         [--db PATH|URL] [--json]
 
                 Deletes the matching dead letters, and their messages when nothing else of them is left. This is the
                 only command that deletes dead letters (`prune` keeps them). Without --yes it prints what would be

@@ -2,16 +2,16 @@ import Ingest
 import Storage
 import Support
 
-/// `herald message ID [--db PATH] [--json]`
+/// `herald message ID [--db PATH|URL] [--json]`
 enum MessageCommand {
     static let help = """
-        Usage: herald message ID [--db PATH] [--json]
+        Usage: herald message ID [--db PATH|URL] [--json]
 
         Shows one message (app, target kind, options, payload, times) and each of its deliveries: token, state,
         reason, attempts, next attempt, FCM message id and canonical token.
 
         Options:
-          --db PATH   SQLite database (default: herald.db, or HERALD_DB)
+          --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
           --json      the same object as GET /v1/messages/{id}
 
         Example:

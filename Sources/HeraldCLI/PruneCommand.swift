@@ -5,7 +5,7 @@ import Support
 enum PruneCommand {
     static let help = """
         Usage: herald prune [--older-than DURATION] [--events-older-than DURATION] [--dry-run]
-                            [--db PATH] [--json]
+                            [--db PATH|URL] [--json]
 
         Deletes delivered and dropped deliveries last updated longer ago than DURATION (default 7d), then the
         messages left without any delivery, the token-event feed's entries older than --events-older-than (default
@@ -22,7 +22,7 @@ enum PruneCommand {
           --events-older-than DURATION
                                   age of the token-event feed entries to delete (default 30d)
           --dry-run               count the deliveries that would be deleted; delete nothing
-          --db PATH               SQLite database (default: herald.db, or HERALD_DB)
+          --db PATH|URL           SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
           --json                  {"cutoff", "deliveries", "messages", "token_events", "bookkeeping",
                                    "dead_letters_kept"}
 

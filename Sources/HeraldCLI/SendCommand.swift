@@ -3,10 +3,10 @@ import Ingest
 import Storage
 import Support
 
-/// `herald send MESSAGE|- [--idempotency-key KEY] [--db PATH] [--json]`
+/// `herald send MESSAGE|- [--idempotency-key KEY] [--db PATH|URL] [--json]`
 enum SendCommand {
     static let help = """
-        Usage: herald send MESSAGE|- [--idempotency-key KEY] [--db PATH] [--json]
+        Usage: herald send MESSAGE|- [--idempotency-key KEY] [--db PATH|URL] [--json]
 
         Queues one message, given as a JSON argument or, with -, read from standard input. It is checked exactly as
         POST /v1/messages checks it (an FCM legacy message plus "app" and "users"; see the README) and stored in one
@@ -19,7 +19,7 @@ enum SendCommand {
 
         Options:
           --idempotency-key KEY   as the Idempotency-Key header: a repeat within 24 h returns the first message
-          --db PATH               SQLite database (default: herald.db, or HERALD_DB)
+          --db PATH|URL           SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
           --json                  {"id", "deliveries", "repeat"};
                                   an invalid message prints {"error": {"code", "message"}}
 

@@ -56,7 +56,7 @@ struct ServeConfiguration: Sendable {
         var description: String
     }
 
-    var databasePath: String
+    var database: DatabaseLocation
     var listen: ListenAddress
     var apiToken: String?
     var durability: Durability
@@ -82,7 +82,7 @@ struct ServeConfiguration: Sendable {
     /// `HERALD_` + the name in capitals with `_`; the config file key is the name with `_`.
     static let settings: [(name: String, value: String?, help: String)] = [
         ("config", nil, "JSON config file (keys as these flags, with _; plus \"apps\")"),
-        ("db", "herald.db", "SQLite database; created and migrated on start"),
+        ("db", "herald.db", "SQLite file, or postgres://… shared by several serve; created/migrated on start"),
         ("listen", "127.0.0.1:8600", "ingest API address, HOST:PORT or unix:/path.sock"),
         ("api-token", nil, "require `Authorization: Bearer TOKEN` (needed off loopback)"),
         ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
@@ -90,7 +90,7 @@ struct ServeConfiguration: Sendable {
         ("fcm-service-account", nil, "service-account key file of app `default`: sends with FCM HTTP v1"),
         ("concurrency", nil, "concurrent FCM requests per app (default 1000 for FCM v1, 64 for legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
-        ("durability", "full", "full: fsync before acknowledging; normal: survives a crash, not a power cut"),
+        ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
         ("sandbox", nil, "send to a built-in FCM v1 simulator on loopback; no credentials needed"),
         ("log-level", "info", "debug, info, warn or error"),
         ("max-connections", "4096", "open ingest connections at most"),
@@ -265,8 +265,14 @@ struct ServeConfiguration: Sendable {
             apps[index].concurrency = AppConfiguration.defaultConcurrency(apps[index].provider)
         }
 
+        let database = DatabaseLocation(try raw("db") ?? "herald.db")
+        if case .postgres = database, try given("durability") != nil {
+            throw Invalid(description: """
+                --durability is SQLite's; on PostgreSQL a commit is as durable as the server's synchronous_commit                 (set it on the server, or per connection with options=-csynchronous_commit=... in the URL)
+                """)
+        }
         var configuration = ServeConfiguration(
-            databasePath: try raw("db") ?? "herald.db", listen: listen, apiToken: apiToken, durability: durability,
+            database: database, listen: listen, apiToken: apiToken, durability: durability,
             sandbox: sandbox, logLevel: logLevel, maxConnections: try integer("max-connections", in: 1...1_000_000),
             ttlZeroWindowMillis: ttlZeroWindow, tokenEventRetentionMillis: tokenEventRetention,
             leaseMillis: lease, apps: apps)

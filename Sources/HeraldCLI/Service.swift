@@ -12,9 +12,9 @@ import Synchronization
 /// The running parts of `herald serve` and the order they start and stop in.
 final class Service: Sendable {
     private let configuration: ServeConfiguration
-    private let lock: DatabaseLock
-    private let writer: DatabaseWriter
-    private let readers: DatabaseReaders
+    private let database: ServiceDatabase
+    private let writer: any StoreWriter
+    private let readers: any StoreReaders
     private let simulator: HTTPServer?
     private let engine: DeliveryEngine
     /// FCM v1 apps' token requests; nil without v1 apps.
@@ -26,9 +26,8 @@ final class Service: Sendable {
 
     init(_ configuration: ServeConfiguration) throws {
         self.configuration = configuration
-        lock = try DatabaseLock(databasePath: configuration.databasePath)
-        writer = try DatabaseWriter(path: configuration.databasePath, durability: configuration.durability)
-        readers = try DatabaseReaders(path: configuration.databasePath)
+        database = try ServiceDatabase.open(configuration.database, durability: configuration.durability)
+        (writer, readers) = (database.writer, database.readers)
 
         var apps = configuration.apps
         if configuration.sandbox {
@@ -65,6 +64,7 @@ final class Service: Sendable {
         self.tokenPool = tokenPool
         var options = DeliveryEngine.Options()
         options.leaseMillis = configuration.leaseMillis
+        options.sharedQueue = database.isShared
         engine = DeliveryEngine(writer: writer, apps: apps.map { app in
             let provider: any Provider
             if app.provider == AppConfiguration.v1, let account = app.serviceAccount, let projectID = app.projectID,
@@ -98,11 +98,12 @@ final class Service: Sendable {
         let window = configuration.ttlZeroWindowMillis
         try writer.write { $0.ttlZeroWindowMillis = window }
         try engine.start()
+        database.startWakeUps { [engine] in engine.wake() }
         refreshGauges()
         gauges.async { self.trimBookkeeping() }
         let address = try server.start()
         Log.info("listening", [
-            "address": .string("\(address)"), "db": .string(configuration.databasePath),
+            "address": .string("\(address)"), "db": .string("\(configuration.database)"),
             "durability": .string(configuration.durability.rawValue),
             "apps": .string(configuration.apps.map(\.name).joined(separator: ",")),
         ])
@@ -116,9 +117,7 @@ final class Service: Sendable {
         engine.stop(gracePeriod: 10)
         tokenPool?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
-        readers.close()
-        writer.close()
-        lock.release()
+        database.close()
     }
 }
 

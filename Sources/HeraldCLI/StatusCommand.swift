@@ -1,10 +1,10 @@
 import Storage
 import Support
 
-/// `herald status [--totals] [--db PATH] [--json]`
+/// `herald status [--totals] [--db PATH|URL] [--json]`
 enum StatusCommand {
     static let help = """
-        Usage: herald status [--totals] [--db PATH] [--json]
+        Usage: herald status [--totals] [--db PATH|URL] [--json]
 
         Shows, per app: whether it is sending, paused (with the reason) or gated after a Retry-After or 5xx (until
         when); its queued deliveries and how many of them are ready to send now; how long the oldest ready one has
@@ -14,7 +14,7 @@ enum StatusCommand {
         Options:
           --totals    also count every app and state, finished rows included (the queue_depth view); this reads
                       the whole deliveries table, which takes seconds at millions of rows
-          --db PATH   SQLite database (default: herald.db, or HERALD_DB)
+          --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
           --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}
 
         Example:

@@ -5,7 +5,7 @@ import Support
 /// `herald token-events [--after N] [--limit N]`: the feed of what reconciliation did to tokens.
 enum TokenEventsCommand {
     static let help = """
-        Usage: herald token-events [--after ID] [--limit N] [--db PATH] [--json]
+        Usage: herald token-events [--after ID] [--limit N] [--db PATH|URL] [--json]
 
         Lists what FCM's answers did to the token registry, oldest first: tokens deleted (NotRegistered) and
         replaced by a canonical id. The same feed as GET /v1/token-events; pass the printed "next" as --after to
@@ -14,7 +14,7 @@ enum TokenEventsCommand {
         Options:
           --after ID   only events after this id (default 0: from the start)
           --limit N    at most N events (default 100, at most 1000)
-          --db PATH    SQLite database (default: herald.db, or HERALD_DB)
+          --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
           --json       {"events": [{"id", "at", "app", "token", "kind", "replacement", "reason", "message_id"}], "next"}
 
         Example:

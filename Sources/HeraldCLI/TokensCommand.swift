@@ -34,7 +34,7 @@ enum TokensCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common + filters)
         if parsed.flag("help") {
             print("""
-                Usage: herald tokens list [--app APP] [--user USER] [--after TOKEN] [--limit N] [--db PATH] [--json]
+                Usage: herald tokens list [--app APP] [--user USER] [--after TOKEN] [--limit N] [--db PATH|URL] [--json]
 
                 Lists registered tokens in token order.
 
@@ -43,7 +43,7 @@ enum TokensCommand {
                   --user USER     only this user's tokens
                   --after TOKEN   start after this token (the last one of the previous page)
                   --limit N       at most N tokens (default 100, at most 100000)
-                  --db PATH       SQLite database (default: herald.db, or HERALD_DB)
+                  --db PATH|URL   SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
                   --json          {"tokens": [{"token", "app", "user", "created_at", "updated_at"}]}
 
                 Example:
@@ -79,7 +79,7 @@ enum TokensCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common)
         if parsed.flag("help") {
             print("""
-                Usage: herald tokens show TOKEN [--db PATH] [--json]
+                Usage: herald tokens show TOKEN [--db PATH|URL] [--json]
 
                 Shows one registered token: its app, user, and when it was registered and last changed.
                 Exits 1 when the token is not registered.
@@ -114,7 +114,7 @@ enum TokensCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common + [.value("app"), .value("user")])
         if parsed.flag("help") {
             print("""
-                Usage: herald tokens add TOKEN [--app APP] [--user USER] [--db PATH] [--json]
+                Usage: herald tokens add TOKEN [--app APP] [--user USER] [--db PATH|URL] [--json]
 
                 Registers TOKEN for APP (default: default) and USER, as PUT /v1/tokens/{token} does; a registered
                 token gets the new app and user (no --user clears it).
@@ -158,7 +158,7 @@ enum TokensCommand {
         let parsed = try Arguments(arguments, options: Arguments.Option.common)
         if parsed.flag("help") {
             print("""
-                Usage: herald tokens delete TOKEN [--db PATH] [--json]
+                Usage: herald tokens delete TOKEN [--db PATH|URL] [--json]
 
                 Removes TOKEN from the registry (queued deliveries to it are left alone). Exits 1 when it was not
                 registered.

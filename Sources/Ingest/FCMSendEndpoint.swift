@@ -18,14 +18,14 @@ import Support
 final class FCMSendEndpoint: Sendable {
     static let path = "/fcm/send"
 
-    private let writer: DatabaseWriter
+    private let writer: any StoreWriter
     private let metrics: Metrics
     private let committed: @Sendable () -> Void
 
     /// - Parameters:
     ///   - metrics: counts each stored message in `herald_ingested_messages_total{app}`, as `/v1/messages` does.
     ///   - committed: called after a message with deliveries was committed (wakes the claimer).
-    init(writer: DatabaseWriter, metrics: Metrics, committed: @escaping @Sendable () -> Void) {
+    init(writer: any StoreWriter, metrics: Metrics, committed: @escaping @Sendable () -> Void) {
         self.writer = writer
         self.metrics = metrics
         self.committed = committed

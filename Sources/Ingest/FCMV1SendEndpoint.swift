@@ -19,11 +19,11 @@ import Support
 /// | an `Idempotency-Key` the app used within 24 h for a different message | 409 `ABORTED`; nothing stored |
 /// | database behind or unavailable | 503 `UNAVAILABLE` with `Retry-After`; nothing stored |
 final class FCMV1SendEndpoint: Sendable {
-    private let writer: DatabaseWriter
+    private let writer: any StoreWriter
     private let metrics: Metrics
     private let committed: @Sendable () -> Void
 
-    init(writer: DatabaseWriter, metrics: Metrics, committed: @escaping @Sendable () -> Void) {
+    init(writer: any StoreWriter, metrics: Metrics, committed: @escaping @Sendable () -> Void) {
         self.writer = writer
         self.metrics = metrics
         self.committed = committed

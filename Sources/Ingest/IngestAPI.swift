@@ -9,8 +9,8 @@ public final class IngestAPI: HTTPHandler {
     public static let bodyLimit = 1 << 20
     public static let batchBodyLimit = 16 << 20
 
-    private let writer: DatabaseWriter
-    private let readers: DatabaseReaders
+    private let writer: any StoreWriter
+    private let readers: any StoreReaders
     private let apiToken: [UInt8]?
     private let isShuttingDown: @Sendable () -> Bool
     private let committed: @Sendable () -> Void
@@ -36,7 +36,7 @@ public final class IngestAPI: HTTPHandler {
     ///   - legacyApps: apps that deliver over FCM legacy, which refuse at ingest the v1 messages legacy cannot
     ///     carry (an `fid` target, `webpush`).
     public init(
-        writer: DatabaseWriter, readers: DatabaseReaders, apiToken: String?, knownApps: Set<String>? = nil,
+        writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, knownApps: Set<String>? = nil,
         projects: [String: String] = [:], legacyApps: Set<String> = [],
         maxWriterBacklog: Int = 20_000, metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },

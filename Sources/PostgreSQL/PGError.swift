@@ -1,4 +1,5 @@
 import CLibPQ
+import Storage
 
 /// A failed PostgreSQL call: the SQLSTATE, the server's (or libpq's) message, the constraint it names and the
 /// statement — never its arguments, never a connection string's password — so a caller can `catch` by code and a
@@ -7,7 +8,7 @@ import CLibPQ
 /// The server's DETAIL field is left out on purpose: it quotes row values (`Key (token)=(…) already exists`).
 ///
 /// Related PostgreSQL documentation: https://www.postgresql.org/docs/current/errcodes-appendix.html
-public struct PGError: Error, Sendable, CustomStringConvertible {
+public struct PGError: StoreError, Sendable, CustomStringConvertible {
     /// The five-character SQLSTATE (`23505`), or nil when the failure happened in libpq (no server answer).
     public var sqlState: String?
     public var message: String

@@ -1,4 +1,5 @@
 import Support
+import Storage
 
 /// Applies `migrations/postgres/NNNN_name.sql` (compiled into the binary) in order, each in its own transaction,
 /// and records them in `schema_migrations`, as Storage's `Migrator` does for SQLite with the same numbers.
@@ -64,5 +65,11 @@ public enum PGMigrator {
         let tracked = try connection.queryOne("SELECT to_regclass('schema_migrations') IS NOT NULL") { $0.bool(0) }
         guard tracked == true else { return 0 }
         return try connection.queryOne("SELECT coalesce(max(version), 0) FROM schema_migrations") { $0.int(0) } ?? 0
+    }
+
+    /// Throws `DatabaseRequirementError` unless the schema is exactly this binary's (as `Migrator.requireCurrent`).
+    public static func requireCurrent(_ connection: PGConnection) throws {
+        try Migrator.requireCurrent(
+            version: currentVersion(connection), latest: latestVersion, location: connection.redactedURL)
     }
 }

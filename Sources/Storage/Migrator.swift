@@ -48,8 +48,11 @@ public enum Migrator {
     /// and `serve`: a newer herald must not upgrade the schema under an older `serve` that is still running, and
     /// an older one must not work on a schema it does not know.
     public static func requireCurrent(_ connection: Connection) throws {
-        let current = try currentVersion(connection)
-        let path = connection.path
+        try requireCurrent(version: currentVersion(connection), latest: latestVersion, location: connection.path)
+    }
+
+    /// The check of `requireCurrent` for any engine: `version` is the database's, `latest` this binary's.
+    public static func requireCurrent(version current: Int, latest latestVersion: Int, location path: String) throws {
         if current == 0 {
             throw DatabaseRequirementError(
                 description: "\(path) has no Herald schema; run `herald migrate --db \(path)` first")

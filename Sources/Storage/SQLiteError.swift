@@ -2,7 +2,7 @@ import CSQLite
 
 /// A failed SQLite call: the result code, SQLite's message and the statement (never its arguments),
 /// so a caller can `catch` by code and a log line says what failed.
-public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+public struct SQLiteError: StoreError, Sendable, CustomStringConvertible {
     public var code: Int32
     public var extendedCode: Int32
     public var message: String

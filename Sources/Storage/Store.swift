@@ -116,3 +116,9 @@ extension StoreReaders {
         return try rendezvous.wait()
     }
 }
+
+/// An engine's error that says whether the same write may succeed later (connection lost, disk full, busy): ingest
+/// answers 503 with `Retry-After`, delivery keeps what it has and tries again.
+public protocol StoreError: Error {
+    var isTransient: Bool { get }
+}
