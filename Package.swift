@@ -54,7 +54,9 @@ let package = Package(
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
-        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "Storage", "Support"]),
+        // The throw-away PostgreSQL server of the tests that need one (not a test target: shared by two).
+        .target(name: "PostgreSQLTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgreSQLTestSupport"),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Storage", "Support"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
@@ -64,7 +66,8 @@ let package = Package(
             name: "DeliveryTests",
             dependencies: ["Delivery", "Storage", "Classify", "Send", "OAuth", "Support", "HTTP"]),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["HeraldCLI", "Support", "OAuth"]),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["HeraldCLI", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -30,10 +30,11 @@ final class HeraldProcess: @unchecked Sendable {
 
     /// Starts `herald serve` with `arguments` added, and waits for its "listening" log line.
     /// `paused`: app `default` is paused before the start, so what is posted stays queued for inspection.
-    init(directory: URL? = nil, arguments: [String] = ["--sandbox"], paused: Bool = false,
+    /// `database`: a `postgres://` URL (or another path) instead of `herald.db` in `directory`.
+    init(directory: URL? = nil, database: String? = nil, arguments: [String] = ["--sandbox"], paused: Bool = false,
          environment: [String: String] = [:]) throws {
         self.directory = directory ?? Self.makeDirectory()
-        let path = self.directory.appendingPathComponent("herald.db").path
+        let path = database ?? self.directory.appendingPathComponent("herald.db").path
         if paused {
             _ = try runHerald(["migrate", "--db", path])
             let pause = try runHerald(["pause", "default", "--db", path, "--reason", "test inspects the queue"])

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 @Suite struct ConnectionTests {
     let database: TestDatabase

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 /// LISTEN/NOTIFY: how one Herald wakes the others when it queues work.
 @Suite struct NotifyTests {

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 @Suite struct PGMigratorTests {
     let database: TestDatabase

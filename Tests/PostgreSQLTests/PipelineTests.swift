@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 /// Pipeline mode: many statements in one round trip, what group commit batches with.
 @Suite struct PipelineTests {

@@ -1,5 +1,6 @@
 import Foundation
 import PostgreSQL
+import PostgreSQLTestSupport
 import Storage
 import Testing
 

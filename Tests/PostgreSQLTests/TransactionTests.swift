@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 @Suite struct TransactionTests {
     struct Abort: Error {}

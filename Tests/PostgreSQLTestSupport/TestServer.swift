@@ -4,13 +4,13 @@ import PostgreSQL
 /// The PostgreSQL server the tests use: `HERALD_TEST_POSTGRES_URL` when set (scripts/test and CI set it), else a
 /// throwaway one this process starts through `scripts/postgres-test-server` and stops when it exits. There is no
 /// skipping: a test that cannot have a server fails, saying why.
-enum TestServer {
-    struct Unavailable: Error, CustomStringConvertible {
-        var description: String
+public enum TestServer {
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// The server's connection URL (with its password: test code only).
-    static func url() throws -> String { try started.get() }
+    public static func url() throws -> String { try started.get() }
 
     private static let started: Result<String, Unavailable> = {
         if let url = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"], !url.isEmpty {
@@ -20,7 +20,7 @@ enum TestServer {
     }()
 
     /// The package root, from this file's path: Tests/PostgreSQLTests/TestServer.swift.
-    static var packageRoot: URL {
+    public static var packageRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
     }
@@ -76,12 +76,12 @@ enum TestServer {
 
 /// A database of its own for one test, created on the test server and dropped when the value is released, so
 /// tests run in parallel without seeing each other's rows.
-final class TestDatabase {
-    let name: String
-    let url: String
+public final class TestDatabase {
+    public let name: String
+    public let url: String
     private let serverURL: String
 
-    init() throws {
+    public init() throws {
         serverURL = try TestServer.url()
         name = "herald_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         url = Self.url(serverURL, database: name)
@@ -96,10 +96,10 @@ final class TestDatabase {
         }
     }
 
-    func connect() throws -> PGConnection { try PGConnection(url: url) }
+    public func connect() throws -> PGConnection { try PGConnection(url: url) }
 
     /// `url` with its database (the URI's path) replaced by `database`.
-    static func url(_ url: String, database: String) -> String {
+    public static func url(_ url: String, database: String) -> String {
         guard let scheme = url.range(of: "://") else { return "\(url) dbname=\(database)" }
         let rest = url[scheme.upperBound...]
         let pathStart = rest.firstIndex(of: "/") ?? rest.firstIndex(of: "?") ?? rest.endIndex
