@@ -56,6 +56,10 @@ public struct QueueDepthRow: Sendable, Equatable {
     public var count: Int
     /// `created_at` of the oldest delivery in that state.
     public var oldest: Int64
+
+    public init(app: String, state: String, count: Int, oldest: Int64) {
+        (self.app, self.state, self.count, self.oldest) = (app, state, count, oldest)
+    }
 }
 
 /// A delivery in state `dead`, with what an operator needs to decide about it.
@@ -72,6 +76,16 @@ public struct DeadLetterRecord: Sendable, Equatable {
     public var messageCreatedAt: Int64
     public var messageExpiresAt: Int64
     public var ttlSeconds: Int
+
+    public init(
+        deliveryID: Int64, messageID: String, app: String, token: String, reason: String?, attempts: Int,
+        lastStatus: Int64?, diedAt: Int64, messageCreatedAt: Int64, messageExpiresAt: Int64, ttlSeconds: Int
+    ) {
+        (self.deliveryID, self.messageID, self.app, self.token, self.reason, self.attempts, self.lastStatus) =
+            (deliveryID, messageID, app, token, reason, attempts, lastStatus)
+        (self.diedAt, self.messageCreatedAt, self.messageExpiresAt, self.ttlSeconds) =
+            (diedAt, messageCreatedAt, messageExpiresAt, ttlSeconds)
+    }
 
     /// Whether sending it again would only expire it again (the claim's rule: a TTL of 0 is never "expired").
     public func isExpired(now: Int64) -> Bool { messageExpiresAt <= now }
@@ -99,4 +113,8 @@ public struct DeadLetterGroup: Sendable, Equatable {
     public var app: String
     public var reason: String?
     public var count: Int
+
+    public init(app: String, reason: String?, count: Int) {
+        (self.app, self.reason, self.count) = (app, reason, count)
+    }
 }

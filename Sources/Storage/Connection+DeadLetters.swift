@@ -110,27 +110,30 @@ enum DeadLetterSQL {
 }
 
 extension DeadLetterFilter {
-    /// The WHERE condition on `deliveries AS d` and its arguments. Only fixed fragments and `?` placeholders go into
-    /// the SQL; every value is bound. `d.state = 'dead'` is written exactly as the partial indexes say it, so
-    /// SQLite can use them.
-    var sql: (condition: String, arguments: [SQLValue]) {
+    /// The WHERE condition on `deliveries AS d` and its arguments, with SQLite's `?` placeholders.
+    var sql: (condition: String, arguments: [SQLValue]) { condition { _ in "?" } }
+
+    /// The WHERE condition on `deliveries AS d` and its arguments, with numbered placeholders from `$first` on
+    /// (`$3`, `$4`… for `first` 3), as PostgreSQL writes them; the statement's own parameters take the others.
+    public func condition(parametersFrom first: Int) -> (condition: String, arguments: [SQLValue]) {
+        condition { "$\(first + $0)" }
+    }
+
+    /// Only fixed fragments and placeholders (`placeholder(n)` for the n-th argument, from 0) go into the SQL; every
+    /// value is bound. `d.state = 'dead'` is written exactly as the partial indexes say it, so SQLite can use them
+    /// (and PostgreSQL sees that their condition holds).
+    private func condition(_ placeholder: (Int) -> String) -> (condition: String, arguments: [SQLValue]) {
         var terms = ["d.state = 'dead'"]
         var arguments: [SQLValue] = []
-        if let app {
-            terms.append("d.app = ?")
-            arguments.append(.text(app))
+        func bind(_ value: SQLValue) -> String {
+            arguments.append(value)
+            return placeholder(arguments.count - 1)
         }
-        if let reason {
-            terms.append("d.reason = ?")
-            arguments.append(.text(reason))
-        }
-        if let diedSince {
-            terms.append("d.updated_at >= ?")
-            arguments.append(.integer(diedSince))
-        }
+        if let app { terms.append("d.app = \(bind(.text(app)))") }
+        if let reason { terms.append("d.reason = \(bind(.text(reason)))") }
+        if let diedSince { terms.append("d.updated_at >= \(bind(.integer(diedSince)))") }
         if !deliveryIDs.isEmpty {
-            terms.append("d.id IN (\(Array(repeating: "?", count: deliveryIDs.count).joined(separator: ", ")))")
-            arguments += deliveryIDs.map(SQLValue.integer)
+            terms.append("d.id IN (\(deliveryIDs.map { bind(.integer($0)) }.joined(separator: ", ")))")
         }
         return (terms.joined(separator: " AND "), arguments)
     }

@@ -8,6 +8,14 @@ public struct TokenEventRecord: Sendable, Equatable {
     public var replacement: String?
     public var reason: String?
     public var messageID: String?
+
+    public init(
+        id: Int64, at: Int64, app: String, token: String, kind: String, replacement: String?, reason: String?,
+        messageID: String?
+    ) {
+        (self.id, self.at, self.app, self.token, self.kind) = (id, at, app, token, kind)
+        (self.replacement, self.reason, self.messageID) = (replacement, reason, messageID)
+    }
 }
 
 extension Connection {

@@ -98,6 +98,17 @@ public struct MessageRecord: Sendable, Equatable {
     public var createdAt: Int64
     public var expiresAt: Int64
     public var deliveries: [DeliveryRecord]
+
+    public init(
+        id: String, app: String, payload: String, format: MessageFormat = .legacy, targetKind: String,
+        tokenField: TokenField = .token, collapseKey: String?, priority: String, ttlSeconds: Int, dryRun: Bool,
+        createdAt: Int64, expiresAt: Int64, deliveries: [DeliveryRecord]
+    ) {
+        (self.id, self.app, self.payload, self.format, self.targetKind, self.tokenField) =
+            (id, app, payload, format, targetKind, tokenField)
+        (self.collapseKey, self.priority, self.ttlSeconds, self.dryRun) = (collapseKey, priority, ttlSeconds, dryRun)
+        (self.createdAt, self.expiresAt, self.deliveries) = (createdAt, expiresAt, deliveries)
+    }
 }
 
 public struct DeliveryRecord: Sendable, Equatable {
@@ -111,6 +122,16 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var canonicalToken: String?
     public var lastStatus: Int64?
     public var updatedAt: Int64
+
+    public init(
+        id: Int64, token: String, state: String, reason: String?, attempts: Int, nextAttemptAt: Int64,
+        fcmMessageID: String?, canonicalToken: String?, lastStatus: Int64?, updatedAt: Int64
+    ) {
+        (self.id, self.token, self.state, self.reason, self.attempts, self.nextAttemptAt) =
+            (id, token, state, reason, attempts, nextAttemptAt)
+        (self.fcmMessageID, self.canonicalToken, self.lastStatus, self.updatedAt) =
+            (fcmMessageID, canonicalToken, lastStatus, updatedAt)
+    }
 }
 
 public struct TokenRecord: Sendable, Equatable {
