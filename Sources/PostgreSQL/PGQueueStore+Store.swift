@@ -1,7 +1,10 @@
 import Storage
 
 // The rest of `Storage.Store` on PostgreSQL: the reads and maintenance operations ingest, the HTTP reads and the
-// commands need besides the queue's own (`PGQueueStore.swift`, `PGQueueStore+Messages.swift`).
+// commands need besides the queue's own (`PGQueueStore.swift`, `PGQueueStore+Messages.swift`). Status, dead
+// letters and retention have files of their own (`+Status`, `+DeadLetters`, `+Retention`). Each statement has the
+// semantics of SQLite's (`Connection+Messages.swift`, `Connection+TokenListing.swift`, `Connection+TokenEvents.swift`)
+// and the same ordering, limits and cursors.
 extension PGQueueStore: Store {
     public var location: String { connection.redactedURL }
 
@@ -13,17 +16,47 @@ extension PGQueueStore: Store {
         try connection.transaction(isolation: .repeatableRead, body)
     }
 
-    // Not yet translated: each throws until it has its PostgreSQL SQL.
+    // MARK: Messages
 
-    public func message(id: String) throws -> MessageRecord? { throw Self.notYet("message") }
+    /// The message and its deliveries in id order, or nil.
+    public func message(id: String) throws -> MessageRecord? {
+        guard
+            var record = try connection.queryOne(
+                """
+                SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at,
+                       expires_at, format, token_field
+                FROM messages WHERE id = $1
+                """, [.text(id)],
+                row: {
+                    MessageRecord(
+                        id: $0.string(0), app: $0.string(1), payload: $0.string(2),
+                        format: MessageFormat(rawValue: $0.string(10)) ?? .legacy, targetKind: $0.string(3),
+                        tokenField: TokenField(rawValue: $0.string(11)) ?? .token,
+                        collapseKey: $0.optionalString(4), priority: $0.string(5), ttlSeconds: $0.int(6),
+                        dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
+                })
+        else { return nil }
+        record.deliveries = try connection.query(
+            """
+            SELECT id, token, state, reason, attempts, next_attempt_at, fcm_message_id, canonical_token, last_status,
+                   updated_at
+            FROM deliveries WHERE message_id = $1 ORDER BY id
+            """, [.text(id)]
+        ) {
+            DeliveryRecord(
+                id: $0.int64(0), token: $0.string(1), state: $0.string(2), reason: $0.optionalString(3),
+                attempts: $0.int(4), nextAttemptAt: $0.int64(5), fcmMessageID: $0.optionalString(6),
+                canonicalToken: $0.optionalString(7), lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
+        }
+        return record
+    }
+
+    // MARK: Token registry
+
     public func token(_ token: String) throws -> TokenRecord? {
         try connection.queryOne(
-            #"SELECT token, app, "user", created_at, updated_at FROM tokens WHERE token = $1"#, [.text(token)]
-        ) {
-            TokenRecord(
-                token: $0.string(0), app: $0.string(1), user: $0.optionalString(2), createdAt: $0.int64(3),
-                updatedAt: $0.int64(4))
-        }
+            #"SELECT token, app, "user", created_at, updated_at FROM tokens WHERE token = $1"#, [.text(token)],
+            row: Self.tokenRecord)
     }
 
     /// Removes `token` from the registry; false when it was not registered.
@@ -31,44 +64,46 @@ extension PGQueueStore: Store {
         try connection.run("DELETE FROM tokens WHERE token = $1", .text(token)) > 0
     }
 
+    /// Registered tokens in token order, optionally of one app and one user, after `after` (for paging). One
+    /// prepared statement per combination of filters given.
+    ///
+    /// The order is the database's collation for `text`, the one the primary key is sorted in, so a page is a
+    /// range of that index rather than a sort of every token. Under the C (or C.UTF-8) locale that is SQLite's byte
+    /// order; under another (en_US.UTF-8) mixed-case or punctuated tokens come in another order than on SQLite, but
+    /// `after` pages through every token once all the same, since the cursor compares as the index sorts.
     public func tokens(app: String?, user: String?, after: String?, limit: Int) throws -> [TokenRecord] {
-        throw Self.notYet("tokens")
-    }
-    public func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord] { throw Self.notYet("tokenEvents") }
-    public func appStatuses(now: Int64) throws -> [AppStatus] { throw Self.notYet("appStatuses") }
-    public func queueDepth() throws -> [QueueDepthRow] { throw Self.notYet("queueDepth") }
-    public func deadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [DeadLetterRecord] {
-        throw Self.notYet("deadLetters")
-    }
-    public func deadLetter(id: Int64) throws -> DeadLetterRecord? { throw Self.notYet("deadLetter") }
-    public func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup] {
-        throw Self.notYet("deadLetterGroups")
-    }
-    public func expiredDeadLetterCount(_ filter: DeadLetterFilter, now: Int64) throws -> Int {
-        throw Self.notYet("expiredDeadLetterCount")
-    }
-    public func requeueDeadLetters(_ filter: DeadLetterFilter, now: Int64, limit: Int) throws -> Int {
-        throw Self.notYet("requeueDeadLetters")
-    }
-    public func purgeDeadLetters(
-        _ filter: DeadLetterFilter, now: Int64, limit: Int
-    ) throws -> (deliveries: Int, messages: Int) { throw Self.notYet("purgeDeadLetters") }
-    public func deadLetterCount() throws -> Int { throw Self.notYet("deadLetterCount") }
-    public func pruneFinishedDeliveries(updatedBefore cutoff: Int64, limit: Int) throws -> Int {
-        throw Self.notYet("pruneFinishedDeliveries")
-    }
-    public func finishedDeliveryCount(updatedBefore cutoff: Int64) throws -> Int {
-        throw Self.notYet("finishedDeliveryCount")
-    }
-    public func pruneEmptyMessages(
-        createdBefore cutoff: Int64, now: Int64, after cursor: String, limit: Int
-    ) throws -> (deleted: Int, next: String?) { throw Self.notYet("pruneEmptyMessages") }
-    public func pruneTokenEvents(before cutoff: Int64, limit: Int) throws -> Int { throw Self.notYet("pruneTokenEvents") }
-    public func pruneReconciliationState(now: Int64, limit: Int) throws -> Int {
-        throw Self.notYet("pruneReconciliationState")
+        var terms: [String] = []
+        var arguments: [PGValue] = []
+        func bind(_ value: PGValue) -> String {
+            arguments.append(value)
+            return "$\(arguments.count)"
+        }
+        if let app { terms.append("app = \(bind(.text(app)))") }
+        if let user { terms.append(#""user" = \#(bind(.text(user)))"#) }
+        if let after { terms.append("token > \(bind(.text(after)))") }
+        let condition = terms.isEmpty ? "" : "WHERE " + terms.joined(separator: " AND ")
+        let sql = #"SELECT token, app, "user", created_at, updated_at FROM tokens "#
+            + "\(condition) ORDER BY token LIMIT \(bind(.integer(Int64(limit))))"
+        return try connection.query(sql, arguments, row: Self.tokenRecord)
     }
 
-    private static func notYet(_ operation: String) -> PGError {
-        PGError(message: "\(operation) is not yet translated to PostgreSQL")
+    /// Events with an id above `after`, oldest first.
+    public func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord] {
+        try connection.query(
+            """
+            SELECT id, at, app, token, kind, replacement, reason, message_id
+            FROM token_events WHERE id > $1 ORDER BY id LIMIT $2
+            """, [.integer(after), .integer(Int64(limit))]
+        ) {
+            TokenEventRecord(
+                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
+                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
+        }
+    }
+
+    private static func tokenRecord(_ row: PGRow) -> TokenRecord {
+        TokenRecord(
+            token: row.string(0), app: row.string(1), user: row.optionalString(2), createdAt: row.int64(3),
+            updatedAt: row.int64(4))
     }
 }

@@ -1,0 +1,145 @@
+import Storage
+
+// `herald dead …` on PostgreSQL, with the semantics of SQLite's `Connection+DeadLetters.swift`. The filter's
+// condition is Storage's (`DeadLetterFilter.condition(parametersFrom:)`), numbered after each statement's own
+// parameters.
+extension PGQueueStore {
+    /// Dead letters matching `filter`, the most recent deaths first.
+    public func deadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [DeadLetterRecord] {
+        let (condition, arguments) = filter.condition(parametersFrom: 2)
+        return try connection.query(
+            PGDeadLetterSQL.list(condition), [.integer(Int64(limit))] + arguments.map(PGValue.bound),
+            row: Self.deadLetter)
+    }
+
+    /// One dead letter by its delivery id; nil when there is no such delivery or it is not dead.
+    public func deadLetter(id: Int64) throws -> DeadLetterRecord? {
+        try deadLetters(DeadLetterFilter(deliveryIDs: [id]), limit: 1).first
+    }
+
+    /// How many dead letters match `filter`, per app and reason.
+    public func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup] {
+        let (condition, arguments) = filter.condition(parametersFrom: 1)
+        return try connection.query(PGDeadLetterSQL.groups(condition), arguments.map(PGValue.bound)) {
+            DeadLetterGroup(app: $0.string(0), reason: $0.optionalString(1), count: $0.int(2))
+        }
+    }
+
+    /// How many dead letters match `filter` and belong to a message whose TTL has run out: requeued, they would
+    /// only expire again, so `requeueDeadLetters` leaves them.
+    public func expiredDeadLetterCount(_ filter: DeadLetterFilter, now: Int64) throws -> Int {
+        let (condition, arguments) = filter.condition(parametersFrom: 2)
+        return try connection.queryOne(
+            PGDeadLetterSQL.expired(condition), [.integer(now)] + arguments.map(PGValue.bound)) { $0.int(0) } ?? 0
+    }
+
+    /// Puts up to `limit` dead letters matching `filter` back in the queue, due now, with `attempts = 0` and no
+    /// reason; returns how many. Those whose message expired are left dead. Call inside `write`, and again until
+    /// it returns 0: each call is one bounded batch.
+    public func requeueDeadLetters(_ filter: DeadLetterFilter, now: Int64, limit: Int) throws -> Int {
+        let (condition, arguments) = filter.condition(parametersFrom: 3)
+        return try connection.run(
+            PGDeadLetterSQL.requeue(condition),
+            [.integer(now), .integer(Int64(limit))] + arguments.map(PGValue.bound))
+    }
+
+    /// Deletes up to `limit` dead letters matching `filter`, and their messages when nothing else of them is left
+    /// (and no idempotency key still answers with them). Call inside `write`, and again until it returns 0
+    /// deliveries. The messages go in one statement (an array of their ids) rather than one each.
+    public func purgeDeadLetters(
+        _ filter: DeadLetterFilter, now: Int64, limit: Int
+    ) throws -> (deliveries: Int, messages: Int) {
+        let (condition, arguments) = filter.condition(parametersFrom: 2)
+        let messageIDs = try connection.query(
+            PGDeadLetterSQL.purge(condition), [.integer(Int64(limit))] + arguments.map(PGValue.bound)
+        ) { $0.string(0) }
+        guard !messageIDs.isEmpty else { return (0, 0) }
+        let messages = try connection.run(
+            PGDeadLetterSQL.deleteEmptyMessages, .array(Set(messageIDs).sorted()),
+            .integer(now - idempotencyWindowMillis))
+        return (messageIDs.count, messages)
+    }
+
+    /// From a row of `PGDeadLetterSQL.columns`.
+    private static func deadLetter(_ row: PGRow) -> DeadLetterRecord {
+        DeadLetterRecord(
+            deliveryID: row.int64(0), messageID: row.string(1), app: row.string(2), token: row.string(3),
+            reason: row.optionalString(4), attempts: row.int(5), lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
+            messageCreatedAt: row.int64(8), messageExpiresAt: row.int64(9), ttlSeconds: row.int(10))
+    }
+}
+
+/// The dead-letter statements around a `DeadLetterFilter` condition on `deliveries AS d`, as SQLite's
+/// `DeadLetterSQL`. Each statement's own parameters come first (`$1`, `$2`), the condition's after them.
+enum PGDeadLetterSQL {
+    static let columns = """
+        d.id, d.message_id, d.app, d.token, d.reason, d.attempts, d.last_status, d.updated_at,
+        m.created_at, m.expires_at, m.ttl_seconds
+        """
+
+    /// Parameters: limit, the condition's.
+    static func list(_ condition: String) -> String {
+        """
+        SELECT \(columns) FROM deliveries AS d JOIN messages AS m ON m.id = d.message_id
+        WHERE \(condition) ORDER BY d.updated_at DESC, d.id DESC LIMIT $1
+        """
+    }
+
+    /// Parameters: the condition's. SQLite sorts text in bytes and NULL first; PostgreSQL is told to do the same
+    /// (its default puts NULL last and sorts in the database's locale).
+    static func groups(_ condition: String) -> String {
+        """
+        SELECT d.app, d.reason, count(*) FROM deliveries AS d WHERE \(condition)
+        GROUP BY d.app, d.reason ORDER BY d.app COLLATE "C", d.reason COLLATE "C" NULLS FIRST
+        """
+    }
+
+    /// Parameters: now, the condition's.
+    static func expired(_ condition: String) -> String {
+        """
+        SELECT count(*) FROM deliveries AS d JOIN messages AS m ON m.id = d.message_id
+        WHERE \(condition) AND m.expires_at <= $1
+        """
+    }
+
+    /// Parameters: now, limit, the condition's. The outer `state = 'dead'` is rechecked on the row's newest
+    /// version when another transaction changed it meanwhile (two operators requeueing at once, the second after
+    /// a Herald already leased the row), so a row that is no longer dead is left alone.
+    static func requeue(_ condition: String) -> String {
+        """
+        UPDATE deliveries SET state = 'queued', reason = NULL, attempts = 0, next_attempt_at = $1, updated_at = $1,
+                              lease_owner = NULL, lease_expires_at = NULL
+        WHERE state = 'dead' AND id IN (
+            SELECT d.id FROM deliveries AS d JOIN messages AS m ON m.id = d.message_id
+            WHERE \(condition) AND m.expires_at > $1
+            LIMIT $2)
+        """
+    }
+
+    /// Parameters: limit, the condition's. Rechecks `state = 'dead'` as `requeue` does.
+    static func purge(_ condition: String) -> String {
+        """
+        DELETE FROM deliveries
+        WHERE state = 'dead' AND id IN (SELECT d.id FROM deliveries AS d WHERE \(condition) LIMIT $1)
+        RETURNING message_id
+        """
+    }
+
+    /// Parameters: the message ids (`text[]`), the oldest `created_at` whose idempotency key still answers.
+    static let deleteEmptyMessages = """
+        DELETE FROM messages WHERE id = ANY($1::text[]) AND (idempotency_key IS NULL OR created_at <= $2)
+          AND NOT EXISTS (SELECT 1 FROM deliveries WHERE message_id = messages.id)
+        """
+}
+
+extension PGValue {
+    /// A Storage value (a `DeadLetterFilter`'s argument) bound to a PostgreSQL parameter.
+    static func bound(_ value: SQLValue) -> PGValue {
+        switch value {
+        case .null: .null
+        case .integer(let integer): .integer(integer)
+        case .real(let real): .real(real)
+        case .text(let text): .text(text)
+        }
+    }
+}

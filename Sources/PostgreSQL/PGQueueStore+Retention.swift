@@ -1,0 +1,103 @@
+import Storage
+
+// `herald prune` and the service's housekeeping on PostgreSQL, with the semantics of SQLite's
+// `Connection+Retention.swift`: the same batches, cursors and counts.
+extension PGQueueStore {
+    /// Deletes up to `limit` delivered or dropped deliveries last updated before `cutoff`; returns how many.
+    /// Dead letters are never touched: only `dead purge` deletes them. Call inside `write`, and again until it
+    /// returns 0: each call is one bounded batch (`deliveries_finished` finds it without a scan).
+    public func pruneFinishedDeliveries(updatedBefore cutoff: Int64, limit: Int) throws -> Int {
+        try connection.run(PGRetentionSQL.pruneFinished, .integer(cutoff), .integer(Int64(limit)))
+    }
+
+    /// How many deliveries `pruneFinishedDeliveries` would delete.
+    public func finishedDeliveryCount(updatedBefore cutoff: Int64) throws -> Int {
+        try connection.queryOne(PGRetentionSQL.countFinished, [.integer(cutoff)]) { $0.int(0) } ?? 0
+    }
+
+    /// Looks at the next `limit` messages after `cursor` in id order (ids sort by creation time) and deletes those
+    /// created before `cutoff` that have no delivery left, unless an idempotency key still answers with them
+    /// (created after `now` minus the 24 h window). Returns how many it deleted and where to continue, or nil once
+    /// it has reached messages created after `cutoff`. Start with `cursor` "". Call inside `write`.
+    ///
+    /// Message ids are digits and capital letters, which every collation sorts as bytes do, so the pages are
+    /// SQLite's.
+    public func pruneEmptyMessages(
+        createdBefore cutoff: Int64, now: Int64, after cursor: String, limit: Int
+    ) throws -> (deleted: Int, next: String?) {
+        let page = try connection.queryOne(PGRetentionSQL.messagePage, [.text(cursor), .integer(Int64(limit))]) {
+            (last: $0.optionalString(0), newest: $0.optionalInt64(1), count: $0.int(2))
+        }
+        guard let page, let last = page.last else { return (0, nil) }
+        let deleted = try connection.run(
+            PGRetentionSQL.pruneEmptyMessages,
+            .text(cursor), .text(last), .integer(cutoff), .integer(now - idempotencyWindowMillis))
+        let done = page.count < limit || (page.newest ?? cutoff) >= cutoff
+        return (deleted, done ? nil : last)
+    }
+
+    /// Deletes the oldest token-feed entries recorded before `cutoff`, up to `limit` of them; returns how many.
+    /// Claims read `token_tombstones`, so trimming the feed changes no outcome. Call again until it returns 0.
+    public func pruneTokenEvents(before cutoff: Int64, limit: Int) throws -> Int {
+        try connection.run(PGRetentionSQL.pruneTokenEvents, .integer(Int64(limit)), .integer(cutoff))
+    }
+
+    /// Deletes up to `limit` token tombstones and up to `limit` collapse heads older than `reconciliationHorizon`
+    /// before `now`; returns how many. Every delivery either could still affect was queued before it and has expired
+    /// by then, and a claim settles expiry before reconciliation, so this changes no outcome.
+    public func pruneReconciliationState(now: Int64, limit: Int) throws -> Int {
+        try connection.queryOne(
+            PGRetentionSQL.pruneReconciliationState, [.integer(now - reconciliationHorizonMillis),
+                                                      .integer(Int64(limit))]) { $0.int(0) } ?? 0
+    }
+
+    /// How many dead letters there are (all apps); retention keeps every one.
+    public func deadLetterCount() throws -> Int {
+        try connection.queryOne(PGRetentionSQL.countDead) { $0.int(0) } ?? 0
+    }
+}
+
+/// The retention queries, as SQLite's `RetentionSQL`; the state terms imply the partial indexes' conditions.
+enum PGRetentionSQL {
+    static let pruneFinished = """
+        DELETE FROM deliveries WHERE id IN (
+            SELECT id FROM deliveries WHERE state IN ('delivered', 'dropped') AND updated_at < $1 LIMIT $2)
+        """
+
+    static let countFinished = """
+        SELECT count(*) FROM deliveries WHERE state IN ('delivered', 'dropped') AND updated_at < $1
+        """
+
+    static let messagePage = """
+        SELECT max(id), max(created_at), count(*)
+        FROM (SELECT id, created_at FROM messages WHERE id > $1 ORDER BY id LIMIT $2) AS page
+        """
+
+    static let pruneEmptyMessages = """
+        DELETE FROM messages
+        WHERE id > $1 AND id <= $2 AND created_at < $3 AND (idempotency_key IS NULL OR created_at <= $4)
+          AND NOT EXISTS (SELECT 1 FROM deliveries WHERE message_id = messages.id)
+        """
+
+    /// Looks only at the oldest `limit` entries (ids grow with time), so a feed with nothing to trim costs no scan.
+    static let pruneTokenEvents = """
+        DELETE FROM token_events WHERE id IN (
+            SELECT id FROM (SELECT id, at FROM token_events ORDER BY id LIMIT $1) AS oldest WHERE at < $2)
+        """
+
+    /// SQLite's two statements (tombstones, collapse heads) as one: two data-modifying `WITH`s, one round trip.
+    static let pruneReconciliationState = """
+        WITH tombstones AS (
+            DELETE FROM token_tombstones WHERE (app, token) IN (
+                SELECT app, token FROM token_tombstones WHERE at < $1 ORDER BY at LIMIT $2)
+            RETURNING 1),
+        heads AS (
+            DELETE FROM collapse_heads WHERE (app, collapse_key, token) IN (
+                SELECT app, collapse_key, token FROM collapse_heads WHERE created_at < $1 ORDER BY created_at LIMIT $2)
+            RETURNING 1)
+        SELECT (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM heads)
+        """
+
+    /// `deliveries_dead` (or `deliveries_dead_by_app`), without SQLite's `INDEXED BY`.
+    static let countDead = "SELECT count(*) FROM deliveries WHERE state = 'dead'"
+}
