@@ -102,25 +102,28 @@ enum PGDeadLetterSQL {
         """
     }
 
-    /// Parameters: now, limit, the condition's. The outer `state = 'dead'` is rechecked on the row's newest
-    /// version when another transaction changed it meanwhile (two operators requeueing at once, the second after
-    /// a Herald already leased the row), so a row that is no longer dead is left alone.
+    /// Parameters: now, limit, the condition's. `FOR UPDATE` (not in SQLite's, whose one writer needs none) locks
+    /// the rows it picks and, where another transaction changed one meanwhile, checks the condition again on its
+    /// newest version: two operators requeueing at once, the second after a Herald already leased the row, leave
+    /// that row alone. (A `state = 'dead'` on the UPDATE itself would do the same, but leads the planner to read
+    /// every dead letter for a batch.)
     static func requeue(_ condition: String) -> String {
         """
         UPDATE deliveries SET state = 'queued', reason = NULL, attempts = 0, next_attempt_at = $1, updated_at = $1,
                               lease_owner = NULL, lease_expires_at = NULL
-        WHERE state = 'dead' AND id IN (
+        WHERE id IN (
             SELECT d.id FROM deliveries AS d JOIN messages AS m ON m.id = d.message_id
             WHERE \(condition) AND m.expires_at > $1
-            LIMIT $2)
+            LIMIT $2
+            FOR UPDATE OF d)
         """
     }
 
-    /// Parameters: limit, the condition's. Rechecks `state = 'dead'` as `requeue` does.
+    /// Parameters: limit, the condition's. Locks and checks again as `requeue` does.
     static func purge(_ condition: String) -> String {
         """
         DELETE FROM deliveries
-        WHERE state = 'dead' AND id IN (SELECT d.id FROM deliveries AS d WHERE \(condition) LIMIT $1)
+        WHERE id IN (SELECT d.id FROM deliveries AS d WHERE \(condition) LIMIT $1 FOR UPDATE)
         RETURNING message_id
         """
     }

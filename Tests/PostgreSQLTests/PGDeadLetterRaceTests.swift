@@ -1,0 +1,103 @@
+import Foundation
+import Storage
+import Synchronization
+import Testing
+
+@testable import PostgreSQL
+
+private let t0: Int64 = 1_700_000_000_000
+
+/// Dead-letter commands run from two places at once against one database (an operator on each of two Herald hosts):
+/// a batch that had picked a row another transaction changed meanwhile leaves it unless it is still dead.
+@Suite struct PGDeadLetterRaceTests {
+    let schema: PGTestSchema
+
+    init() throws { schema = try PGTestSchema() }
+
+    @Test func aRequeueWaitingOnARowAnotherRequeueTookLeavesIt() throws {
+        let (first, second) = (try store(), try store())
+        try deadLetter(first)
+        let (requeued, answer) = try whileHolding(
+            first, { try $0.requeueDeadLetters(DeadLetterFilter(), now: t0 + 5, limit: 10) },
+            second, { try $0.requeueDeadLetters(DeadLetterFilter(), now: t0 + 9, limit: 10) })
+        #expect(requeued == 1)
+        #expect(try answer.get() == 0, "the row was queued by the time the second requeue could lock it")
+        #expect(try row(first) == "queued \(t0 + 5)", "not reset a second time (as it would be after a claim)")
+    }
+
+    @Test func aPurgeWaitingOnARowARequeueTookLeavesIt() throws {
+        let (first, second) = (try store(), try store())
+        try deadLetter(first)
+        let (requeued, answer) = try whileHolding(
+            first, { try $0.requeueDeadLetters(DeadLetterFilter(), now: t0 + 5, limit: 10) },
+            second, { try $0.purgeDeadLetters(DeadLetterFilter(), now: t0 + 9, limit: 10) })
+        #expect(requeued == 1)
+        let purged = try answer.get()
+        #expect(purged.deliveries == 0 && purged.messages == 0)
+        #expect(try row(first) == "queued \(t0 + 5)")
+    }
+
+    // MARK: - Helpers
+
+    private func store() throws -> PGQueueStore {
+        let connection = try schema.connect()
+        // A statement that never got its lock would hang the test forever; fail instead.
+        try connection.execute("SET lock_timeout = '30s'")
+        return PGQueueStore(connection: connection)
+    }
+
+    /// One message to one token, its delivery dead.
+    private func deadLetter(_ store: PGQueueStore) throws {
+        try store.write {
+            _ = try $0.insertMessage(NewMessage(app: "default", payload: "{}", target: .tokens(["a"])), now: t0)
+            try $0.connection.run(
+                "UPDATE deliveries SET state = 'dead', reason = 'MismatchSenderId', updated_at = $1", .integer(t0 + 1))
+        }
+    }
+
+    private func row(_ store: PGQueueStore) throws -> String? {
+        try store.connection.queryOne("SELECT state || ' ' || CAST(next_attempt_at AS TEXT) FROM deliveries") {
+            $0.string(0)
+        }
+    }
+
+    /// Runs `hold` in a transaction on `holder` and, before committing, `wait` on `waiter` on another thread until
+    /// that is blocked on a lock `hold` took; then commits and returns both answers.
+    private func whileHolding<A, B: Sendable>(
+        _ holder: PGQueueStore, _ hold: (PGQueueStore) throws -> A,
+        _ waiter: PGQueueStore, _ wait: @escaping @Sendable (PGQueueStore) throws -> B
+    ) throws -> (A, Result<B, Error>) {
+        let answer = Mutex<Result<B, Error>?>(nil)
+        let group = DispatchGroup()
+        let box = Box(waiter)
+        let pid = waiter.connection.backendProcessID
+        let observer = try schema.connect()
+        let held = try holder.write { holder -> A in
+            let held = try hold(holder)
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                let result = Result { try box.store.write { try wait($0) } }
+                answer.withLock { $0 = result }
+            }.start()
+            // Not a timing assertion: waits (up to a minute) for the other statement to queue behind this one.
+            var blocked = false
+            for _ in 0..<60_000 where !blocked {
+                blocked = try observer.queryOne(
+                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", [.integer(Int64(pid))]
+                ) { $0.bool(0) } ?? false
+                if !blocked { usleep(1_000) }
+            }
+            #expect(blocked, "the second statement never waited for the first")
+            return held
+        }
+        group.wait()
+        return (held, try #require(answer.withLock { $0 }))
+    }
+}
+
+/// Hands a store to the one thread that uses it from then on.
+private final class Box: @unchecked Sendable {
+    let store: PGQueueStore
+    init(_ store: PGQueueStore) { self.store = store }
+}
