@@ -24,6 +24,8 @@ enum Engine: String, CaseIterable, CustomTestStringConvertible, Sendable {
 /// registry and the CLI do, and plain SQL to read the outcome. SQL uses `$1`, `$2`… in ascending order of first
 /// use, which SQLite reads as the same positions PostgreSQL does; each query returns one text column.
 protocol StoreUnderTest: AnyObject {
+    /// The store itself, as the service and the commands hold it (`AdminStoreSuite` drives it directly).
+    var database: any Store { get }
     func write<T>(_ body: (any QueueStore) throws -> T) throws -> T
     func insert(_ message: NewMessage, now: Int64) throws -> AcceptedMessage
     func register(_ token: String, app: String, user: String?, now: Int64) throws
@@ -53,6 +55,8 @@ final class SQLiteStore: StoreUnderTest {
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
+
+    var database: any Store { connection }
 
     func write<T>(_ body: (any QueueStore) throws -> T) throws -> T {
         try connection.transaction { try body(connection) }
@@ -97,6 +101,8 @@ final class PostgresStore: StoreUnderTest {
         schema = try PGTestSchema()
         store = PGQueueStore(connection: try schema.connect())
     }
+
+    var database: any Store { store }
 
     func write<T>(_ body: (any QueueStore) throws -> T) throws -> T { try store.write { try body($0) } }
 
