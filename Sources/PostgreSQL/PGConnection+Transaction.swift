@@ -74,6 +74,10 @@ extension PGConnection {
         }
     }
 
+    /// A statement failed in the open transaction (or savepoint), which now accepts only ROLLBACK (or ROLLBACK TO):
+    /// true even when the caller caught that statement's error.
+    public var isInFailedTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
+
     func rollbackQuietly() {
         guard isConnected, isInTransaction else { return }
         _ = try? result("ROLLBACK", [])

@@ -34,10 +34,15 @@ public final class PGQueueStore {
         do {
             return try connection.transaction { try body(self) }
         } catch {
-            // An `apps` row inserted by the rolled-back transaction is gone again.
-            ensuredApps.removeAll()
+            forgetEnsuredApps()
             throw error
         }
+    }
+
+    /// Forgets which apps have an `apps` row. Call after any rollback, of a whole transaction or to a savepoint:
+    /// a row inserted by the undone writes is gone again, and the next insert for its app must create it anew.
+    func forgetEnsuredApps() {
+        ensuredApps.removeAll()
     }
 }
 
