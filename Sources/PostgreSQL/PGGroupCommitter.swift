@@ -1,0 +1,234 @@
+import Storage
+import Support
+
+/// `PGWriter`'s thread: takes groups of jobs from the queue, commits each group in one transaction, answers every
+/// job, and reconnects when the connection breaks. Owned by that one thread.
+final class PGGroupCommitter {
+    private let store: PGQueueStore
+    private let queue: JobQueue<PGWriter.Job>
+    private let link: PGWriterLink
+    private var connection: PGConnection { store.connection }
+
+    init(store: PGQueueStore, queue: JobQueue<PGWriter.Job>, link: PGWriterLink) {
+        self.store = store
+        self.queue = queue
+        self.link = link
+    }
+
+    /// Commits groups until the queue is closed and drained.
+    func run() {
+        while true {
+            let group = queue.popBatch(limit: PGWriter.maxGroup)
+            if group.isEmpty { break }
+            if let lost = commit(group) { reconnect(after: lost) }
+        }
+    }
+
+    // MARK: - One group
+
+    /// Runs `group` in one transaction, each job in a savepoint (a lone job needs none), and answers every job.
+    /// Returns the error when the connection was lost (the writer must reconnect before the next group).
+    private func commit(_ group: [PGWriter.Job], attempt: Int = 1) -> PGError? {
+        do {
+            try begin(durable: group.contains(where: \.durable))
+        } catch {
+            if let lost = Self.lostConnection(error) { return lose(group, lost) }
+            for job in group { job.complete(error) }
+            return nil
+        }
+        var failures: [Error?] = []
+        failures.reserveCapacity(group.count)
+        if group.count == 1 {
+            // Without a savepoint the job's failure is the transaction's: roll it back, and for a deadlock or a
+            // serialization failure run the job again in a new one.
+            if let failure = run(group[0]) {
+                connection.rollbackQuietly()
+                store.forgetEnsuredApps()
+                if let lost = Self.lostConnection(failure) ?? lostIfDisconnected(failure) { return lose(group, lost) }
+                if Self.isRetryable(failure), attempt < PGWriter.maxAttempts {
+                    return commit(group, attempt: attempt + 1)
+                }
+                group[0].complete(failure)
+                return nil
+            }
+            failures.append(nil)
+        } else {
+            for job in group {
+                do {
+                    failures.append(try runInSavepoint(job))
+                } catch {
+                    if let lost = Self.lostConnection(error) ?? lostIfDisconnected(error) { return lose(group, lost) }
+                    abandon(group, failures: failures, cause: error)
+                    return nil
+                }
+            }
+        }
+        do {
+            try connection.commit()
+        } catch {
+            store.forgetEnsuredApps()
+            Log.error("group commit failed", ["error": .string("\(error)"), "jobs": .int(Int64(group.count))])
+            // Lost during COMMIT: whether it committed is unknown, which the error says.
+            let lost = Self.lostConnection(error) ?? lostIfDisconnected(error)
+            if let lost { link.markLost(lost) }
+            // A job that failed on its own keeps its own error.
+            for (job, failure) in zip(group, failures) { job.complete(failure ?? error) }
+            if let lost { answerQueued(lost) }
+            return lost
+        }
+        for (job, failure) in zip(group, failures) { job.complete(failure) }
+        return nil
+    }
+
+    /// BEGIN, with `synchronous_commit = off` for this transaction when no job needs its commit flushed. When the
+    /// connection turns out to have broken while the writer was idle (a server restart, an idle-session timeout),
+    /// nothing of the group has run: one reset and a second BEGIN cost it nothing.
+    private func begin(durable: Bool) throws {
+        if connection.isInTransaction {
+            // Only a failed ROLLBACK (or a failed SET after BEGIN) leaves one behind; BEGIN would only warn, and
+            // the group would join it.
+            connection.rollbackQuietly()
+            store.forgetEnsuredApps()
+        }
+        let sql = durable ? "BEGIN" : "BEGIN; SET LOCAL synchronous_commit = off"
+        do {
+            try connection.execute(sql)
+        } catch let error as PGError where error.isConnectionLost {
+            try connection.reset()
+            Log.info("reconnected to PostgreSQL (the connection had broken while idle)", [
+                "server": .string(connection.redactedURL), "error": .string(error.message),
+            ])
+            try connection.execute(sql)
+        }
+    }
+
+    /// Runs one job inside savepoint `herald_job`, again after a deadlock or serialization failure; returns the
+    /// error it threw (its writes undone). Throws when the savepoint itself fails: the transaction is then
+    /// untrustworthy.
+    private func runInSavepoint(_ job: PGWriter.Job) throws -> Error? {
+        try connection.run("SAVEPOINT herald_job")
+        var attempt = 1
+        while true {
+            guard let failure = run(job) else {
+                try connection.run("RELEASE SAVEPOINT herald_job")
+                return nil
+            }
+            if let lost = Self.lostConnection(failure) ?? lostIfDisconnected(failure) { throw lost }
+            try connection.run("ROLLBACK TO SAVEPOINT herald_job")
+            store.forgetEnsuredApps()
+            guard Self.isRetryable(failure), attempt < PGWriter.maxAttempts else {
+                try connection.run("RELEASE SAVEPOINT herald_job")
+                return failure
+            }
+            attempt += 1
+        }
+    }
+
+    /// Runs `job`; returns the error it threw, or the one it caught: a job that returned normally although one of
+    /// its statements failed has left the transaction (or savepoint) aborted, and its writes cannot be committed.
+    private func run(_ job: PGWriter.Job) -> Error? {
+        if let failure = job.run(store) { return failure }
+        guard connection.isInFailedTransaction else { return nil }
+        return PGError(
+            sqlState: "25P02",
+            message: "a statement of this write failed (its error was caught); nothing of the write was stored")
+    }
+
+    /// The group's transaction cannot be trusted (a savepoint could not be set, undone or released) though the
+    /// connection is fine: rolls it back and answers every job with an error.
+    private func abandon(_ group: [PGWriter.Job], failures: [Error?], cause: Error) {
+        connection.rollbackQuietly()
+        store.forgetEnsuredApps()
+        Log.error("group commit rolled back as a whole; no job of it is stored", [
+            "error": .string("\(cause)"), "jobs": .int(Int64(group.count)),
+        ])
+        let sqlState = (cause as? PGError)?.sqlState
+        let rolledBack: Error = PGError(
+            sqlState: sqlState,
+            message: "the transaction this write was part of was rolled back (\(cause)); nothing of it was stored")
+        for (index, job) in group.enumerated() {
+            // A job that failed on its own keeps its own error; every other one gets the group's.
+            let ownFailure = index < failures.count ? failures[index] : nil
+            job.complete(ownFailure ?? rolledBack)
+        }
+    }
+
+    // MARK: - Losing the connection
+
+    /// The connection broke during the group: the server rolls the transaction back, so every job of it (even one
+    /// that failed on its own: what it met may have depended on the lost writes before it) is answered with a
+    /// transient error, and so is every job queued meanwhile. Returns the loss for `reconnect`.
+    private func lose(_ group: [PGWriter.Job], _ cause: PGError) -> PGError {
+        store.forgetEnsuredApps()
+        link.markLost(cause)
+        let error = PGError(
+            sqlState: cause.sqlState ?? "08006",
+            message: "the connection to PostgreSQL at \(connection.redactedURL) broke during this write; nothing of "
+                + "it was stored: \(cause.message)",
+            isConnectionLost: true)
+        for job in group { job.complete(error) }
+        answerQueued(cause)
+        return cause
+    }
+
+    /// Answers the jobs queued before the connection was marked lost; `PGWriterLink` refuses any newer one.
+    private func answerQueued(_ cause: PGError) {
+        let error = PGError(
+            sqlState: cause.sqlState ?? "08006",
+            message: "no connection to PostgreSQL at \(connection.redactedURL), reconnecting; nothing was written: "
+                + cause.message,
+            isConnectionLost: true)
+        let waiting = queue.count
+        guard waiting > 0 else { return }
+        // This thread alone takes jobs and none is added now, so this takes exactly `waiting` without blocking.
+        for job in queue.popBatch(limit: waiting) { job.complete(error) }
+    }
+
+    /// Resets the connection, waiting from 100 ms up to 5 s between attempts, until it is back or the writer
+    /// closes. Logs once when the outage starts and once when it ends.
+    private func reconnect(after cause: PGError) {
+        Log.error("lost the connection to PostgreSQL; refusing writes until it is back", [
+            "server": .string(connection.redactedURL), "error": .string(cause.message),
+        ])
+        var delay = 0.1
+        var attempts = 0
+        while !link.pause(seconds: delay) {
+            attempts += 1
+            do {
+                try connection.reset()
+            } catch let error as PGError {
+                link.markLost(error)
+                delay = min(delay * 2, 5)
+                continue
+            } catch {
+                delay = min(delay * 2, 5)
+                continue
+            }
+            link.markConnected()
+            Log.info("reconnected to PostgreSQL; accepting writes again", [
+                "server": .string(connection.redactedURL), "attempts": .int(Int64(attempts)),
+            ])
+            return
+        }
+    }
+
+    /// `error` as a lost connection, or nil.
+    private static func lostConnection(_ error: Error) -> PGError? {
+        guard let error = error as? PGError, error.isConnectionLost else { return nil }
+        return error
+    }
+
+    /// A lost connection that surfaced as another error (a job wrapped the PGError in its own): libpq's status
+    /// tells.
+    private func lostIfDisconnected(_ error: Error) -> PGError? {
+        guard !connection.isConnected else { return nil }
+        return PGError(sqlState: "08006", message: "\(error)", isConnectionLost: true)
+    }
+
+    /// Deadlocks and serialization failures: the server undid the statement because of another transaction's
+    /// timing, and running the job again usually succeeds.
+    static func isRetryable(_ error: Error) -> Bool {
+        guard let error = error as? PGError, !error.isConnectionLost else { return false }
+        return error.sqlState == "40P01" || error.sqlState == "40001"
+    }
+}

@@ -1,0 +1,397 @@
+import Foundation
+import Storage
+import Testing
+
+@testable import PostgreSQL
+import PostgreSQLTestSupport
+
+private let t0: Int64 = 1_700_000_000_000
+
+typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
+
+/// PostgreSQL's writer: group commit, a job's failure kept to the job, retries after deadlocks, and what happens
+/// when the connection breaks. Each test has a database of its own, so sessions can be found and ended by name.
+@Suite struct PGWriterTests {
+    struct Refused: Error, Equatable {}
+
+    let database: TestDatabase
+    let writer: PGWriter
+
+    init() throws {
+        database = try TestDatabase()
+        writer = try PGWriter(url: database.url)
+    }
+
+    private static func message(_ app: String = "default", key: String? = nil, tokens: [String] = ["a"])
+        -> NewMessage
+    {
+        NewMessage(app: app, idempotencyKey: key, payload: "{}", target: .tokens(tokens))
+    }
+
+    private func messageCount(app: String? = nil) throws -> Int {
+        guard let app else { return try database.count("SELECT count(*) FROM messages") }
+        return try database.count("SELECT count(*) FROM messages WHERE app = $1", [.text(app)])
+    }
+
+    /// Enqueues `jobs` while the writer is held, so they are committed as one group; returns their results in
+    /// order.
+    private func group<T: Sendable>(_ jobs: [WriterJob<T>]) -> [Result<T, Error>] {
+        let gate = WriterGate(writer)
+        let results = Collected<(Int, Result<T, Error>)>()
+        let done = DispatchGroup()
+        for (index, job) in jobs.enumerated() {
+            done.enter()
+            writer.enqueue(job) { result in
+                results.append((index, result))
+                done.leave()
+            }
+        }
+        gate.open()
+        done.wait()
+        return results.all.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    // MARK: - Group commit
+
+    @Test func aGroupCommitStoresEveryJobAndAnswersEachWithItsOwnResult() throws {
+        defer { writer.close() }
+        let jobs: [WriterJob<(id: String, transaction: Int64)>] = (0..<50).map { index in
+            { store in
+                let accepted = try store.insertMessage(Self.message(key: "k\(index)"), now: t0)
+                let transaction = try store.connection.queryOne("SELECT txid_current()") { $0.int64(0) } ?? 0
+                return (accepted.id, transaction)
+            }
+        }
+        let answers = try group(jobs).map { try $0.get() }
+        #expect(Set(answers.map(\.id)).count == 50)
+        #expect(Set(answers.map(\.transaction)).count == 1, "the group was committed as one transaction")
+        let stored = try database.connect().query(
+            "SELECT id FROM messages WHERE idempotency_key = $1", [.text("k7")]) { $0.string(0) }
+        #expect(stored == [answers[7].id])
+        #expect(try messageCount() == 50)
+    }
+
+    @Test func aFailingJobInAGroupLeavesTheOthersStored() throws {
+        defer { writer.close() }
+        let jobs: [WriterJob<String>] = [
+            { try $0.insertMessage(Self.message("one"), now: t0).id },
+            { store in
+                _ = try store.insertMessage(Self.message("thrown"), now: t0)
+                throw Refused()
+            },
+            { store in
+                _ = try store.insertMessage(Self.message("failed-statement"), now: t0)
+                return try store.connection.queryOne("SELECT (1 / 0)::text") { $0.string(0) } ?? ""
+            },
+            { try $0.insertMessage(Self.message("two"), now: t0).id },
+        ]
+        let results = group(jobs)
+        #expect(throws: Refused.self) { try results[1].get() }
+        #expect((results[2].failureError as? PGError)?.sqlState == "22012")
+        #expect(try messageCount(app: "one") == 1 && messageCount(app: "two") == 1)
+        #expect(try messageCount(app: "thrown") == 0 && messageCount(app: "failed-statement") == 0)
+        #expect(try database.count("SELECT count(*) FROM apps WHERE name IN ('thrown', 'failed-statement')") == 0)
+    }
+
+    /// A deferred constraint is checked at COMMIT: the whole group is rolled back then, and every job that did
+    /// not fail on its own is answered with the commit's error.
+    @Test func aFailedCommitAnswersEveryJobWithItsErrorAndStoresNothing() throws {
+        defer { writer.close() }
+        try database.connect().execute("""
+            CREATE TABLE once (v INT, CONSTRAINT once_v UNIQUE (v) DEFERRABLE INITIALLY DEFERRED);
+            INSERT INTO once VALUES (1)
+            """)
+        let jobs: [WriterJob<String>] = [
+            { try $0.insertMessage(Self.message("lost-with-the-commit"), now: t0).id },
+            { store in
+                try store.connection.run("INSERT INTO once VALUES (1)")
+                return "inserted a duplicate, checked at commit"
+            },
+            { _ in throw Refused() },
+        ]
+        let results = group(jobs)
+        #expect((results[0].failureError as? PGError)?.constraint == "once_v")
+        #expect((results[1].failureError as? PGError)?.isUniqueViolation == true)
+        #expect(throws: Refused.self) { try results[2].get() }
+        #expect(try messageCount() == 0)
+        // The apps row went with the commit, and the next insert makes it again.
+        _ = try writer.write { try $0.insertMessage(Self.message("lost-with-the-commit"), now: t0) }
+        #expect(try database.count("SELECT count(*) FROM apps WHERE name = 'lost-with-the-commit'") == 1)
+    }
+
+    @Test func aJobThatSwallowedAStatementErrorFailsAndIsUndone() throws {
+        defer { writer.close() }
+        let jobs: [WriterJob<String>] = [
+            { store in
+                _ = try store.insertMessage(Self.message("swallowed"), now: t0)
+                _ = try? store.connection.run("SELECT 1 / 0")
+                return "returned normally"
+            },
+            { try $0.insertMessage(Self.message("kept"), now: t0).id },
+        ]
+        let results = group(jobs)
+        #expect((results[0].failureError as? PGError)?.sqlState == "25P02")
+        #expect(try messageCount(app: "swallowed") == 0 && messageCount(app: "kept") == 1)
+
+        // Alone, without a savepoint, the whole transaction is the job's.
+        #expect((try? writer.write { store -> Int in
+            _ = try store.insertMessage(Self.message("swallowed"), now: t0)
+            _ = try? store.connection.run("SELECT 1 / 0")
+            return 1
+        }) == nil)
+        #expect(try messageCount(app: "swallowed") == 0)
+    }
+
+    @Test func aGroupWithoutDurableJobsCommitsWithoutWaitingForTheFlush() throws {
+        defer { writer.close() }
+        let setting = Collected<String>()
+        let done = DispatchGroup()
+        for durable in [false, true] {
+            done.enter()
+            writer.enqueue(durable: durable, { (store: PGQueueStore) in
+                try store.connection.queryOne("SELECT current_setting('synchronous_commit')") { $0.string(0) } ?? ""
+            }) { result in
+                setting.append("\(durable): \((try? result.get()) ?? "failed")")
+                done.leave()
+            }
+            done.wait()
+        }
+        #expect(setting.all == ["false: off", "true: on"])
+    }
+
+    // MARK: - Retries
+
+    @Test(arguments: [1, 3])
+    func aDeadlockedJobRunsAgain(groupSize: Int) throws {
+        defer { writer.close() }
+        let attempts = Counter()
+        var jobs: [WriterJob<String>] = [
+            { store in
+                _ = try store.insertMessage(Self.message("retried"), now: t0)
+                if attempts.increment() == 1 {
+                    throw PGError(sqlState: "40P01", message: "deadlock detected")
+                }
+                return "stored"
+            },
+        ]
+        for index in 1..<groupSize { jobs.append({ try $0.insertMessage(Self.message("other\(index)"), now: t0).id }) }
+        let results = group(jobs)
+        #expect(try results[0].get() == "stored")
+        #expect(attempts.count == 2)
+        // The first attempt's writes were undone: one message, not two.
+        #expect(try messageCount(app: "retried") == 1)
+        #expect(try messageCount() == groupSize)
+    }
+
+    @Test(arguments: [1, 2])
+    func aJobThatKeepsFailingSerializationGivesUp(groupSize: Int) throws {
+        defer { writer.close() }
+        let attempts = Counter()
+        var jobs: [WriterJob<String>] = [
+            { store in
+                _ = try store.insertMessage(Self.message("doomed"), now: t0)
+                attempts.increment()
+                throw PGError(sqlState: "40001", message: "could not serialize access")
+            },
+        ]
+        if groupSize > 1 { jobs.append({ try $0.insertMessage(Self.message("bystander"), now: t0).id }) }
+        let results = group(jobs)
+        #expect((results[0].failureError as? PGError)?.sqlState == "40001")
+        #expect(attempts.count == PGWriter.maxAttempts)
+        #expect(try messageCount(app: "doomed") == 0)
+        #expect(try messageCount(app: "bystander") == groupSize - 1)
+    }
+
+    /// A real deadlock: the writer's job locks row 1 then waits for row 2, which another session holds while it
+    /// waits for row 1. The writer, waiting first, is the one PostgreSQL's deadlock check (after `deadlock_timeout`,
+    /// 1 s) aborts; its savepoint rollback frees row 1, the other session commits, and the job's second attempt
+    /// succeeds. On a machine so busy that the other session starts waiting more than a second after the writer,
+    /// the other session's check runs first instead; that round proves nothing and is played again.
+    @Test func aRealDeadlockIsRolledBackToTheSavepointAndRetried() throws {
+        defer { writer.close() }
+        let setup = try database.connect()
+        try setup.execute("CREATE TABLE pair (id INT PRIMARY KEY, v INT NOT NULL)")
+        let writerPID = try writer.write { $0.connection.backendProcessID }
+        for _ in 0..<5 {
+            try setup.execute("DELETE FROM pair; INSERT INTO pair VALUES (1, 0), (2, 0)")
+            let other = DeadlockingSession(url: database.url, writerPID: writerPID)
+            let attempts = Counter()
+            let jobs: [WriterJob<String>] = [
+                { _ in "bystander" },
+                { store in
+                    attempts.increment()
+                    try store.connection.run("UPDATE pair SET v = v + 1 WHERE id = 1")
+                    try store.connection.run("UPDATE pair SET v = v + 1 WHERE id = 2")
+                    return "done"
+                },
+            ]
+            let results = group(jobs)
+            let otherError = other.finish()
+            #expect(try results[1].get() == "done")
+            if let otherError, otherError.sqlState == "40P01", attempts.count == 1 { continue }
+            #expect(otherError == nil)
+            #expect(attempts.count == 2)
+            #expect(try setup.query("SELECT v FROM pair ORDER BY id") { $0.int(0) } == [11, 11])
+            return
+        }
+        Issue.record("the other session was the one deadlocked in every round")
+    }
+
+    // MARK: - The cached apps
+
+    @Test(arguments: [1, 2])
+    func anAppsRowRolledBackWithItsJobIsCreatedAgain(groupSize: Int) throws {
+        defer { writer.close() }
+        var jobs: [WriterJob<String>] = [
+            { store in
+                _ = try store.insertMessage(Self.message("fresh"), now: t0)
+                throw Refused()
+            },
+        ]
+        if groupSize > 1 { jobs.append({ _ in "bystander" }) }
+        _ = group(jobs)
+        #expect(try database.count("SELECT count(*) FROM apps WHERE name = 'fresh'") == 0)
+        _ = try writer.write { try $0.insertMessage(Self.message("fresh"), now: t0) }
+        #expect(try database.count("SELECT count(*) FROM apps WHERE name = 'fresh'") == 1)
+    }
+
+    // MARK: - Losing the connection
+
+    @Test func aConnectionLostDuringAGroupFailsEveryJobOfItAndStoresNothing() throws {
+        defer { writer.close() }
+        let url = database.url
+        let jobs: [WriterJob<String>] = [
+            { try $0.insertMessage(Self.message("before"), now: t0).id },
+            { store in
+                _ = try store.insertMessage(Self.message("killer"), now: t0)
+                let killer = try PGConnection(url: url)
+                _ = try killer.queryOne(
+                    "SELECT pg_terminate_backend($1, 30000)", [.integer(Int64(store.connection.backendProcessID))]
+                ) { $0.bool(0) }
+                return try store.insertMessage(Self.message("killer"), now: t0).id
+            },
+            { try $0.insertMessage(Self.message("after"), now: t0).id },
+        ]
+        let results = group(jobs)
+        for result in results {
+            let error = result.failureError as? PGError
+            #expect(error?.isConnectionLost == true && error?.isTransient == true, "\(result)")
+        }
+        #expect(try messageCount() == 0)
+        #expect(try database.count("SELECT count(*) FROM apps") == 0)
+
+        eventually("the writer reconnects and writes again") {
+            (try? writer.write { try $0.insertMessage(Self.message("later"), now: t0) }) != nil
+        }
+        #expect(try messageCount() == 1)
+        #expect(writer.isConnected)
+    }
+
+    @Test func aConnectionBrokenWhileIdleIsResetForTheNextWriteWithItsSettings() throws {
+        defer { writer.close() }
+        try writer.write { $0.ttlZeroWindowMillis = 1234 }
+        let first = try writer.write { $0.connection.backendProcessID }
+        try database.terminate(pid: first)
+
+        let accepted = try writer.write { try $0.insertMessage(Self.message(), now: t0) }
+        #expect(accepted.deliveries == 1)
+        #expect(try writer.write { $0.connection.backendProcessID } != first)
+        #expect(try writer.write { $0.ttlZeroWindowMillis } == 1234)
+    }
+
+    @Test func whileTheServerCannotBeReachedWritesAreRefusedAtOnceUntilItIsBack() throws {
+        defer { writer.close() }
+        try database.allowConnections(false)
+        defer { try? database.allowConnections(true) }
+        #expect(try database.terminate(applicationName: "herald-writer") == 1)
+
+        // The write that finds the connection gone cannot reconnect either.
+        let failed = #expect(throws: PGError.self) {
+            try writer.write { try $0.insertMessage(Self.message(), now: t0) }
+        }
+        #expect(failed?.isTransient == true)
+        #expect(!writer.isConnected)
+
+        // Now jobs are answered without running.
+        let ran = Counter()
+        let refused = #expect(throws: PGError.self) {
+            try writer.write { (_: PGQueueStore) in ran.increment() }
+        }
+        #expect(refused?.isConnectionLost == true)
+        #expect(ran.count == 0)
+        for secret in PGConnectionString.secrets(in: database.url) {
+            #expect(refused?.description.contains(secret) == false, "the password leaked")
+        }
+
+        try database.allowConnections(true)
+        eventually("the writer reconnects") {
+            (try? writer.write { try $0.insertMessage(Self.message("back"), now: t0) }) != nil
+        }
+        #expect(writer.isConnected)
+        #expect(try messageCount() == 1)
+    }
+
+    @Test func closingWhileDisconnectedStopsReconnecting() throws {
+        try database.allowConnections(false)
+        defer { try? database.allowConnections(true) }
+        #expect(try database.terminate(applicationName: "herald-writer") == 1)
+        #expect(throws: PGError.self) { try writer.write { (_: PGQueueStore) in } }
+        writer.close()
+        let closed = #expect(throws: PGError.self) { try writer.write { (_: PGQueueStore) in } }
+        #expect(closed?.isConnectionLost == true || closed?.sqlState == "08003")
+    }
+
+    @Test func anUnreachableServerIsNamedWithoutItsPassword() throws {
+        defer { writer.close() }
+        let error = #expect(throws: PGError.self) {
+            try PGWriter(url: "postgresql://herald:hunter2secret@127.0.0.1:1/herald", connectTimeoutSeconds: 5)
+        }
+        #expect(error?.description.contains("127.0.0.1") == true)
+        #expect(error?.description.contains("hunter2secret") == false)
+    }
+}
+
+extension Result {
+    var failureError: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+/// The other side of `aRealDeadlockIsRolledBackToTheSavepointAndRetried`, on a thread of its own: holds row 2, waits
+/// until the writer waits for it, then takes row 1 and commits.
+private final class DeadlockingSession: Sendable {
+    private let finished = DispatchSemaphore(value: 0)
+    private let failure = Collected<PGError>()
+
+    /// Returns once the session holds row 2.
+    init(url: String, writerPID: Int32) {
+        let holdsRow2 = DispatchSemaphore(value: 0)
+        Thread { [finished, failure] in
+            defer { finished.signal() }
+            do {
+                let session = try PGConnection(url: url)
+                let watcher = try PGConnection(url: url)
+                try session.execute("BEGIN")
+                try session.run("UPDATE pair SET v = v + 10 WHERE id = 2")
+                holdsRow2.signal()
+                let waiting = "SELECT wait_event_type IS NOT DISTINCT FROM 'Lock' FROM pg_stat_activity WHERE pid = $1"
+                while try watcher.queryOne(waiting, [.integer(Int64(writerPID))], row: { $0.bool(0) }) != true {
+                    usleep(10_000)
+                }
+                try session.run("UPDATE pair SET v = v + 10 WHERE id = 1")
+                try session.execute("COMMIT")
+            } catch {
+                holdsRow2.signal()
+                failure.append(error as? PGError ?? PGError(message: "\(error)"))
+            }
+        }.start()
+        holdsRow2.wait()
+    }
+
+    /// Waits for the session to end; its error, if it had one.
+    func finish() -> PGError? {
+        finished.wait()
+        return failure.all.first
+    }
+}
