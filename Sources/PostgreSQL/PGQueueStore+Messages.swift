@@ -5,6 +5,11 @@ import Support
 extension PGQueueStore {
     /// Stores a message and one queued delivery per target. Call inside `write`.
     ///
+    /// When it queued any delivery, the same statement notifies `readyChannel` with the app's name, so every
+    /// Herald's `PGListener` wakes that app's claimers. PostgreSQL delivers it only if the transaction commits
+    /// (nothing for a rolled-back insert) and folds identical ones: a group commit of a thousand inserts to one
+    /// app sends one.
+    ///
     /// An idempotency key is scoped to the app. A repeat within the window with the same message returns the first
     /// one and stores nothing; the same key with a different message throws `IdempotencyConflict`. Two Heralds
     /// taking the same key at once store one message: the second insert waits for the first transaction and
@@ -61,14 +66,21 @@ extension PGQueueStore {
             stored = try insertDeliveriesWithCollapseHeads(
                 targets, messageID: id, app: message.app, rank: rank, collapseKey: collapseKey, now: now)
         } else {
-            stored = try connection.run(
+            stored = try connection.queryOne(
                 """
-                INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
-                                        created_at)
-                SELECT $1::text, $2::text, target.token, 'queued', $3::bigint, $3::bigint, $4::int, $3::bigint
-                FROM unnest($5::text[]) WITH ORDINALITY AS target (token, position)
-                ORDER BY target.position
-                """, .text(id), .text(message.app), .integer(now), .integer(rank), .array(targets))
+                WITH inserted AS (
+                    INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
+                                            created_at)
+                    SELECT $1::text, $2::text, target.token, 'queued', $3::bigint, $3::bigint, $4::int, $3::bigint
+                    FROM unnest($5::text[]) WITH ORDINALITY AS target (token, position)
+                    ORDER BY target.position
+                    RETURNING 1),
+                counted AS (SELECT count(*) AS n FROM inserted)
+                SELECT n, CASE WHEN n > 0 THEN pg_notify($6, $2) END FROM counted
+                """,
+                [.text(id), .text(message.app), .integer(now), .integer(rank), .array(targets),
+                 .text(Self.readyChannel)]
+            ) { $0.int(0) } ?? 0
         }
         return AcceptedMessage(id: id, rowID: 0, deliveries: stored, isRepeat: false)
     }
@@ -95,10 +107,12 @@ extension PGQueueStore {
                 FROM inserted ORDER BY token, id DESC
                 ON CONFLICT (app, collapse_key, token) DO UPDATE SET
                     message_id = excluded.message_id, delivery_id = excluded.delivery_id,
-                    created_at = excluded.created_at)
-            SELECT count(*) FROM inserted
+                    created_at = excluded.created_at),
+            counted AS (SELECT count(*) AS n FROM inserted)
+            SELECT n, CASE WHEN n > 0 THEN pg_notify($7, $2) END FROM counted
             """,
-            [.text(messageID), .text(app), .integer(now), .integer(rank), .array(targets), .text(collapseKey)]
+            [.text(messageID), .text(app), .integer(now), .integer(rank), .array(targets), .text(collapseKey),
+             .text(Self.readyChannel)]
         ) { $0.int(0) } ?? 0
     }
 
