@@ -2,6 +2,7 @@ import Foundation
 import PostgreSQL
 import Storage
 import Support
+import Synchronization
 
 /// The database side of a running `serve`: one writer, a few readers, and what makes the queue this process's
 /// alone (SQLite: a lock on the file) or shared with other instances (PostgreSQL: wake-ups by `NOTIFY`).
@@ -11,11 +12,15 @@ final class ServiceDatabase: Sendable {
     /// Other `serve` processes may deliver from the same queue.
     let isShared: Bool
     private let lock: DatabaseLock?
+    /// PostgreSQL's connection string, for the listener.
+    private let url: String?
+    private let listener = Mutex<PGListener?>(nil)
 
-    private init(writer: any StoreWriter, readers: any StoreReaders, lock: DatabaseLock?) {
+    private init(writer: any StoreWriter, readers: any StoreReaders, lock: DatabaseLock?, url: String?) {
         self.writer = writer
         self.readers = readers
         self.lock = lock
+        self.url = url
         isShared = lock == nil
     }
 
@@ -26,21 +31,40 @@ final class ServiceDatabase: Sendable {
             let lock = try DatabaseLock(databasePath: path)
             do {
                 let writer = try DatabaseWriter(path: path, durability: durability)
-                return ServiceDatabase(writer: writer, readers: try DatabaseReaders(path: path), lock: lock)
+                return ServiceDatabase(
+                    writer: writer, readers: try DatabaseReaders(path: path), lock: lock, url: nil)
             } catch {
                 lock.release()
                 throw error
             }
-        case .postgres:
-            throw CommandError(description: "serve on PostgreSQL is not wired yet")
+        case .postgres(let url):
+            let writer = try PGWriter(url: url)
+            do {
+                return ServiceDatabase(writer: writer, readers: try PGReaders(url: url), lock: nil, url: url)
+            } catch {
+                writer.close()
+                throw error
+            }
         }
     }
 
-    /// Calls `wake` whenever another instance may have committed deliveries this one could send.
-    func startWakeUps(_ wake: @escaping @Sendable () -> Void) {}
+    /// Calls `wake` whenever another instance may have committed deliveries this one could send. Without the
+    /// listener (it could not connect), the engine still looks at the queue every second.
+    func startWakeUps(_ wake: @escaping @Sendable () -> Void) {
+        guard let url else { return }
+        do {
+            let started = try PGListener(url: url) { _ in wake() }
+            listener.withLock { $0 = started }
+        } catch {
+            Log.warn("cannot listen for other instances' messages; looking every second instead", [
+                "error": .string("\(error)"),
+            ])
+        }
+    }
 
     /// Lets queued reads and writes finish, then closes the connections (SQLite: checkpoints its WAL).
     func close() {
+        listener.withLock { $0 }?.close()
         readers.close()
         writer.close()
         lock?.release()

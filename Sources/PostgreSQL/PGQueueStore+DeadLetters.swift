@@ -38,9 +38,12 @@ extension PGQueueStore {
     /// it returns 0: each call is one bounded batch.
     public func requeueDeadLetters(_ filter: DeadLetterFilter, now: Int64, limit: Int) throws -> Int {
         let (condition, arguments) = filter.condition(parametersFrom: 3)
-        return try connection.run(
+        let requeued = try connection.run(
             PGDeadLetterSQL.requeue(condition),
             [.integer(now), .integer(Int64(limit))] + arguments.map(PGValue.bound))
+        // Every instance learns at commit that there is work again (not only at its next look, within a second).
+        if requeued > 0 { try notifyReady(filter.app.map { [$0] } ?? apps().map(\.name)) }
+        return requeued
     }
 
     /// Deletes up to `limit` dead letters matching `filter`, and their messages when nothing else of them is left
