@@ -15,7 +15,7 @@ extension PGQueueStore {
     /// taking the same key at once store one message: the second insert waits for the first transaction and
     /// then answers as a repeat (or a conflict).
     ///
-    /// `AcceptedMessage.rowID` is 0: PostgreSQL's `messages` has no rowid.
+    /// `AcceptedMessage.rowID` is the message's `rowid` column (SQLite's implicit rowid).
     public func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
         let fingerprint = message.idempotencyKey.map { _ in message.fingerprint }
         if let key = message.idempotencyKey, let earlier = try earlierMessage(app: message.app, key: key,
@@ -41,14 +41,14 @@ extension PGQueueStore {
                                   priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
             ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING id
+            RETURNING rowid
             """,
             [.text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
              .text(message.payload), .text(message.target.kind), .optional(message.collapseKey),
              .text(message.priority), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
              .integer(now), .integer(expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue)]
-        ) { $0.string(0) }
-        guard inserted != nil else {
+        ) { $0.int64(0) }
+        guard let rowID = inserted else {
             // Another transaction committed the same key after our look-up: answer as for its message.
             guard let key = message.idempotencyKey,
                 let earlier = try earlierMessage(app: message.app, key: key, fingerprint: fingerprint, now: now)
@@ -82,7 +82,7 @@ extension PGQueueStore {
                  .text(Self.readyChannel)]
             ) { $0.int(0) } ?? 0
         }
-        return AcceptedMessage(id: id, rowID: 0, deliveries: stored, isRepeat: false)
+        return AcceptedMessage(id: id, rowID: rowID, deliveries: stored, isRepeat: false)
     }
 
     /// The deliveries and, in the same statement, each target's collapse head pointing at its new delivery: the
@@ -121,9 +121,12 @@ extension PGQueueStore {
     /// - Throws: `IdempotencyConflict` when the key names another message.
     private func earlierMessage(app: String, key: String, fingerprint: Int64?, now: Int64) throws -> AcceptedMessage? {
         guard let earlier = try connection.queryOne(
-            "SELECT id, created_at, idempotency_fingerprint FROM messages WHERE app = $1 AND idempotency_key = $2",
+            """
+            SELECT id, created_at, idempotency_fingerprint, rowid FROM messages
+            WHERE app = $1 AND idempotency_key = $2
+            """,
             [.text(app), .text(key)],
-            row: { (id: $0.string(0), createdAt: $0.int64(1), fingerprint: $0.optionalInt64(2)) })
+            row: { (id: $0.string(0), createdAt: $0.int64(1), fingerprint: $0.optionalInt64(2), rowID: $0.int64(3)) })
         else { return nil }
         guard earlier.createdAt > now - idempotencyWindowMillis else {
             try connection.run("UPDATE messages SET idempotency_key = NULL WHERE id = $1", .text(earlier.id))
@@ -135,7 +138,7 @@ extension PGQueueStore {
         }
         let count = try connection.queryOne(
             "SELECT count(*) FROM deliveries WHERE message_id = $1", [.text(earlier.id)]) { $0.int(0) } ?? 0
-        return AcceptedMessage(id: earlier.id, rowID: 0, deliveries: count, isRepeat: true)
+        return AcceptedMessage(id: earlier.id, rowID: earlier.rowID, deliveries: count, isRepeat: true)
     }
 
     /// Every registered token of these users in `app`, each once, in registration order per user.

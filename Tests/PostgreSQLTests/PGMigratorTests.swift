@@ -278,6 +278,8 @@ private struct SQLiteSchema {
                 columns.insert("\(table).\(column)")
             }
         }
+        // SQLite's implicit rowid, which PostgreSQL's 0006 makes a column of the same name.
+        columns.insert("messages.rowid")
     }
 }
 

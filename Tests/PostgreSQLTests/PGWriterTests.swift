@@ -230,7 +230,9 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
             #expect(try results[1].get() == "done")
             if let otherError, otherError.sqlState == "40P01", attempts.count == 1 { continue }
             #expect(otherError == nil)
-            #expect(attempts.count == 2)
+            // Retried after the deadlock (on a very busy machine it may meet the other session once more), and
+            // only the attempt that succeeded left its writes.
+            #expect(attempts.count >= 2 && attempts.count <= PGWriter.maxAttempts)
             #expect(try setup.query("SELECT v FROM pair ORDER BY id") { $0.int(0) } == [11, 11])
             return
         }
