@@ -99,6 +99,22 @@ import Testing
         #expect(plan.pauseReason == nil && plan.gateUntil == nil)
     }
 
+    /// An error FCM has no rule for retries, and its text is the reason the row will store, as FCM spelled it.
+    @Test func anUnknownErrorKeepsItsTextAsTheReason() {
+        var random = SplitMix64(seed: 5)
+        let reply = #"{"multicast_id":1,"success":0,"failure":2,"results":[{"error":"SomethingNew"},{"error":"x y"}]}"#
+        let answer = TransportResult.response(status: 200, headers: [], body: Array(reply.utf8), httpVersion: "2")
+        let provider = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k")
+        let classification = provider.classify(answer, of: request(2), now: now)
+        let plan = OutcomePlanner.plan(classification, for: request(2), status: 200, policy: RetryPolicy(),
+                                       fallbackGateMillis: 1000, now: now, using: &random)
+        let reasons = plan.updates.map { update -> String? in
+            if case .retry(_, _, let reason, _) = update { reason.rawValue } else { nil }
+        }
+        // Text that is not an identifier is not stored: it could be anything the network sent.
+        #expect(reasons == ["SomethingNew", "UnknownError"])
+    }
+
     @Test func unauthorizedPausesAndReleasesWithoutCharging() {
         var random = SplitMix64(seed: 1)
         let classification = Classification(outcomes: Array(repeating: .pauseApp(reason: .unauthorized), count: 2))

@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import Support
 import Testing
 
 private let t0: Int64 = 1_700_000_000_000
@@ -355,6 +356,41 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(applied.deadLetters == 3)
         #expect(try queue.rows()
             == ["a dead/MessageTooBig", "b dead/MessageTooBig", "c dead/MessageTooBig", "d queued"])
+    }
+
+    /// Each engine stores a reason as its text (SPEC §4: what users script against), which reads back as the same
+    /// reason; an error FCM has no rule for is stored as it came.
+    @Test(arguments: Engine.allCases) func reasonsAreStoredAsTheirTextAndUnknownErrorsVerbatim(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let tokens = ["quota", "status", "new", "transport", "dead-new", "gone", "moved"]
+        for token in tokens { try queue.enqueue([token]) }
+        let ids = Dictionary(uniqueKeysWithValues: try queue.claim(now: t0 + 1).deliveries.map { ($0.token, $0.id) })
+        let updates: [DeliveryUpdate] = [
+            .retry(id: try #require(ids["quota"]), at: t0 + 60_000, reason: .v1(.quotaExceeded), status: 429),
+            .retry(id: try #require(ids["status"]), at: t0 + 60_000, reason: .httpStatus(404), status: 404),
+            .retry(id: try #require(ids["new"]), at: t0 + 60_000, reason: .other("SomethingNew"), status: 200),
+            .retry(id: try #require(ids["transport"]), at: t0 + 60_000, reason: .other("no answer"), status: nil),
+            .dead(id: try #require(ids["dead-new"]), reason: .other("BrandNew_Error-2"), status: 200),
+            .dropped(id: try #require(ids["gone"]), reason: .notRegistered, status: 200),
+            .delivered(id: try #require(ids["moved"]), fcmMessageID: "0:1", canonicalToken: "moved2", status: 200),
+        ]
+        #expect(try queue.apply(updates, now: t0 + 2).updated.count == tokens.count)
+        let states = try queue.states()
+        #expect(states == [
+            "quota": "queued/QUOTA_EXCEEDED", "status": "queued/HTTP 404", "new": "queued/SomethingNew",
+            "transport": "queued/no answer", "dead-new": "dead/BrandNew_Error-2", "gone": "dropped/NotRegistered",
+            "moved": "delivered",
+        ])
+        let stored = try queue.store.strings("SELECT reason FROM deliveries WHERE reason IS NOT NULL ORDER BY id")
+        let written = updates.compactMap { update -> DeliveryReason? in
+            switch update {
+            case .retry(_, _, let reason, _), .dead(_, let reason, _), .dropped(_, let reason, _): reason
+            default: nil
+            }
+        }
+        #expect(stored.map(DeliveryReason.init(stored:)) == written)
+        #expect(try queue.store.strings("SELECT token || ' ' || reason FROM token_events ORDER BY id")
+            == ["gone NotRegistered", "moved CanonicalId"])
     }
 
     @Test(arguments: Engine.allCases) func applyingTheSameOutcomesTwiceChangesNothingMore(_ engine: Engine) throws {
