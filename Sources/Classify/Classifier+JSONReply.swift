@@ -7,7 +7,7 @@ extension Classifier {
     /// Anything else, or a count that does not match the targets sent, retries every target.
     static func jsonReplyOutcomes(_ body: [UInt8], targetCount: Int, kind: TargetKind) -> [Outcome] {
         guard let reply = try? JSON.parse(body), reply.objectValue != nil else {
-            return every(.retry(reason: Reason.invalidResponse), targetCount)
+            return every(.retry(reason: .invalidResponse), targetCount)
         }
         if let results = reply["results"] {
             return multicastOutcomes(results, targetCount: targetCount)
@@ -20,11 +20,11 @@ extension Classifier {
             // Multicast replies carry `success`/`failure` too; only the absence of `multicast_id` marks a
             // reply to a device group's notification key.
             guard reply["multicast_id"] == nil, reply["failure"] != nil else {
-                return every(.retry(reason: Reason.invalidResponse), targetCount)
+                return every(.retry(reason: .invalidResponse), targetCount)
             }
             single = deviceGroupOutcome(reply)
         }
-        guard targetCount == 1 else { return every(.retry(reason: Reason.mismatchedResults), targetCount) }
+        guard targetCount == 1 else { return every(.retry(reason: .mismatchedResults), targetCount) }
         return [single]
     }
 
@@ -32,10 +32,10 @@ extension Classifier {
     /// target is the only answer that neither loses nor wrongly finishes a delivery (SPEC §11).
     private static func multicastOutcomes(_ results: JSON, targetCount: Int) -> [Outcome] {
         guard case .array(let entries) = results else {
-            return every(.retry(reason: Reason.invalidResponse), targetCount)
+            return every(.retry(reason: .invalidResponse), targetCount)
         }
         guard entries.count == targetCount else {
-            return every(.retry(reason: Reason.mismatchedResults), targetCount)
+            return every(.retry(reason: .mismatchedResults), targetCount)
         }
         return entries.map(resultOutcome)
     }
@@ -44,14 +44,14 @@ extension Classifier {
     /// target: its neighbours' results are still trustworthy, and re-sending them would duplicate. When an entry
     /// holds both keys, `error` wins: FCM never sends both, and not finishing a delivery is the safer reading.
     private static func resultOutcome(_ entry: JSON) -> Outcome {
-        guard entry.objectValue != nil else { return .retry(reason: Reason.invalidResponse) }
+        guard entry.objectValue != nil else { return .retry(reason: .invalidResponse) }
         let result = entry
         if let error = result["error"] {
-            guard case .string(let code) = error else { return .retry(reason: Reason.invalidResponse) }
+            guard case .string(let code) = error else { return .retry(reason: .invalidResponse) }
             return Outcome(fcmError: code)
         }
         guard let messageID = result["message_id"].flatMap(messageIDText) else {
-            return .retry(reason: Reason.invalidResponse)
+            return .retry(reason: .invalidResponse)
         }
         var canonical: String?
         if case .string(let token)? = result["registration_id"], !token.isEmpty {
@@ -63,11 +63,11 @@ extension Classifier {
     /// `{"message_id": 1234567890}` (a JSON integer, kept digit for digit) or `{"error": code}`.
     private static func topicOutcome(_ reply: JSON) -> Outcome {
         if let error = reply["error"] {
-            guard case .string(let code) = error else { return .retry(reason: Reason.invalidResponse) }
+            guard case .string(let code) = error else { return .retry(reason: .invalidResponse) }
             return Outcome(fcmError: code)
         }
         guard let messageID = reply["message_id"].flatMap(messageIDText) else {
-            return .retry(reason: Reason.invalidResponse)
+            return .retry(reason: .invalidResponse)
         }
         return .delivered(fcmMessageID: messageID, canonicalToken: nil)
     }
@@ -80,7 +80,7 @@ extension Classifier {
     /// again; that is the at-least-once contract, and the lesser harm than silently losing it for the others.
     private static func deviceGroupOutcome(_ reply: JSON) -> Outcome {
         guard let failures = reply["failure"]?.int64Value, failures >= 0 else {
-            return .retry(reason: Reason.invalidResponse)
+            return .retry(reason: .invalidResponse)
         }
         var failedIDs = 0
         if case .array(let ids)? = reply["failed_registration_ids"] {
@@ -89,7 +89,7 @@ extension Classifier {
         if failures == 0 && failedIDs == 0 {
             return .delivered(fcmMessageID: nil, canonicalToken: nil)
         }
-        return .retry(reason: Reason.deviceGroupPartialFailure)
+        return .retry(reason: .deviceGroupPartialFailure)
     }
 
     /// A message id as FCM writes it: a non-empty string (multicast), or an integer (topics) turned into its

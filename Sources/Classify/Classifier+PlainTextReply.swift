@@ -5,14 +5,14 @@ extension Classifier {
     /// Keys are matched case-insensitively, lines may end in CRLF, blank lines and unknown lines after the first
     /// are ignored. A plain-text request carries exactly one token, so any other `targetCount` is a mismatch.
     static func plainTextReplyOutcomes(_ body: [UInt8], targetCount: Int) -> [Outcome] {
-        guard targetCount == 1 else { return every(.retry(reason: Reason.mismatchedResults), targetCount) }
+        guard targetCount == 1 else { return every(.retry(reason: .mismatchedResults), targetCount) }
         guard let text = String(validating: body, as: UTF8.self) else {
-            return [.retry(reason: Reason.invalidResponse)]
+            return [.retry(reason: .invalidResponse)]
         }
         let lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
             .map { $0.trimming(" \t") }
             .filter { !$0.isEmpty }
-        guard let first = lines.first.flatMap(keyValue) else { return [.retry(reason: Reason.invalidResponse)] }
+        guard let first = lines.first.flatMap(keyValue) else { return [.retry(reason: .invalidResponse)] }
         switch first.key {
         case "id" where !first.value.isEmpty:
             let canonical = lines.dropFirst().lazy.compactMap(keyValue)
@@ -21,7 +21,7 @@ extension Classifier {
         case "error":
             return [Outcome(fcmError: first.value)]
         default:
-            return [.retry(reason: Reason.invalidResponse)]
+            return [.retry(reason: .invalidResponse)]
         }
     }
 

@@ -1,3 +1,5 @@
+import Support
+
 /// Turns one FCM legacy answer into one `Outcome` per target sent (SPEC §6). Pure: no I/O, no clock, no logging;
 /// never traps on whatever the network returns.
 ///
@@ -7,19 +9,6 @@
 /// // classification.outcomes[4] == .delivered(fcmMessageID: "1:2342", canonicalToken: "32")
 /// ```
 public enum Classifier {
-    /// Herald's reasons for answers that carry no FCM error name.
-    public enum Reason {
-        /// The body is not the shape FCM promises for this request (not JSON, no `results`, a malformed entry).
-        public static let invalidResponse = "InvalidResponse"
-        /// A multicast reply whose `results` count differs from the targets sent: no result can be trusted to
-        /// belong to a particular token.
-        public static let mismatchedResults = "MismatchedResults"
-        /// A device-group reply with failures (see `deviceGroupOutcome`).
-        public static let deviceGroupPartialFailure = "DeviceGroupPartialFailure"
-        /// HTTP 401: the server key was refused.
-        public static let unauthorized = "Unauthorized"
-    }
-
     /// The response headers `classify` (and `V1Classifier.classify`) read, lowercase: a request may leave the
     /// others out of its response (`OutboundRequest.keptResponseHeaders`).
     public static let headersRead = ["retry-after"]
@@ -37,9 +26,10 @@ public enum Classifier {
         )
     }
 
-    /// Timeout, reset, DNS or connect failure: every target retries, and the gate closes like a 5xx.
+    /// Timeout, reset, DNS or connect failure: every target retries, and the gate closes like a 5xx. `reason` is
+    /// the sender's description, stored as it is.
     public static func transportFailure(reason: String, targetCount: Int) -> Classification {
-        Classification(outcomes: every(.retry(reason: reason), max(0, targetCount)),
+        Classification(outcomes: every(.retry(reason: DeliveryReason(stored: reason)), max(0, targetCount)),
                        retryAfterUntil: nil, closesGate: true)
     }
 
@@ -57,14 +47,14 @@ public enum Classifier {
         case 400:
             every(.deadMessage(reason: badRequestReason(body)), targetCount)
         case 401:
-            every(.pauseApp(reason: Reason.unauthorized), targetCount)
+            every(.pauseApp(reason: .unauthorized), targetCount)
         case 500:
-            every(.retry(reason: "InternalServerError"), targetCount)
+            every(.retry(reason: .internalServerError), targetCount)
         case 501...599:
-            every(.retry(reason: "Unavailable"), targetCount)
+            every(.retry(reason: .unavailable), targetCount)
         default:
             // 403, 404, 429, redirects, other 2xx: not in FCM's contract, so nothing is known about the targets.
-            every(.retry(reason: "HTTP \(status)"), targetCount)
+            every(.retry(reason: .httpStatus(status)), targetCount)
         }
     }
 
@@ -74,11 +64,11 @@ public enum Classifier {
     /// else one that names `InvalidJson` or `JSON_PARSING_ERROR` is `InvalidJson`; anything else (an empty body
     /// included) is `InvalidParameters`, because a 400 for JSON Herald itself encoded is far likelier a field
     /// FCM refused than a syntax error.
-    static func badRequestReason(_ body: [UInt8]) -> String {
+    static func badRequestReason(_ body: [UInt8]) -> DeliveryReason {
         let text = String(decoding: body.prefix(4096), as: UTF8.self).lowercased()
-        if text.contains("invalidparameters") { return "InvalidParameters" }
-        if text.contains("invalidjson") || text.contains("json_parsing_error") { return "InvalidJson" }
-        return "InvalidParameters"
+        if text.contains("invalidparameters") { return .invalidParameters }
+        if text.contains("invalidjson") || text.contains("json_parsing_error") { return .invalidJSON }
+        return .invalidParameters
     }
 
     static func every(_ outcome: Outcome, _ count: Int) -> [Outcome] {

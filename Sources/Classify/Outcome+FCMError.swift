@@ -1,3 +1,5 @@
+import Support
+
 // MARK: - FCM error codes
 
 extension Outcome {
@@ -7,21 +9,26 @@ extension Outcome {
     /// clears); its reason is the code itself when it looks like an identifier, else `UnknownError`, so a hostile
     /// reply cannot put arbitrary text into the database or the CLI's tables.
     init(fcmError code: String) {
-        switch code {
-        case "NotRegistered":
+        guard Self.isIdentifier(code) else {
+            self = .retry(reason: .unknownError)
+            return
+        }
+        let reason = DeliveryReason(stored: code)
+        switch reason {
+        case .notRegistered:
             self = .notRegistered
-        case "InvalidRegistration", "MismatchSenderId", "InvalidPackageName", "MissingRegistration":
-            self = .deadToken(reason: code)
-        case "MessageTooBig", "InvalidDataKey", "InvalidTtl", "InvalidParameters", "InvalidJson":
-            self = .deadMessage(reason: code)
-        case "Unavailable", "InternalServerError":
-            self = .retry(reason: code)
-        case "DeviceMessageRateExceeded", "TopicsMessageRateExceeded":
-            self = .retrySlow(reason: code)
-        case "InvalidApnsCredential":
-            self = .pauseApp(reason: code)
+        case .invalidRegistration, .mismatchSenderID, .invalidPackageName, .missingRegistration:
+            self = .deadToken(reason: reason)
+        case .messageTooBig, .invalidDataKey, .invalidTTL, .invalidParameters, .invalidJSON:
+            self = .deadMessage(reason: reason)
+        case .unavailable, .internalServerError:
+            self = .retry(reason: reason)
+        case .deviceMessageRateExceeded, .topicsMessageRateExceeded:
+            self = .retrySlow(reason: reason)
+        case .invalidAPNsCredential:
+            self = .pauseApp(reason: reason)
         default:
-            self = .retry(reason: Self.isIdentifier(code) ? code : "UnknownError")
+            self = .retry(reason: reason)
         }
     }
 

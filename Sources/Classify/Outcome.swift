@@ -1,7 +1,9 @@
+import Support
+
 /// What one target of a request became: the reconciler's instruction for that delivery (SPEC §1, §6).
 ///
-/// Reasons are FCM's error names as returned, or Herald's own (`InvalidResponse`, `MismatchedResults`,
-/// `DeviceGroupPartialFailure`, `Unauthorized`, `HTTP 403`, a transport failure's description).
+/// Reasons are FCM's error names as returned, or Herald's own (`.invalidResponse`, `.mismatchedResults`,
+/// `.deviceGroupPartialFailure`, `.unauthorized`, `.httpStatus(403)`, a transport failure's description).
 public enum Outcome: Sendable, Equatable {
     /// FCM accepted the message. `canonicalToken` is the result's `registration_id`: the registry must move the
     /// token there.
@@ -10,17 +12,17 @@ public enum Outcome: Sendable, Equatable {
     case notRegistered
     /// The token can never receive this sender's messages (`InvalidRegistration`, `MismatchSenderId`,
     /// `InvalidPackageName`, `MissingRegistration`): this delivery is dead.
-    case deadToken(reason: String)
+    case deadToken(reason: DeliveryReason)
     /// The message itself is wrong (`MessageTooBig`, `InvalidDataKey`, `InvalidTtl`, a 400): no target of it can
     /// succeed, including targets of the same message in other requests.
-    case deadMessage(reason: String)
+    case deadMessage(reason: DeliveryReason)
     /// Try again after the backoff; counts as an attempt.
-    case retry(reason: String)
+    case retry(reason: DeliveryReason)
     /// A rate limit (`DeviceMessageRateExceeded`, `TopicsMessageRateExceeded`): retry on the slow lane.
-    case retrySlow(reason: String)
+    case retrySlow(reason: DeliveryReason)
     /// The sender's credentials are wrong (401, `InvalidApnsCredential`): pause the app; attempts are not charged.
-    case pauseApp(reason: String)
+    case pauseApp(reason: DeliveryReason)
     /// Back to `queued` at once without charging an attempt and without pausing: the answer was about the
     /// sender's credentials, which the provider renews before sending again (FCM v1's first 401 `UNAUTHENTICATED`).
-    case requeue(reason: String)
+    case requeue(reason: DeliveryReason)
 }

@@ -6,7 +6,7 @@
 /// switch RetryPolicy().next(attempts: 3, slow: false, retryAfterUntil: nil, ttlSeconds: 3600,
 ///                           expiresAt: expiresAt, now: now, using: &random) {
 /// case .retry(let at): ...        // now + 2…4 s
-/// case .dead(let reason): ...     // "MaxAttempts" or "Expired"
+/// case .dead(let reason): ...     // .maxAttempts or .expired
 /// }
 /// ```
 public struct RetryPolicy: Sendable {
@@ -39,8 +39,8 @@ public struct RetryPolicy: Sendable {
         attempts: Int, slow: Bool, retryAfterUntil: Int64?, ttlSeconds: Int, expiresAt: Int64,
         now: Int64, using random: inout some RandomNumberGenerator
     ) -> RetryDecision {
-        if ttlSeconds == 0 { return .dead(reason: "Expired") }
-        if attempts >= maxAttempts { return .dead(reason: "MaxAttempts") }
+        if ttlSeconds == 0 { return .dead(reason: .expired) }
+        if attempts >= maxAttempts { return .dead(reason: .maxAttempts) }
         var wait = backoff(attempt: attempts, slow: slow, using: &random)
         if let retryAfterUntil {
             let jitter = Int64.random(in: 0...1000, using: &random)
@@ -48,7 +48,7 @@ public struct RetryPolicy: Sendable {
             wait = max(wait, floor)
         }
         let at = now.saturatingAdd(wait)
-        return at >= expiresAt ? .dead(reason: "Expired") : .retry(at: at)
+        return at >= expiresAt ? .dead(reason: .expired) : .retry(at: at)
     }
 
     /// The backoff wait for attempt `attempt` without the Retry-After floor: `d = min(cap, base·2^(n-1))`,

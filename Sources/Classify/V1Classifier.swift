@@ -48,45 +48,46 @@ public enum V1Classifier {
     static func outcome(status: Int, body: [UInt8], mayRenewCredentials: Bool) -> Outcome {
         if status == 200 { return delivered(body) }
         let reply = errorReply(body)
-        let code = reply?.code.flatMap { Outcome.isIdentifier($0) ? $0 : nil }
-        let reason = code ?? (reply?.code == nil ? "HTTP \(status)" : "UnknownError")
+        let code = reply?.code.flatMap { Outcome.isIdentifier($0) ? DeliveryReason(stored: $0) : nil }
+        let reason = code ?? (reply?.code == nil ? .httpStatus(status) : .unknownError)
         switch code {
-        case "UNREGISTERED":
+        case .v1(.unregistered)?:
             return .notRegistered
-        case "SENDER_ID_MISMATCH":
+        case .v1(.senderIDMismatch)?:
             return .deadToken(reason: reason)
-        case "INVALID_ARGUMENT":
+        case .v1(.invalidArgument)?:
             return reply?.namesToken == true ? .deadToken(reason: reason) : .deadMessage(reason: reason)
-        case "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED":
+        case .v1(.quotaExceeded)?, .v1(.resourceExhausted)?:
             // FCM asks for at least a minute before retrying a quota error: the slow lane.
             return .retrySlow(reason: reason)
-        case "UNAVAILABLE", "INTERNAL", "UNSPECIFIED_ERROR", "DEADLINE_EXCEEDED", "ABORTED":
+        case .v1(.unavailable)?, .v1(.internal)?, .v1(.unspecifiedError)?, .v1(.deadlineExceeded)?, .v1(.aborted)?:
             return .retry(reason: reason)
-        case "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR", "PERMISSION_DENIED":
+        case .v1(.thirdPartyAuthError)?, .v1(.apnsAuthError)?, .v1(.permissionDenied)?:
             return .pauseApp(reason: reason)
-        case "UNAUTHENTICATED":
+        case .v1(.unauthenticated)?:
             return unauthenticated(mayRenewCredentials)
         default:
             break
         }
         switch status {
-        case 400: return .deadMessage(reason: code ?? "INVALID_ARGUMENT")
+        case 400: return .deadMessage(reason: code ?? .v1(.invalidArgument))
         case 401: return code == nil ? unauthenticated(mayRenewCredentials) : .pauseApp(reason: reason)
-        case 403: return .pauseApp(reason: code ?? "PERMISSION_DENIED")
-        case 429: return .retrySlow(reason: code ?? "QUOTA_EXCEEDED")
+        case 403: return .pauseApp(reason: code ?? .v1(.permissionDenied))
+        case 429: return .retrySlow(reason: code ?? .v1(.quotaExceeded))
         default: return .retry(reason: reason)
         }
     }
 
     private static func unauthenticated(_ mayRenewCredentials: Bool) -> Outcome {
-        mayRenewCredentials ? .requeue(reason: "UNAUTHENTICATED") : .pauseApp(reason: "UNAUTHENTICATED")
+        let reason = DeliveryReason.v1(.unauthenticated)
+        return mayRenewCredentials ? .requeue(reason: reason) : .pauseApp(reason: reason)
     }
 
     /// `{"name": "projects/p/messages/123"}`; anything else is not FCM's answer and is retried.
     private static func delivered(_ body: [UInt8]) -> Outcome {
         guard let reply = try? JSON.parse(body), case .string(let name)? = reply["name"], !name.isEmpty,
               name.utf8.count <= 512
-        else { return .retry(reason: Classifier.Reason.invalidResponse) }
+        else { return .retry(reason: .invalidResponse) }
         return .delivered(fcmMessageID: name, canonicalToken: nil)
     }
 

@@ -514,7 +514,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             case .release: outcomes["released", default: 0] += 1
             case .dead(_, let reason, _), .deadMessage(_, let reason, _):
                 outcomes["dead", default: 0] += 1
-                deadReasons[reason, default: 0] += 1
+                deadReasons[reason.rawValue, default: 0] += 1
             case .expired:
                 outcomes["dead", default: 0] += 1
                 deadReasons["Expired", default: 0] += 1

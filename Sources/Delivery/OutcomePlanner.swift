@@ -27,7 +27,7 @@ public enum OutcomePlanner {
                 plan.updates.append(.delivered(
                     id: delivery.id, fcmMessageID: fcmMessageID, canonicalToken: canonicalToken, status: status))
             case .notRegistered:
-                plan.updates.append(.dropped(id: delivery.id, reason: "NotRegistered", status: status))
+                plan.updates.append(.dropped(id: delivery.id, reason: .notRegistered, status: status))
             case .deadToken(let reason):
                 plan.updates.append(.dead(id: delivery.id, reason: reason, status: status))
             case .deadMessage(let reason):
@@ -43,7 +43,7 @@ public enum OutcomePlanner {
                 }
             case .pauseApp(let reason):
                 plan.updates.append(.release(id: delivery.id))
-                plan.pauseReason = plan.pauseReason ?? reason
+                plan.pauseReason = plan.pauseReason ?? reason.rawValue
             case .requeue:
                 plan.updates.append(.release(id: delivery.id))
             }

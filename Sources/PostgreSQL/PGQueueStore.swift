@@ -191,7 +191,7 @@ extension PGQueueStore: QueueStore {
     }
 
     public func markEnded(
-        _ id: Int64, state: DeliveryState, reason: String, status: Int?, charge: Int64, lease: HeldLease
+        _ id: Int64, state: DeliveryState, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
         try connection.queryOne(
             """
@@ -200,13 +200,13 @@ extension PGQueueStore: QueueStore {
             WHERE id = $6 AND state = 'inflight' AND lease_owner = $7 AND lease_expires_at > $5
             RETURNING app, token, message_id
             """,
-            [.text(state.rawValue), .text(reason), .integer(charge), .optional(status.map(Int64.init)),
+            [.text(state.rawValue), .text(reason.rawValue), .integer(charge), .optional(status.map(Int64.init)),
              .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
     }
 
     public func markRetry(
-        _ id: Int64, at: Int64, reason: String, status: Int?, charge: Int64, lease: HeldLease
+        _ id: Int64, at: Int64, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
         try connection.queryOne(
             """
@@ -215,8 +215,8 @@ extension PGQueueStore: QueueStore {
             WHERE id = $6 AND state = 'inflight' AND lease_owner = $7 AND lease_expires_at > $5
             RETURNING app, token, message_id
             """,
-            [.text(reason), .integer(charge), .integer(at), .optional(status.map(Int64.init)), .integer(lease.now),
-             .integer(id), .text(lease.owner)],
+            [.text(reason.rawValue), .integer(charge), .integer(at), .optional(status.map(Int64.init)),
+             .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
     }
 
@@ -230,13 +230,13 @@ extension PGQueueStore: QueueStore {
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
-    public func deadLetterQueued(messageID: String, reason: String, now: Int64) throws -> Int {
+    public func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int {
         try connection.run(
             """
             UPDATE deliveries SET state = 'dead', reason = $1, updated_at = $2
             WHERE message_id = $3 AND state = 'queued'
             """,
-            .text(reason), .integer(now), .text(messageID))
+            .text(reason.rawValue), .integer(now), .text(messageID))
     }
 
     // MARK: Leases
@@ -308,7 +308,7 @@ extension PGQueueStore: QueueStore {
                 at = excluded.at
             """,
             .integer(now), .text(event.app), .text(event.token), .text(event.tombstone.kind.rawValue),
-            .optional(event.tombstone.replacement), .text(event.reason), .text(event.messageID))
+            .optional(event.tombstone.replacement), .text(event.reason.rawValue), .text(event.messageID))
     }
 
     // MARK: Rows

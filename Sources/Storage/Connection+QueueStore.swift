@@ -138,7 +138,7 @@ extension Connection: QueueStore {
     }
 
     public func markEnded(
-        _ id: Int64, state: DeliveryState, reason: String, status: Int?, charge: Int64, lease: HeldLease
+        _ id: Int64, state: DeliveryState, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
         try queryOne(
             """
@@ -146,13 +146,13 @@ extension Connection: QueueStore {
                 lease_expires_at = NULL, last_status = ?, updated_at = ?
             \(Self.heldLease)
             """,
-            [.text(state.rawValue), .text(reason), .integer(charge), .optional(status.map(Int64.init)),
+            [.text(state.rawValue), .text(reason.rawValue), .integer(charge), .optional(status.map(Int64.init)),
              .integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)],
             row: Self.leasedRow)
     }
 
     public func markRetry(
-        _ id: Int64, at: Int64, reason: String, status: Int?, charge: Int64, lease: HeldLease
+        _ id: Int64, at: Int64, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
         try queryOne(
             """
@@ -160,8 +160,8 @@ extension Connection: QueueStore {
                 lease_owner = NULL, lease_expires_at = NULL, last_status = ?, updated_at = ?
             \(Self.heldLease)
             """,
-            [.text(reason), .integer(charge), .integer(at), .optional(status.map(Int64.init)), .integer(lease.now),
-             .integer(id), .text(lease.owner), .integer(lease.now)],
+            [.text(reason.rawValue), .integer(charge), .integer(at), .optional(status.map(Int64.init)),
+             .integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)],
             row: Self.leasedRow)
     }
 
@@ -174,13 +174,13 @@ extension Connection: QueueStore {
             [.integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)], row: Self.leasedRow)
     }
 
-    public func deadLetterQueued(messageID: String, reason: String, now: Int64) throws -> Int {
+    public func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int {
         try run(
             """
             UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ?
             WHERE message_id = ? AND state = 'queued'
             """,
-            .text(reason), .integer(now), .text(messageID))
+            .text(reason.rawValue), .integer(now), .text(messageID))
     }
 
     // MARK: - Leases
@@ -253,7 +253,7 @@ extension Connection: QueueStore {
             INSERT INTO token_events (at, app, token, kind, replacement, reason, message_id)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, .integer(now), .text(event.app), .text(event.token), .text(kind), .optional(replacement),
-            .text(event.reason), .text(event.messageID))
+            .text(event.reason.rawValue), .text(event.messageID))
         try run(
             """
             INSERT INTO token_tombstones (app, token, kind, replacement, at) VALUES (?, ?, ?, ?, ?)

@@ -22,24 +22,24 @@ private func classify(
 
     static let errorRows: [ErrorRow] = [
         ErrorRow(code: "NotRegistered", outcome: .notRegistered),
-        ErrorRow(code: "InvalidRegistration", outcome: .deadToken(reason: "InvalidRegistration")),
-        ErrorRow(code: "MismatchSenderId", outcome: .deadToken(reason: "MismatchSenderId")),
-        ErrorRow(code: "InvalidPackageName", outcome: .deadToken(reason: "InvalidPackageName")),
-        ErrorRow(code: "MissingRegistration", outcome: .deadToken(reason: "MissingRegistration")),
-        ErrorRow(code: "MessageTooBig", outcome: .deadMessage(reason: "MessageTooBig")),
-        ErrorRow(code: "InvalidDataKey", outcome: .deadMessage(reason: "InvalidDataKey")),
-        ErrorRow(code: "InvalidTtl", outcome: .deadMessage(reason: "InvalidTtl")),
-        ErrorRow(code: "InvalidParameters", outcome: .deadMessage(reason: "InvalidParameters")),
-        ErrorRow(code: "Unavailable", outcome: .retry(reason: "Unavailable")),
-        ErrorRow(code: "InternalServerError", outcome: .retry(reason: "InternalServerError")),
-        ErrorRow(code: "DeviceMessageRateExceeded", outcome: .retrySlow(reason: "DeviceMessageRateExceeded")),
-        ErrorRow(code: "TopicsMessageRateExceeded", outcome: .retrySlow(reason: "TopicsMessageRateExceeded")),
-        ErrorRow(code: "InvalidApnsCredential", outcome: .pauseApp(reason: "InvalidApnsCredential")),
-        ErrorRow(code: "SomethingNew", outcome: .retry(reason: "SomethingNew")),
-        ErrorRow(code: "notregistered", outcome: .retry(reason: "notregistered")),
-        ErrorRow(code: "", outcome: .retry(reason: "UnknownError")),
-        ErrorRow(code: "two words", outcome: .retry(reason: "UnknownError")),
-        ErrorRow(code: String(repeating: "A", count: 65), outcome: .retry(reason: "UnknownError")),
+        ErrorRow(code: "InvalidRegistration", outcome: .deadToken(reason: .invalidRegistration)),
+        ErrorRow(code: "MismatchSenderId", outcome: .deadToken(reason: .mismatchSenderID)),
+        ErrorRow(code: "InvalidPackageName", outcome: .deadToken(reason: .invalidPackageName)),
+        ErrorRow(code: "MissingRegistration", outcome: .deadToken(reason: .missingRegistration)),
+        ErrorRow(code: "MessageTooBig", outcome: .deadMessage(reason: .messageTooBig)),
+        ErrorRow(code: "InvalidDataKey", outcome: .deadMessage(reason: .invalidDataKey)),
+        ErrorRow(code: "InvalidTtl", outcome: .deadMessage(reason: .invalidTTL)),
+        ErrorRow(code: "InvalidParameters", outcome: .deadMessage(reason: .invalidParameters)),
+        ErrorRow(code: "Unavailable", outcome: .retry(reason: .unavailable)),
+        ErrorRow(code: "InternalServerError", outcome: .retry(reason: .internalServerError)),
+        ErrorRow(code: "DeviceMessageRateExceeded", outcome: .retrySlow(reason: .deviceMessageRateExceeded)),
+        ErrorRow(code: "TopicsMessageRateExceeded", outcome: .retrySlow(reason: .topicsMessageRateExceeded)),
+        ErrorRow(code: "InvalidApnsCredential", outcome: .pauseApp(reason: .invalidAPNsCredential)),
+        ErrorRow(code: "SomethingNew", outcome: .retry(reason: .other("SomethingNew"))),
+        ErrorRow(code: "notregistered", outcome: .retry(reason: .other("notregistered"))),
+        ErrorRow(code: "", outcome: .retry(reason: .unknownError)),
+        ErrorRow(code: "two words", outcome: .retry(reason: .unknownError)),
+        ErrorRow(code: String(repeating: "A", count: 65), outcome: .retry(reason: .unknownError)),
     ]
 
     @Test(arguments: errorRows)
@@ -75,29 +75,29 @@ private func classify(
 
     static let statusRows: [StatusRow] = [
         StatusRow(status: 400, body: "JSON_PARSING_ERROR: Unexpected character (x) at position 0.\n",
-                  outcome: .deadMessage(reason: "InvalidJson"), closesGate: false),
+                  outcome: .deadMessage(reason: .invalidJSON), closesGate: false),
         StatusRow(status: 400, body: #"{"error":{"code":"InvalidJson","message":"body is not JSON"}}"#,
-                  outcome: .deadMessage(reason: "InvalidJson"), closesGate: false),
-        StatusRow(status: 400, body: "InvalidParameters", outcome: .deadMessage(reason: "InvalidParameters"),
+                  outcome: .deadMessage(reason: .invalidJSON), closesGate: false),
+        StatusRow(status: 400, body: "InvalidParameters", outcome: .deadMessage(reason: .invalidParameters),
                   closesGate: false),
         StatusRow(status: 400, body: #"Field "time_to_live" must be a JSON number: abc"#,
-                  outcome: .deadMessage(reason: "InvalidParameters"), closesGate: false),
+                  outcome: .deadMessage(reason: .invalidParameters), closesGate: false),
         StatusRow(status: 400, body: "InvalidParameters: JSON_PARSING_ERROR in field data",
-                  outcome: .deadMessage(reason: "InvalidParameters"), closesGate: false),
-        StatusRow(status: 400, body: "", outcome: .deadMessage(reason: "InvalidParameters"), closesGate: false),
+                  outcome: .deadMessage(reason: .invalidParameters), closesGate: false),
+        StatusRow(status: 400, body: "", outcome: .deadMessage(reason: .invalidParameters), closesGate: false),
         StatusRow(status: 401, body: "<HTML><TITLE>Unauthorized</TITLE></HTML>",
-                  outcome: .pauseApp(reason: "Unauthorized"), closesGate: false),
-        StatusRow(status: 500, body: "", outcome: .retry(reason: "InternalServerError"), closesGate: true),
-        StatusRow(status: 502, body: "", outcome: .retry(reason: "Unavailable"), closesGate: true),
-        StatusRow(status: 503, body: #"{"results":[{"message_id":"x"}]}"#, outcome: .retry(reason: "Unavailable"),
+                  outcome: .pauseApp(reason: .unauthorized), closesGate: false),
+        StatusRow(status: 500, body: "", outcome: .retry(reason: .internalServerError), closesGate: true),
+        StatusRow(status: 502, body: "", outcome: .retry(reason: .unavailable), closesGate: true),
+        StatusRow(status: 503, body: #"{"results":[{"message_id":"x"}]}"#, outcome: .retry(reason: .unavailable),
                   closesGate: true),
-        StatusRow(status: 504, body: "", outcome: .retry(reason: "Unavailable"), closesGate: true),
-        StatusRow(status: 599, body: "", outcome: .retry(reason: "Unavailable"), closesGate: true),
-        StatusRow(status: 403, body: "", outcome: .retry(reason: "HTTP 403"), closesGate: false),
-        StatusRow(status: 404, body: "", outcome: .retry(reason: "HTTP 404"), closesGate: false),
-        StatusRow(status: 429, body: "", outcome: .retry(reason: "HTTP 429"), closesGate: false),
-        StatusRow(status: 302, body: "", outcome: .retry(reason: "HTTP 302"), closesGate: false),
-        StatusRow(status: 204, body: "", outcome: .retry(reason: "HTTP 204"), closesGate: false),
+        StatusRow(status: 504, body: "", outcome: .retry(reason: .unavailable), closesGate: true),
+        StatusRow(status: 599, body: "", outcome: .retry(reason: .unavailable), closesGate: true),
+        StatusRow(status: 403, body: "", outcome: .retry(reason: .httpStatus(403)), closesGate: false),
+        StatusRow(status: 404, body: "", outcome: .retry(reason: .httpStatus(404)), closesGate: false),
+        StatusRow(status: 429, body: "", outcome: .retry(reason: .httpStatus(429)), closesGate: false),
+        StatusRow(status: 302, body: "", outcome: .retry(reason: .httpStatus(302)), closesGate: false),
+        StatusRow(status: 204, body: "", outcome: .retry(reason: .httpStatus(204)), closesGate: false),
     ]
 
     @Test(arguments: statusRows)
@@ -137,8 +137,8 @@ private func classify(
         let classification = classify(200, body, targets: 6)
         #expect(classification.outcomes == [
             .delivered(fcmMessageID: "1:0408", canonicalToken: nil),
-            .retry(reason: "Unavailable"),
-            .deadToken(reason: "InvalidRegistration"),
+            .retry(reason: .unavailable),
+            .deadToken(reason: .invalidRegistration),
             .delivered(fcmMessageID: "1:1516", canonicalToken: nil),
             .delivered(fcmMessageID: "1:2342", canonicalToken: "32"),
             .notRegistered,
@@ -155,8 +155,8 @@ private func classify(
 
     static let plainTextRows: [PlainTextRow] = [
         PlainTextRow(body: "id=1:0408\n", outcome: .delivered(fcmMessageID: "1:0408", canonicalToken: nil)),
-        PlainTextRow(body: "Error=Unavailable", outcome: .retry(reason: "Unavailable")),
-        PlainTextRow(body: "Error=InvalidRegistration\n", outcome: .deadToken(reason: "InvalidRegistration")),
+        PlainTextRow(body: "Error=Unavailable", outcome: .retry(reason: .unavailable)),
+        PlainTextRow(body: "Error=InvalidRegistration\n", outcome: .deadToken(reason: .invalidRegistration)),
         PlainTextRow(body: "id=1:2342\nregistration_id=32\n",
                      outcome: .delivered(fcmMessageID: "1:2342", canonicalToken: "32")),
         PlainTextRow(body: "id=1:2342\r\nregistration_id=32\r\n",
@@ -166,11 +166,11 @@ private func classify(
         PlainTextRow(body: "Error=NotRegistered\n", outcome: .notRegistered),
         PlainTextRow(body: "id=0:a=b\n", outcome: .delivered(fcmMessageID: "0:a=b", canonicalToken: nil)),
         PlainTextRow(body: "id=1:1\nregistration_id=\n", outcome: .delivered(fcmMessageID: "1:1", canonicalToken: nil)),
-        PlainTextRow(body: "", outcome: .retry(reason: "InvalidResponse")),
-        PlainTextRow(body: "id=\n", outcome: .retry(reason: "InvalidResponse")),
-        PlainTextRow(body: "registration_id=32\nid=1:1", outcome: .retry(reason: "InvalidResponse")),
-        PlainTextRow(body: "<html>oops</html>", outcome: .retry(reason: "InvalidResponse")),
-        PlainTextRow(body: #"{"message_id":"1:1"}"#, outcome: .retry(reason: "InvalidResponse")),
+        PlainTextRow(body: "", outcome: .retry(reason: .invalidResponse)),
+        PlainTextRow(body: "id=\n", outcome: .retry(reason: .invalidResponse)),
+        PlainTextRow(body: "registration_id=32\nid=1:1", outcome: .retry(reason: .invalidResponse)),
+        PlainTextRow(body: "<html>oops</html>", outcome: .retry(reason: .invalidResponse)),
+        PlainTextRow(body: #"{"message_id":"1:1"}"#, outcome: .retry(reason: .invalidResponse)),
     ]
 
     @Test(arguments: plainTextRows)
@@ -181,12 +181,12 @@ private func classify(
     @Test func plainTextWithInvalidUTF8Retries() {
         let classification = Classifier.classify(status: 200, headers: [], body: [0x69, 0x64, 0x3D, 0xFF, 0xFE],
                                                  targetCount: 1, kind: .tokens, format: .plainText, now: now)
-        #expect(classification.outcomes == [.retry(reason: "InvalidResponse")])
+        #expect(classification.outcomes == [.retry(reason: .invalidResponse)])
     }
 
     @Test func plainTextForSeveralTargetsIsAMismatch() {
         #expect(classify(200, "id=1:1", targets: 2, format: .plainText).outcomes
-            == Array(repeating: .retry(reason: "MismatchedResults"), count: 2))
+            == Array(repeating: .retry(reason: .mismatchedResults), count: 2))
     }
 
     // MARK: - Topics and conditions
@@ -208,14 +208,14 @@ private func classify(
         TopicRow(body: #"{"message_id": 1}"#, outcome: .delivered(fcmMessageID: "1", canonicalToken: nil)),
         TopicRow(body: #"{"message_id": "m-1"}"#, outcome: .delivered(fcmMessageID: "m-1", canonicalToken: nil)),
         TopicRow(body: #"{"error": "TopicsMessageRateExceeded"}"#,
-                 outcome: .retrySlow(reason: "TopicsMessageRateExceeded")),
-        TopicRow(body: #"{"message_id": 1.5}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{"message_id": 1e3}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{"message_id": true}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{"message_id": ""}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{"message_id": null}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{"error": 5}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{}"#, outcome: .retry(reason: "InvalidResponse")),
+                 outcome: .retrySlow(reason: .topicsMessageRateExceeded)),
+        TopicRow(body: #"{"message_id": 1.5}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{"message_id": 1e3}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{"message_id": true}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{"message_id": ""}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{"message_id": null}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{"error": 5}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{}"#, outcome: .retry(reason: .invalidResponse)),
         TopicRow(body: #"{"multicast_id":1,"results":[{"message_id":"0:9"}]}"#,
                  outcome: .delivered(fcmMessageID: "0:9", canonicalToken: nil)),
     ]
@@ -226,8 +226,8 @@ private func classify(
     }
 
     @Test func topicShapedReplyToATokenRequestIsInvalid() {
-        #expect(classify(200, #"{"message_id": 5}"#).outcomes == [.retry(reason: "InvalidResponse")])
-        #expect(classify(200, #"{"error": "NotRegistered"}"#).outcomes == [.retry(reason: "InvalidResponse")])
+        #expect(classify(200, #"{"message_id": 5}"#).outcomes == [.retry(reason: .invalidResponse)])
+        #expect(classify(200, #"{"error": "NotRegistered"}"#).outcomes == [.retry(reason: .invalidResponse)])
     }
 
     // MARK: - Device groups
@@ -236,14 +236,14 @@ private func classify(
         TopicRow(body: #"{"success": 2, "failure": 0}"#, outcome: .delivered(fcmMessageID: nil, canonicalToken: nil)),
         TopicRow(body: #"{"success": 0, "failure": 0}"#, outcome: .delivered(fcmMessageID: nil, canonicalToken: nil)),
         TopicRow(body: #"{"success": 1, "failure": 2, "failed_registration_ids": ["a", "b"]}"#,
-                 outcome: .retry(reason: "DeviceGroupPartialFailure")),
+                 outcome: .retry(reason: .deviceGroupPartialFailure)),
         TopicRow(body: #"{"success": 0, "failure": 1, "failed_registration_ids": ["a"]}"#,
-                 outcome: .retry(reason: "DeviceGroupPartialFailure")),
+                 outcome: .retry(reason: .deviceGroupPartialFailure)),
         TopicRow(body: #"{"success": 1, "failure": 0, "failed_registration_ids": ["a"]}"#,
-                 outcome: .retry(reason: "DeviceGroupPartialFailure")),
-        TopicRow(body: #"{"success": 1, "failure": "0"}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{"success": 1, "failure": -1}"#, outcome: .retry(reason: "InvalidResponse")),
-        TopicRow(body: #"{"success": 1, "failure": 0.0}"#, outcome: .retry(reason: "InvalidResponse")),
+                 outcome: .retry(reason: .deviceGroupPartialFailure)),
+        TopicRow(body: #"{"success": 1, "failure": "0"}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{"success": 1, "failure": -1}"#, outcome: .retry(reason: .invalidResponse)),
+        TopicRow(body: #"{"success": 1, "failure": 0.0}"#, outcome: .retry(reason: .invalidResponse)),
     ]
 
     @Test(arguments: deviceGroupRows)
@@ -258,14 +258,14 @@ private func classify(
         let results = Array(repeating: #"{"message_id":"0:1"}"#, count: resultCount).joined(separator: ",")
         let body = #"{"multicast_id":1,"success":\#(resultCount),"failure":0,"results":[\#(results)]}"#
         #expect(classify(200, body, targets: 6).outcomes
-            == Array(repeating: .retry(reason: "MismatchedResults"), count: 6))
+            == Array(repeating: .retry(reason: .mismatchedResults), count: 6))
     }
 
     @Test func deviceGroupOrTopicReplyForSeveralTargetsIsAMismatch() {
         #expect(classify(200, #"{"success":1,"failure":0}"#, targets: 2).outcomes
-            == Array(repeating: .retry(reason: "MismatchedResults"), count: 2))
+            == Array(repeating: .retry(reason: .mismatchedResults), count: 2))
         #expect(classify(200, #"{"message_id":1}"#, targets: 2, kind: .topic).outcomes
-            == Array(repeating: .retry(reason: "MismatchedResults"), count: 2))
+            == Array(repeating: .retry(reason: .mismatchedResults), count: 2))
     }
 
     static let garbageBodies: [String] = [
@@ -288,7 +288,7 @@ private func classify(
     @Test(arguments: garbageBodies)
     func garbageBodyRetriesEveryTarget(_ body: String) {
         let classification = classify(200, body, targets: 3)
-        #expect(classification.outcomes == Array(repeating: .retry(reason: "InvalidResponse"), count: 3))
+        #expect(classification.outcomes == Array(repeating: .retry(reason: .invalidResponse), count: 3))
         #expect(!classification.closesGate)
     }
 
@@ -296,7 +296,7 @@ private func classify(
         let body: [UInt8] = Array(#"{"results":[{"message_id":""#.utf8) + [0xC3, 0x28] + Array(#""}]}"#.utf8)
         let classification = Classifier.classify(status: 200, headers: [], body: body, targetCount: 1,
                                                  kind: .tokens, format: .json, now: now)
-        #expect(classification.outcomes == [.retry(reason: "InvalidResponse")])
+        #expect(classification.outcomes == [.retry(reason: .invalidResponse)])
     }
 
     /// A malformed entry costs only its own target a retry; its neighbours' answers stand.
@@ -305,10 +305,10 @@ private func classify(
             + #"{"message_id":"0:6","registration_id":5}, {"message_id":"0:7","error":"NotRegistered"}]}"#
         #expect(classify(200, body, targets: 7).outcomes == [
             .delivered(fcmMessageID: "0:1", canonicalToken: nil),
-            .retry(reason: "InvalidResponse"),
-            .retry(reason: "InvalidResponse"),
-            .retry(reason: "InvalidResponse"),
-            .retry(reason: "InvalidResponse"),
+            .retry(reason: .invalidResponse),
+            .retry(reason: .invalidResponse),
+            .retry(reason: .invalidResponse),
+            .retry(reason: .invalidResponse),
             .delivered(fcmMessageID: "0:6", canonicalToken: nil),
             .notRegistered,
         ])
@@ -324,7 +324,7 @@ private func classify(
 
     @Test func unavailableWithRetryAfterSecondsClosesTheGateUntilThen() {
         let classification = classify(503, "", targets: 2, headers: [("Retry-After", "120")])
-        #expect(classification == Classification(outcomes: Array(repeating: .retry(reason: "Unavailable"), count: 2),
+        #expect(classification == Classification(outcomes: Array(repeating: .retry(reason: .unavailable), count: 2),
                                                  retryAfterUntil: now + 120_000, closesGate: true))
     }
 
@@ -333,7 +333,7 @@ private func classify(
         let classification = classify(503, "", headers: [("Retry-After", "Tue, 14 Nov 2023 22:15:20 GMT")])
         #expect(classification.retryAfterUntil == now + 120_000)
         #expect(classification.closesGate)
-        #expect(classification.outcomes == [.retry(reason: "Unavailable")])
+        #expect(classification.outcomes == [.retry(reason: .unavailable)])
     }
 
     @Test(arguments: ["retry-after", "RETRY-AFTER"])
@@ -360,13 +360,14 @@ private func classify(
 
     @Test func retryAfterOn429ClosesTheGate() {
         let classification = classify(429, "", headers: [("Retry-After", "60")])
-        #expect(classification.outcomes == [.retry(reason: "HTTP 429")])
+        #expect(classification.outcomes == [.retry(reason: .httpStatus(429))])
         #expect(classification.retryAfterUntil == now + 60_000)
         #expect(classification.closesGate)
     }
 
     @Test func transportFailureRetriesEveryTargetAndClosesTheGate() {
         #expect(Classifier.transportFailure(reason: "Timeout", targetCount: 3) == Classification(
-            outcomes: Array(repeating: .retry(reason: "Timeout"), count: 3), retryAfterUntil: nil, closesGate: true))
+            outcomes: Array(repeating: .retry(reason: .other("Timeout")), count: 3), retryAfterUntil: nil,
+            closesGate: true))
     }
 }

@@ -77,30 +77,30 @@ private let farFuture: Int64 = now + 28 * 86_400_000
     func deadAtMaxAttempts(_ attempts: Int) {
         var random = SplitMix64(seed: 7)
         #expect(policy.next(attempts: attempts, slow: false, retryAfterUntil: nil, ttlSeconds: 3600,
-                            expiresAt: farFuture, now: now, using: &random) == .dead(reason: "MaxAttempts"))
+                            expiresAt: farFuture, now: now, using: &random) == .dead(reason: .maxAttempts))
     }
 
     @Test func maxAttemptsIsConfigurable() {
         let policy = RetryPolicy(maxAttempts: 3)
         var random = SplitMix64(seed: 7)
         #expect(policy.next(attempts: 2, slow: false, retryAfterUntil: nil, ttlSeconds: 3600,
-                            expiresAt: farFuture, now: now, using: &random) != .dead(reason: "MaxAttempts"))
+                            expiresAt: farFuture, now: now, using: &random) != .dead(reason: .maxAttempts))
         #expect(policy.next(attempts: 3, slow: false, retryAfterUntil: nil, ttlSeconds: 3600,
-                            expiresAt: farFuture, now: now, using: &random) == .dead(reason: "MaxAttempts"))
+                            expiresAt: farFuture, now: now, using: &random) == .dead(reason: .maxAttempts))
     }
 
     @Test func ttlZeroGetsOnePromptAttemptAndNoRetry() {
         var random = SplitMix64(seed: 7)
         #expect(policy.next(attempts: 1, slow: false, retryAfterUntil: nil, ttlSeconds: 0,
-                            expiresAt: farFuture, now: now, using: &random) == .dead(reason: "Expired"))
+                            expiresAt: farFuture, now: now, using: &random) == .dead(reason: .expired))
     }
 
     /// With the lowest draw, attempt 1 waits exactly 500 ms: a message expiring at that instant is dead.
     @Test(arguments: [
-        (now + 499, RetryDecision.dead(reason: "Expired")),
-        (now + 500, RetryDecision.dead(reason: "Expired")),
+        (now + 499, RetryDecision.dead(reason: .expired)),
+        (now + 500, RetryDecision.dead(reason: .expired)),
         (now + 501, RetryDecision.retry(at: now + 500)),
-        (now - 1, RetryDecision.dead(reason: "Expired")),
+        (now - 1, RetryDecision.dead(reason: .expired)),
     ])
     func retryAtOrPastExpiryIsExpired(_ expiresAt: Int64, _ expected: RetryDecision) {
         var lowest = ConstantGenerator(value: 1)
@@ -143,15 +143,15 @@ private let farFuture: Int64 = now + 28 * 86_400_000
     @Test func retryAfterPastExpiryIsExpired() {
         var random = SplitMix64(seed: 1)
         #expect(policy.next(attempts: 1, slow: false, retryAfterUntil: now + 600_000, ttlSeconds: 300,
-                            expiresAt: now + 300_000, now: now, using: &random) == .dead(reason: "Expired"))
+                            expiresAt: now + 300_000, now: now, using: &random) == .dead(reason: .expired))
     }
 
     @Test func extremeTimesSaturateInsteadOfTrapping() {
         var random = SplitMix64(seed: 1)
         #expect(policy.next(attempts: 5, slow: false, retryAfterUntil: .max, ttlSeconds: 3600,
-                            expiresAt: .max, now: 0, using: &random) == .dead(reason: "Expired"))
+                            expiresAt: .max, now: 0, using: &random) == .dead(reason: .expired))
         #expect(policy.next(attempts: 5, slow: false, retryAfterUntil: .min, ttlSeconds: 3600,
-                            expiresAt: .max, now: .max - 10, using: &random) == .dead(reason: "Expired"))
+                            expiresAt: .max, now: .max - 10, using: &random) == .dead(reason: .expired))
     }
 
     // MARK: - Determinism

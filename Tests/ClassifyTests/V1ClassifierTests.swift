@@ -42,62 +42,62 @@ private func classify(_ status: Int, _ body: String, headers: [(name: String, va
         Row(name: "400 INVALID_ARGUMENT naming the token (message)", status: 400,
             body: fcmError(400, "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT",
                            message: "The registration token is not a valid FCM registration token"),
-            outcome: .deadToken(reason: "INVALID_ARGUMENT")),
+            outcome: .deadToken(reason: .v1(.invalidArgument))),
         Row(name: "400 INVALID_ARGUMENT naming the token (field violation)", status: 400,
             body: fcmError(400, "INVALID_ARGUMENT", message: "Request contains an invalid argument.",
                            extraDetail: #"{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":"#
                                + #"[{"field":"message.token","description":"Invalid registration token"}]}"#),
-            outcome: .deadToken(reason: "INVALID_ARGUMENT")),
+            outcome: .deadToken(reason: .v1(.invalidArgument))),
         Row(name: "400 INVALID_ARGUMENT otherwise", status: 400,
             body: fcmError(400, "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT",
                            message: "Invalid value at 'message.data[0].value' (TYPE_STRING), 1",
                            extraDetail: #"{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":"#
                                + #"[{"field":"message.data[0].value","description":"Invalid value"}]}"#),
-            outcome: .deadMessage(reason: "INVALID_ARGUMENT")),
+            outcome: .deadMessage(reason: .v1(.invalidArgument))),
         Row(name: "403 SENDER_ID_MISMATCH", status: 403,
             body: fcmError(403, "PERMISSION_DENIED", errorCode: "SENDER_ID_MISMATCH", message: "SenderId mismatch"),
-            outcome: .deadToken(reason: "SENDER_ID_MISMATCH")),
+            outcome: .deadToken(reason: .v1(.senderIDMismatch))),
         Row(name: "429 QUOTA_EXCEEDED", status: 429,
             body: fcmError(429, "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED"),
-            outcome: .retrySlow(reason: "QUOTA_EXCEEDED"), closesGate: true),
+            outcome: .retrySlow(reason: .v1(.quotaExceeded)), closesGate: true),
         Row(name: "503 UNAVAILABLE", status: 503, body: fcmError(503, "UNAVAILABLE", errorCode: "UNAVAILABLE"),
-            outcome: .retry(reason: "UNAVAILABLE"), closesGate: true),
+            outcome: .retry(reason: .v1(.unavailable)), closesGate: true),
         Row(name: "500 INTERNAL", status: 500, body: fcmError(500, "INTERNAL", errorCode: "INTERNAL"),
-            outcome: .retry(reason: "INTERNAL"), closesGate: true),
+            outcome: .retry(reason: .v1(.internal)), closesGate: true),
         Row(name: "401 THIRD_PARTY_AUTH_ERROR", status: 401,
             body: fcmError(401, "UNAUTHENTICATED", errorCode: "THIRD_PARTY_AUTH_ERROR"),
-            outcome: .pauseApp(reason: "THIRD_PARTY_AUTH_ERROR")),
+            outcome: .pauseApp(reason: .v1(.thirdPartyAuthError))),
         Row(name: "401 UNAUTHENTICATED", status: 401,
             body: fcmError(401, "UNAUTHENTICATED",
                            message: "Request had invalid authentication credentials. Expected OAuth 2 access token"),
-            outcome: .requeue(reason: "UNAUTHENTICATED")),
+            outcome: .requeue(reason: .v1(.unauthenticated))),
         // Beyond the table: what else FCM and the proxies in front of it answer.
         Row(name: "status only, no FcmError detail", status: 404, body: fcmError(404, "NOT_FOUND"),
-            outcome: .retry(reason: "NOT_FOUND")),
+            outcome: .retry(reason: .other("NOT_FOUND"))),
         Row(name: "403 PERMISSION_DENIED (the account may not send)", status: 403,
             body: fcmError(403, "PERMISSION_DENIED", message: "Permission 'cloudmessaging.messages.create' denied"),
-            outcome: .pauseApp(reason: "PERMISSION_DENIED")),
+            outcome: .pauseApp(reason: .v1(.permissionDenied))),
         Row(name: "APNS_AUTH_ERROR (older name)", status: 401,
             body: fcmError(401, "UNAUTHENTICATED", errorCode: "APNS_AUTH_ERROR"),
-            outcome: .pauseApp(reason: "APNS_AUTH_ERROR")),
+            outcome: .pauseApp(reason: .v1(.apnsAuthError))),
         Row(name: "UNSPECIFIED_ERROR", status: 500, body: fcmError(500, "INTERNAL", errorCode: "UNSPECIFIED_ERROR"),
-            outcome: .retry(reason: "UNSPECIFIED_ERROR"), closesGate: true),
+            outcome: .retry(reason: .v1(.unspecifiedError)), closesGate: true),
         Row(name: "502 from a proxy, HTML", status: 502, body: "<html>Bad Gateway</html>",
-            outcome: .retry(reason: "HTTP 502"), closesGate: true),
-        Row(name: "401 without a body", status: 401, body: "", outcome: .requeue(reason: "UNAUTHENTICATED")),
-        Row(name: "400 without a body", status: 400, body: "", outcome: .deadMessage(reason: "INVALID_ARGUMENT")),
-        Row(name: "429 without a body", status: 429, body: "", outcome: .retrySlow(reason: "QUOTA_EXCEEDED"),
+            outcome: .retry(reason: .httpStatus(502)), closesGate: true),
+        Row(name: "401 without a body", status: 401, body: "", outcome: .requeue(reason: .v1(.unauthenticated))),
+        Row(name: "400 without a body", status: 400, body: "", outcome: .deadMessage(reason: .v1(.invalidArgument))),
+        Row(name: "429 without a body", status: 429, body: "", outcome: .retrySlow(reason: .v1(.quotaExceeded)),
             closesGate: true),
         Row(name: "an unknown code on 404", status: 404, body: fcmError(404, "NOT_FOUND", errorCode: "SOMETHING_NEW"),
-            outcome: .retry(reason: "SOMETHING_NEW")),
+            outcome: .retry(reason: .other("SOMETHING_NEW"))),
         Row(name: "a code that is not an identifier", status: 500,
             body: fcmError(500, "INTERNAL", errorCode: "two words"),
-            outcome: .retry(reason: "UnknownError"), closesGate: true),
+            outcome: .retry(reason: .unknownError), closesGate: true),
         Row(name: "200 without a name", status: 200, body: #"{"nom":"x"}"#,
-            outcome: .retry(reason: "InvalidResponse")),
-        Row(name: "200 not JSON", status: 200, body: "ok", outcome: .retry(reason: "InvalidResponse")),
-        Row(name: "200 empty name", status: 200, body: #"{"name":""}"#, outcome: .retry(reason: "InvalidResponse")),
-        Row(name: "302 redirect", status: 302, body: "", outcome: .retry(reason: "HTTP 302")),
+            outcome: .retry(reason: .invalidResponse)),
+        Row(name: "200 not JSON", status: 200, body: "ok", outcome: .retry(reason: .invalidResponse)),
+        Row(name: "200 empty name", status: 200, body: #"{"name":""}"#, outcome: .retry(reason: .invalidResponse)),
+        Row(name: "302 redirect", status: 302, body: "", outcome: .retry(reason: .httpStatus(302))),
     ]
 
     @Test(arguments: rows)
@@ -110,17 +110,17 @@ private func classify(_ status: Int, _ body: String, headers: [(name: String, va
 
     @Test func secondUnauthenticatedPausesTheApp() {
         let body = fcmError(401, "UNAUTHENTICATED")
-        #expect(classify(401, body, mayRenew: true).outcomes == [.requeue(reason: "UNAUTHENTICATED")])
-        #expect(classify(401, body, mayRenew: false).outcomes == [.pauseApp(reason: "UNAUTHENTICATED")])
+        #expect(classify(401, body, mayRenew: true).outcomes == [.requeue(reason: .v1(.unauthenticated))])
+        #expect(classify(401, body, mayRenew: false).outcomes == [.pauseApp(reason: .v1(.unauthenticated))])
         // Renewing the access token cannot cure APNs credentials.
         let thirdParty = fcmError(401, "UNAUTHENTICATED", errorCode: "THIRD_PARTY_AUTH_ERROR")
-        #expect(classify(401, thirdParty, mayRenew: true).outcomes == [.pauseApp(reason: "THIRD_PARTY_AUTH_ERROR")])
+        #expect(classify(401, thirdParty, mayRenew: true).outcomes == [.pauseApp(reason: .v1(.thirdPartyAuthError))])
     }
 
     @Test func retryAfterOnA429ClosesTheGateUntilThen() {
         let classification = classify(429, fcmError(429, "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED"),
                                       headers: [("retry-after", "30")])
-        #expect(classification.outcomes == [.retrySlow(reason: "QUOTA_EXCEEDED")])
+        #expect(classification.outcomes == [.retrySlow(reason: .v1(.quotaExceeded))])
         #expect(classification.retryAfterUntil == now + 30_000)
         #expect(classification.closesGate)
     }
@@ -134,7 +134,7 @@ private func classify(_ status: Int, _ body: String, headers: [(name: String, va
 
     @Test func transportFailuresRetryAndCloseTheGate() {
         let classification = V1Classifier.transportFailure(reason: "timeout")
-        #expect(classification.outcomes == [.retry(reason: "timeout")])
+        #expect(classification.outcomes == [.retry(reason: .other("timeout"))])
         #expect(classification.closesGate)
     }
 

@@ -60,7 +60,7 @@ import Testing
     @Test func transportFailuresRetryEveryToken() {
         let request = provider.requests(for: message(), deliveries: deliveries(3), now: now)[0]
         let classification = provider.classify(.failure(reason: "timeout"), of: request, now: now)
-        #expect(classification.outcomes == Array(repeating: .retry(reason: "timeout"), count: 3))
+        #expect(classification.outcomes == Array(repeating: .retry(reason: .other("timeout")), count: 3))
         #expect(classification.closesGate)
     }
 }
@@ -80,28 +80,44 @@ import Testing
     @Test func officialExampleBecomesOneUpdatePerToken() {
         var random = SplitMix64(seed: 7)
         let classification = Classification(outcomes: [
-            .delivered(fcmMessageID: "1:0408", canonicalToken: nil), .retry(reason: "Unavailable"),
-            .deadToken(reason: "InvalidRegistration"), .delivered(fcmMessageID: "1:1516", canonicalToken: nil),
+            .delivered(fcmMessageID: "1:0408", canonicalToken: nil), .retry(reason: .unavailable),
+            .deadToken(reason: .invalidRegistration), .delivered(fcmMessageID: "1:1516", canonicalToken: nil),
             .delivered(fcmMessageID: "1:2342", canonicalToken: "32"), .notRegistered,
         ])
         let plan = OutcomePlanner.plan(classification, for: request(6), status: 200, policy: RetryPolicy(),
                                        fallbackGateMillis: 1000, now: now, using: &random)
         #expect(plan.updates.count == 6)
         #expect(plan.updates[0] == .delivered(id: 0, fcmMessageID: "1:0408", canonicalToken: nil, status: 200))
-        guard case .retry(1, let at, "Unavailable", 200) = plan.updates[1] else {
+        guard case .retry(1, let at, .unavailable, 200) = plan.updates[1] else {
             Issue.record("token 8 must retry: \(plan.updates[1])")
             return
         }
         #expect(at >= now + 500 && at <= now + 1000)
-        #expect(plan.updates[2] == .dead(id: 2, reason: "InvalidRegistration", status: 200))
+        #expect(plan.updates[2] == .dead(id: 2, reason: .invalidRegistration, status: 200))
         #expect(plan.updates[4] == .delivered(id: 4, fcmMessageID: "1:2342", canonicalToken: "32", status: 200))
-        #expect(plan.updates[5] == .dropped(id: 5, reason: "NotRegistered", status: 200))
+        #expect(plan.updates[5] == .dropped(id: 5, reason: .notRegistered, status: 200))
         #expect(plan.pauseReason == nil && plan.gateUntil == nil)
+    }
+
+    /// An error FCM has no rule for retries, and its text is the reason the row will store, as FCM spelled it.
+    @Test func anUnknownErrorKeepsItsTextAsTheReason() {
+        var random = SplitMix64(seed: 5)
+        let reply = #"{"multicast_id":1,"success":0,"failure":2,"results":[{"error":"SomethingNew"},{"error":"x y"}]}"#
+        let answer = TransportResult.response(status: 200, headers: [], body: Array(reply.utf8), httpVersion: "2")
+        let provider = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k")
+        let classification = provider.classify(answer, of: request(2), now: now)
+        let plan = OutcomePlanner.plan(classification, for: request(2), status: 200, policy: RetryPolicy(),
+                                       fallbackGateMillis: 1000, now: now, using: &random)
+        let reasons = plan.updates.map { update -> String? in
+            if case .retry(_, _, let reason, _) = update { reason.rawValue } else { nil }
+        }
+        // Text that is not an identifier is not stored: it could be anything the network sent.
+        #expect(reasons == ["SomethingNew", "UnknownError"])
     }
 
     @Test func unauthorizedPausesAndReleasesWithoutCharging() {
         var random = SplitMix64(seed: 1)
-        let classification = Classification(outcomes: Array(repeating: .pauseApp(reason: "Unauthorized"), count: 2))
+        let classification = Classification(outcomes: Array(repeating: .pauseApp(reason: .unauthorized), count: 2))
         let plan = OutcomePlanner.plan(classification, for: request(2), status: 401, policy: RetryPolicy(),
                                        fallbackGateMillis: 1000, now: now, using: &random)
         #expect(plan.updates == [.release(id: 0), .release(id: 1)])
@@ -110,7 +126,7 @@ import Testing
 
     @Test func retryAfterClosesTheGateAndFloorsTheRetry() {
         var random = SplitMix64(seed: 3)
-        let classification = Classification(outcomes: [.retry(reason: "Unavailable")], retryAfterUntil: now + 120_000,
+        let classification = Classification(outcomes: [.retry(reason: .unavailable)], retryAfterUntil: now + 120_000,
                                             closesGate: true)
         let plan = OutcomePlanner.plan(classification, for: request(1), status: 503, policy: RetryPolicy(),
                                        fallbackGateMillis: 1000, now: now, using: &random)
@@ -124,12 +140,12 @@ import Testing
 
     @Test func lastAttemptBecomesMaxAttemptsAndZeroTTLExpires() {
         var random = SplitMix64(seed: 3)
-        let retry = Classification(outcomes: [.retry(reason: "Unavailable")])
+        let retry = Classification(outcomes: [.retry(reason: .unavailable)])
         let exhausted = OutcomePlanner.plan(retry, for: request(1, attempts: 11), status: 200, policy: RetryPolicy(),
                                             fallbackGateMillis: 1000, now: now, using: &random)
-        #expect(exhausted.updates == [.dead(id: 0, reason: "MaxAttempts", status: 200)])
+        #expect(exhausted.updates == [.dead(id: 0, reason: .maxAttempts, status: 200)])
         let nowOrNever = OutcomePlanner.plan(retry, for: request(1, ttl: 0), status: 200, policy: RetryPolicy(),
                                              fallbackGateMillis: 1000, now: now, using: &random)
-        #expect(nowOrNever.updates == [.dead(id: 0, reason: "Expired", status: 200)])
+        #expect(nowOrNever.updates == [.dead(id: 0, reason: .expired, status: 200)])
     }
 }

@@ -92,11 +92,11 @@ import Testing
 
         // The first refusal requeues without charging, and the token is dropped.
         #expect(provider.classify(answer(401, Self.unauthenticated), of: first[0], now: now).outcomes
-            == [.requeue(reason: "UNAUTHENTICATED")])
+            == [.requeue(reason: .v1(.unauthenticated))])
         #expect(provider.needsPreparation(now: now))
         // Another request that carried the same token is requeued too, without a second renewal.
         #expect(provider.classify(answer(401, Self.unauthenticated), of: first[1], now: now).outcomes
-            == [.requeue(reason: "UNAUTHENTICATED")])
+            == [.requeue(reason: .v1(.unauthenticated))])
 
         #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
         #expect(endpoint.forms.count == 2)
@@ -104,7 +104,7 @@ import Testing
         #expect(second[0].outbound.headers.last?.value == "Bearer token-2")
         // The renewed token refused too: renewing again cannot help.
         #expect(provider.classify(answer(401, Self.unauthenticated), of: second[0], now: now).outcomes
-            == [.pauseApp(reason: "UNAUTHENTICATED")])
+            == [.pauseApp(reason: .v1(.unauthenticated))])
     }
 
     @Test func requeueReleasesWithoutChargingAndWithoutPausing() {
@@ -113,7 +113,7 @@ import Testing
             outbound: OutboundRequest(url: "http://127.0.0.1:1"), kind: .tokens, format: .json)
         var random = SplitMix64(seed: 1)
         let plan = OutcomePlanner.plan(
-            Classification(outcomes: [.requeue(reason: "UNAUTHENTICATED")]), for: request, status: 401,
+            Classification(outcomes: [.requeue(reason: .v1(.unauthenticated))]), for: request, status: 401,
             policy: RetryPolicy(), fallbackGateMillis: 1000, now: now, using: &random)
         #expect(plan == OutcomePlan(updates: [.release(id: 0)], pauseReason: nil, gateUntil: nil))
     }
@@ -124,7 +124,7 @@ import Testing
         let provider = provider(endpoint)
         let request = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)[0]
         let classification = provider.classify(.failure(reason: "timeout"), of: request, now: now)
-        #expect(classification.outcomes == [.retry(reason: "timeout")])
+        #expect(classification.outcomes == [.retry(reason: .other("timeout"))])
         #expect(classification.closesGate)
     }
 }

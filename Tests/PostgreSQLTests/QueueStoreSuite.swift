@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import Support
 import Testing
 
 private let t0: Int64 = 1_700_000_000_000
@@ -111,7 +112,7 @@ private let t0: Int64 = 1_700_000_000_000
         func olderMessageInBackoff() throws -> String {
             let older = try insert(["T"], collapseKey: "score", at: t0).id
             let claimed = try #require(try claim(now: t0 + 10).deliveries.first)
-            try apply([.retry(id: claimed.id, at: t0 + 5_000, reason: "Unavailable", status: 200)], now: t0 + 20)
+            try apply([.retry(id: claimed.id, at: t0 + 5_000, reason: .unavailable, status: 200)], now: t0 + 20)
             return older
         }
     }
@@ -136,9 +137,9 @@ private let t0: Int64 = 1_700_000_000_000
         let first = try queue.claim(now: t0 + 1).deliveries
         // b goes back first and is due last: a short claim takes the rows due first, not the first inserted.
         try queue.apply([
-            .retry(id: first[1].id, at: t0 + 300, reason: "Unavailable", status: 503),
-            .retry(id: first[0].id, at: t0 + 200, reason: "Unavailable", status: 503),
-            .retry(id: first[2].id, at: t0 + 100, reason: "Unavailable", status: 503),
+            .retry(id: first[1].id, at: t0 + 300, reason: .unavailable, status: 503),
+            .retry(id: first[0].id, at: t0 + 200, reason: .unavailable, status: 503),
+            .retry(id: first[2].id, at: t0 + 100, reason: .unavailable, status: 503),
         ], now: t0 + 2)
         #expect(Set(try queue.claim(limit: 2, now: t0 + 1_000).deliveries.map(\.token)) == ["c", "a"])
         #expect(try queue.claim(now: t0 + 1_000).deliveries.map(\.token) == ["b"])
@@ -199,11 +200,11 @@ private let t0: Int64 = 1_700_000_000_000
         let ids = try queue.claim(now: t0).deliveries.map(\.id)
         let updated = try queue.apply([
             .delivered(id: ids[0], fcmMessageID: "0:1", canonicalToken: "a2", status: 200),
-            .retry(id: ids[1], at: t0 + 9_000, reason: "Unavailable", status: 503),
-            .dead(id: ids[2], reason: "InvalidRegistration", status: 200),
+            .retry(id: ids[1], at: t0 + 9_000, reason: .unavailable, status: 503),
+            .dead(id: ids[2], reason: .invalidRegistration, status: 200),
         ], now: t0 + 1)
         #expect(updated.updated == Array(ids[0...2]))
-        let stranger = try queue.apply([.dropped(id: ids[3], reason: "NotRegistered", status: 200)], owner: "w2",
+        let stranger = try queue.apply([.dropped(id: ids[3], reason: .notRegistered, status: 200)], owner: "w2",
                                        now: t0)
         #expect(stranger.updated.isEmpty)
         let rows = try queue.store.strings(
@@ -298,7 +299,7 @@ private let t0: Int64 = 1_700_000_000_000
         try queue.register("dead", user: "u1")
         let first = try queue.enqueue(["dead"])
         try queue.enqueue(["dead", "alive"])
-        let applied = try queue.answer(first, ["dead": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        let applied = try queue.answer(first, ["dead": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         #expect(applied.tokensDeleted == 1)
         #expect(try queue.registry().isEmpty)
         #expect(try queue.rows() == ["dead dropped/NotRegistered", "dead queued", "alive queued"])
@@ -340,7 +341,7 @@ private let t0: Int64 = 1_700_000_000_000
     @Test(arguments: Engine.allCases) func aLaterMessageToADeadTokenIsDroppedInsteadOfSent(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let first = try queue.enqueue(["gone"])
-        try queue.answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try queue.answer(first, ["gone": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         try queue.enqueue(["gone", "fine"], at: t0 + 10)
         let claimed = try queue.claim(owner: "w2", now: t0 + 20)
         #expect(claimed.deliveries.map(\.token) == ["fine"])
@@ -351,10 +352,45 @@ private let t0: Int64 = 1_700_000_000_000
         let queue = try Queue(engine)
         let message = try queue.enqueue(["a", "b", "c"])
         try queue.enqueue(["d"])
-        let applied = try queue.answer(message, ["a": { .deadMessage(id: $0, reason: "MessageTooBig", status: 200) }])
+        let applied = try queue.answer(message, ["a": { .deadMessage(id: $0, reason: .messageTooBig, status: 200) }])
         #expect(applied.deadLetters == 3)
         #expect(try queue.rows()
             == ["a dead/MessageTooBig", "b dead/MessageTooBig", "c dead/MessageTooBig", "d queued"])
+    }
+
+    /// Each engine stores a reason as its text (SPEC §4: what users script against), which reads back as the same
+    /// reason; an error FCM has no rule for is stored as it came.
+    @Test(arguments: Engine.allCases) func reasonsAreStoredAsTheirTextAndUnknownErrorsVerbatim(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let tokens = ["quota", "status", "new", "transport", "dead-new", "gone", "moved"]
+        for token in tokens { try queue.enqueue([token]) }
+        let ids = Dictionary(uniqueKeysWithValues: try queue.claim(now: t0 + 1).deliveries.map { ($0.token, $0.id) })
+        let updates: [DeliveryUpdate] = [
+            .retry(id: try #require(ids["quota"]), at: t0 + 60_000, reason: .v1(.quotaExceeded), status: 429),
+            .retry(id: try #require(ids["status"]), at: t0 + 60_000, reason: .httpStatus(404), status: 404),
+            .retry(id: try #require(ids["new"]), at: t0 + 60_000, reason: .other("SomethingNew"), status: 200),
+            .retry(id: try #require(ids["transport"]), at: t0 + 60_000, reason: .other("no answer"), status: nil),
+            .dead(id: try #require(ids["dead-new"]), reason: .other("BrandNew_Error-2"), status: 200),
+            .dropped(id: try #require(ids["gone"]), reason: .notRegistered, status: 200),
+            .delivered(id: try #require(ids["moved"]), fcmMessageID: "0:1", canonicalToken: "moved2", status: 200),
+        ]
+        #expect(try queue.apply(updates, now: t0 + 2).updated.count == tokens.count)
+        let states = try queue.states()
+        #expect(states == [
+            "quota": "queued/QUOTA_EXCEEDED", "status": "queued/HTTP 404", "new": "queued/SomethingNew",
+            "transport": "queued/no answer", "dead-new": "dead/BrandNew_Error-2", "gone": "dropped/NotRegistered",
+            "moved": "delivered",
+        ])
+        let stored = try queue.store.strings("SELECT reason FROM deliveries WHERE reason IS NOT NULL ORDER BY id")
+        let written = updates.compactMap { update -> DeliveryReason? in
+            switch update {
+            case .retry(_, _, let reason, _), .dead(_, let reason, _), .dropped(_, let reason, _): reason
+            default: nil
+            }
+        }
+        #expect(stored.map(DeliveryReason.init(stored:)) == written)
+        #expect(try queue.store.strings("SELECT token || ' ' || reason FROM token_events ORDER BY id")
+            == ["gone NotRegistered", "moved CanonicalId"])
     }
 
     @Test(arguments: Engine.allCases) func applyingTheSameOutcomesTwiceChangesNothingMore(_ engine: Engine) throws {
@@ -364,7 +400,7 @@ private let t0: Int64 = 1_700_000_000_000
         let (id, first, second) = try queue.store.write { store -> (Int64, AppliedOutcomes, AppliedOutcomes) in
             let claimed = try store.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: t0 + 1)
             let id = claimed.deliveries[0].id
-            let update = DeliveryUpdate.dropped(id: id, reason: "NotRegistered", status: 200)
+            let update = DeliveryUpdate.dropped(id: id, reason: .notRegistered, status: 200)
             return (id, try store.apply([update], owner: "w", now: t0 + 2),
                     try store.apply([update], owner: "w", now: t0 + 3))
         }
@@ -372,7 +408,7 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(second == AppliedOutcomes())
         // The token registered again later must not be deleted by a replay either.
         try queue.register("dead", user: "u")
-        try queue.apply([.dropped(id: id, reason: "NotRegistered", status: 200)], owner: "w", now: t0 + 4)
+        try queue.apply([.dropped(id: id, reason: .notRegistered, status: 200)], owner: "w", now: t0 + 4)
         #expect(try queue.registry() == ["dead u"])
         #expect(try queue.events() == ["deleted dead"])
     }
@@ -381,9 +417,9 @@ private let t0: Int64 = 1_700_000_000_000
     func twoMessagesAnsweredNotRegisteredForOneTokenGiveOneEvent(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let first = try queue.enqueue(["gone"])
-        try queue.answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try queue.answer(first, ["gone": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         let second = try queue.enqueue(["gone"], at: t0 + 10)
-        try queue.answer(second, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try queue.answer(second, ["gone": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         #expect(try queue.events() == ["deleted gone"])
     }
 
@@ -421,7 +457,7 @@ private let t0: Int64 = 1_700_000_000_000
         let newer = try queue.insert(["T"], collapseKey: "score", at: t0 + 1_000).id
         let claimed = try #require(try queue.claim(now: t0 + 1_100).deliveries.first)
         #expect(claimed.messageID == newer)
-        try queue.apply([.dead(id: claimed.id, reason: "InvalidRegistration", status: 200)], now: t0 + 1_200)
+        try queue.apply([.dead(id: claimed.id, reason: .invalidRegistration, status: 200)], now: t0 + 1_200)
         #expect(try queue.claim(now: t0 + 5_000).deliveries.map(\.messageID) == [older])
     }
 

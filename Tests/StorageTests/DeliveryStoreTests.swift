@@ -72,12 +72,12 @@ private let t0: Int64 = 1_700_000_000_000
         let updated = try writer.write { connection in
             try connection.apply([
                 .delivered(id: ids[0], fcmMessageID: "0:1", canonicalToken: "a2", status: 200),
-                .retry(id: ids[1], at: t0 + 9_000, reason: "Unavailable", status: 503),
-                .dead(id: ids[2], reason: "InvalidRegistration", status: 200),
+                .retry(id: ids[1], at: t0 + 9_000, reason: .unavailable, status: 503),
+                .dead(id: ids[2], reason: .invalidRegistration, status: 200),
             ], owner: "w1", now: t0 + 1)
         }
         #expect(updated.updated == Array(ids[0...2]))
-        let stranger = try writer.write { try $0.apply([.dropped(id: ids[3], reason: "NotRegistered", status: 200)], owner: "w2", now: t0) }
+        let stranger = try writer.write { try $0.apply([.dropped(id: ids[3], reason: .notRegistered, status: 200)], owner: "w2", now: t0) }
         #expect(stranger.updated.isEmpty)
         let rows = try writer.write {
             try $0.query("SELECT token, state, attempts, next_attempt_at, fcm_message_id, canonical_token FROM deliveries ORDER BY id") {

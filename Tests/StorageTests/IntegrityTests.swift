@@ -47,7 +47,7 @@ private let t0: Int64 = 1_700_000_000_000
     private func olderMessageInBackoff() throws -> String {
         let older = try insert(["T"], collapseKey: "score", at: t0).id
         let claimed = try #require(try claim(now: t0 + 10).deliveries.first)
-        try apply([.retry(id: claimed.id, at: t0 + 5_000, reason: "Unavailable", status: 200)], now: t0 + 20)
+        try apply([.retry(id: claimed.id, at: t0 + 5_000, reason: .unavailable, status: 200)], now: t0 + 20)
         return older
     }
 
@@ -73,7 +73,7 @@ private let t0: Int64 = 1_700_000_000_000
         let newer = try insert(["T"], collapseKey: "score", at: t0 + 1_000).id
         let claimed = try #require(try claim(now: t0 + 1_100).deliveries.first)
         #expect(claimed.messageID == newer)
-        try apply([.dead(id: claimed.id, reason: "InvalidRegistration", status: 200)], now: t0 + 1_200)
+        try apply([.dead(id: claimed.id, reason: .invalidRegistration, status: 200)], now: t0 + 1_200)
         #expect(try claim(now: t0 + 5_000).deliveries.map(\.messageID) == [older])
     }
 
@@ -179,7 +179,7 @@ private let t0: Int64 = 1_700_000_000_000
     @Test func trimmingTheFeedKeepsDeadTokensDead() throws {
         let first = try insert(["dead"], at: t0)
         let claimed = try #require(try claim(now: t0 + 1).deliveries.first)
-        try apply([.dropped(id: claimed.id, reason: "NotRegistered", status: 200)], now: t0 + 2)
+        try apply([.dropped(id: claimed.id, reason: .notRegistered, status: 200)], now: t0 + 2)
         let later = try insert(["dead"], at: t0 + 10).id
         let trimmed = try writer.write { try $0.pruneTokenEvents(before: t0 + 100, limit: 100) }
         #expect(trimmed == 1)

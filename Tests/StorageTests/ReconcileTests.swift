@@ -67,7 +67,7 @@ private let t0: Int64 = 1_700_000_000_000
         try register("dead", user: "u1")
         let first = try enqueue(["dead"])
         try enqueue(["dead", "alive"])
-        let applied = try answer(first, ["dead": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        let applied = try answer(first, ["dead": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         #expect(applied.tokensDeleted == 1)
         #expect(try writer.write { try $0.token("dead") } == nil)
         #expect(try rows() == ["dead dropped/NotRegistered", "dead queued", "alive queued"])
@@ -104,7 +104,7 @@ private let t0: Int64 = 1_700_000_000_000
 
     @Test func aLaterMessageToADeadTokenIsDroppedInsteadOfSent() throws {
         let first = try enqueue(["gone"])
-        try answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try answer(first, ["gone": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         try enqueue(["gone", "fine"], at: t0 + 10)
         let claimed = try writer.write {
             try $0.claim(app: "default", limit: 100, owner: "w2", leaseMillis: 60_000, now: t0 + 20)
@@ -116,7 +116,7 @@ private let t0: Int64 = 1_700_000_000_000
     @Test func aRefusedMessageDeadLettersEveryQueuedDeliveryOfIt() throws {
         let message = try enqueue(["a", "b", "c"])
         let other = try enqueue(["d"])
-        try answer(message, ["a": { .deadMessage(id: $0, reason: "MessageTooBig", status: 200) }])
+        try answer(message, ["a": { .deadMessage(id: $0, reason: .messageTooBig, status: 200) }])
         #expect(try rows() == ["a dead/MessageTooBig", "b dead/MessageTooBig", "c dead/MessageTooBig", "d queued"])
         _ = other
     }
@@ -135,14 +135,14 @@ private let t0: Int64 = 1_700_000_000_000
         let (id, first, second) = try writer.write { connection -> (Int64, AppliedOutcomes, AppliedOutcomes) in
             let claimed = try connection.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: t0 + 1)
             let id = claimed.deliveries[0].id
-            let update = DeliveryUpdate.dropped(id: id, reason: "NotRegistered", status: 200)
+            let update = DeliveryUpdate.dropped(id: id, reason: .notRegistered, status: 200)
             return (id, try connection.apply([update], owner: "w", now: t0 + 2), try connection.apply([update], owner: "w", now: t0 + 3))
         }
         #expect(first.updated == [id] && first.tokensDeleted == 1)
         #expect(second == AppliedOutcomes())
         // The token registered again later must not be deleted by a replay either.
         try register("dead", user: "u")
-        try writer.write { _ = try $0.apply([.dropped(id: id, reason: "NotRegistered", status: 200)], owner: "w", now: t0 + 4) }
+        try writer.write { _ = try $0.apply([.dropped(id: id, reason: .notRegistered, status: 200)], owner: "w", now: t0 + 4) }
         #expect(try writer.write { try $0.token("dead") } != nil)
         #expect(try events() == ["deleted dead"])
         _ = message
@@ -150,16 +150,16 @@ private let t0: Int64 = 1_700_000_000_000
 
     @Test func twoMessagesAnsweredNotRegisteredForOneTokenGiveOneEvent() throws {
         let first = try enqueue(["gone"])
-        try answer(first, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try answer(first, ["gone": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         let second = try enqueue(["gone"], at: t0 + 10)
-        try answer(second, ["gone": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+        try answer(second, ["gone": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         #expect(try events() == ["deleted gone"])
     }
 
     @Test func theFeedPagesInStableAscendingOrder() throws {
         for index in 0..<5 {
             let message = try enqueue(["dead-\(index)"])
-            try answer(message, ["dead-\(index)": { .dropped(id: $0, reason: "NotRegistered", status: 200) }])
+            try answer(message, ["dead-\(index)": { .dropped(id: $0, reason: .notRegistered, status: 200) }])
         }
         let page1 = try writer.write { try $0.tokenEvents(after: 0, limit: 2) }
         let page2 = try writer.write { try $0.tokenEvents(after: page1.last!.id, limit: 2) }

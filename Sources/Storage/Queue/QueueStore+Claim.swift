@@ -60,7 +60,7 @@ extension QueueStore {
             if let collapseKey = message.collapseKey,
                let head = try collapseHead(app: app, collapseKey: collapseKey, token: delivery.token),
                head.supersedes(delivery.messageID, now: now) {
-                drops.append(.dropped(id: delivery.id, reason: "Collapsed", status: nil))
+                drops.append(.dropped(id: delivery.id, reason: .collapsed, status: nil))
                 continue
             }
             guard anyTombstones, message.targetKind == "tokens" else { continue }
@@ -74,14 +74,14 @@ extension QueueStore {
             }
             if token != delivery.token {
                 if try messageTargets(delivery.messageID, token: token, besides: delivery.id) {
-                    drops.append(.dropped(id: delivery.id, reason: "Replaced", status: nil))
+                    drops.append(.dropped(id: delivery.id, reason: .replaced, status: nil))
                     continue
                 }
                 try retarget(delivery: delivery.id, to: token, now: now)
                 result.deliveries[index].token = token
             }
             if tombstone?.kind == .deleted, try registeredApp(of: token) != app {
-                drops.append(.dropped(id: delivery.id, reason: "NotRegistered", status: nil))
+                drops.append(.dropped(id: delivery.id, reason: .notRegistered, status: nil))
             }
         }
         guard !drops.isEmpty else { return }

@@ -33,7 +33,7 @@ extension QueueStore {
                     update.id, state: state, reason: reason, status: status, charge: charges ? charge : 0, lease: lease)
                 guard let row else { break }
                 if state == .dead { applied.deadLetters += 1 }
-                if case .dropped(_, "NotRegistered", _) = update,
+                if case .dropped(_, .notRegistered, _) = update,
                    try forgetToken(row.token, app: row.app, messageID: row.messageID, now: now) {
                     applied.tokensDeleted += 1
                 }
@@ -62,7 +62,7 @@ extension QueueStore {
         guard try registered || tombstone(app: app, token: token)?.kind != .deleted else { return false }
         try record(
             TokenEvent(app: app, token: token, tombstone: TokenTombstone(kind: .deleted, replacement: nil),
-                       reason: "NotRegistered", messageID: messageID), now: now)
+                       reason: .notRegistered, messageID: messageID), now: now)
         return true
     }
 
@@ -79,7 +79,7 @@ extension QueueStore {
         let replaced = TokenTombstone(kind: .replaced, replacement: new)
         guard try registryChanged || tombstone(app: app, token: old) != replaced else { return false }
         try record(
-            TokenEvent(app: app, token: old, tombstone: replaced, reason: "CanonicalId", messageID: messageID),
+            TokenEvent(app: app, token: old, tombstone: replaced, reason: .canonicalID, messageID: messageID),
             now: now)
         return true
     }

@@ -1,3 +1,5 @@
+import Support
+
 /// The named operations a database engine gives the queue (as River's driver interface does): each is one
 /// statement, or a few, of that engine's SQL, and decides nothing. The rules that combine them — what a claim
 /// settles before anything is sent, what an answer does to the token registry — are written once, over this
@@ -47,16 +49,16 @@ public protocol QueueStore: AnyObject {
     ) throws -> [Int64]
     /// `dead` or `dropped` with `reason`.
     func markEnded(
-        _ id: Int64, state: DeliveryState, reason: String, status: Int?, charge: Int64, lease: HeldLease
+        _ id: Int64, state: DeliveryState, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow?
     /// Back to `queued`, due at `at`, with the error that made it retry.
     func markRetry(
-        _ id: Int64, at: Int64, reason: String, status: Int?, charge: Int64, lease: HeldLease
+        _ id: Int64, at: Int64, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow?
     /// Back to `queued` as it was before the claim, nothing charged (a paused app, a shutdown).
     func markReleased(_ id: Int64, lease: HeldLease) throws -> LeasedRow?
     /// Every still-queued delivery of the message becomes a dead letter with `reason`; returns how many.
-    func deadLetterQueued(messageID: String, reason: String, now: Int64) throws -> Int
+    func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int
 
     // MARK: Leases
 

@@ -67,14 +67,14 @@ public struct ClaimResult: Sendable {
 public enum DeliveryUpdate: Sendable, Equatable {
     case delivered(id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?)
     /// Terminal with nothing to do: `NotRegistered`, `Collapsed`, `Replaced`, `Cancelled`.
-    case dropped(id: Int64, reason: String, status: Int?)
+    case dropped(id: Int64, reason: DeliveryReason, status: Int?)
     /// A dead letter; the attempt is charged.
-    case dead(id: Int64, reason: String, status: Int?)
+    case dead(id: Int64, reason: DeliveryReason, status: Int?)
     /// The message itself is refused (MessageTooBig, InvalidDataKey, …): this delivery and every other still-queued
     /// delivery of the message become dead letters.
-    case deadMessage(id: Int64, reason: String, status: Int?)
+    case deadMessage(id: Int64, reason: DeliveryReason, status: Int?)
     /// Back to `queued` at `at`; the attempt is charged.
-    case retry(id: Int64, at: Int64, reason: String, status: Int?)
+    case retry(id: Int64, at: Int64, reason: DeliveryReason, status: Int?)
     /// Back to `queued` now without charging an attempt (paused app, shutdown).
     case release(id: Int64)
     /// The message's TTL ran out before it could be sent: `dead`/`Expired`, no attempt charged.
@@ -92,11 +92,11 @@ public enum DeliveryUpdate: Sendable, Equatable {
 extension DeliveryUpdate {
     /// For an update that ends the delivery: its terminal state, reason and status, and whether it charges an
     /// attempt. Only called for `.dropped`, `.dead`, `.deadMessage` and `.expired`.
-    var ending: (state: DeliveryState, reason: String, status: Int?, charges: Bool) {
+    var ending: (state: DeliveryState, reason: DeliveryReason, status: Int?, charges: Bool) {
         switch self {
         case .dropped(_, let reason, let status): (.dropped, reason, status, true)
         case .dead(_, let reason, let status), .deadMessage(_, let reason, let status): (.dead, reason, status, true)
-        case .expired: (.dead, "Expired", nil, false)
+        case .expired: (.dead, .expired, nil, false)
         case .delivered, .retry, .release: preconditionFailure("\(self) does not end a delivery this way")
         }
     }
@@ -182,7 +182,7 @@ public struct TokenEvent: Sendable, Equatable {
     public var app: String
     public var token: String
     public var tombstone: TokenTombstone
-    public var reason: String
+    public var reason: DeliveryReason
     public var messageID: String
 }
 
