@@ -55,6 +55,14 @@ import Testing
         let (byFirst, bySecond) = (try await delivered(by: first), try await delivered(by: second))
         #expect(byFirst + bySecond == 200)
         #expect(byFirst > 0 && bySecond > 0, "one instance sent everything: \(byFirst) + \(bySecond)")
+        // /fcm/send's multicast_id is the message's number, as on SQLite.
+        let multicast = try await first.request(
+            "POST", "/fcm/send", body: #"{"registration_ids": ["m-1", "m-2"]}"#,
+            headers: ["Authorization": "key=anything"])
+        let number = try #require(multicast.json["multicast_id"] as? Int, "\(multicast.text)")
+        let named = try database.connect().queryOne(
+            "SELECT id FROM messages WHERE rowid = $1", [.integer(Int64(number))]) { $0.string(0) }
+        #expect(named != nil && multicast.text.contains(named ?? "?"), "\(multicast.text)")
         #expect(first.stop() == 0)
         #expect(second.stop() == 0)
     }
