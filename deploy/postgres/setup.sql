@@ -1,8 +1,8 @@
 -- Run once as a superuser (or your managed service's admin role) before the first `herald migrate`:
---   psql -h db.internal -U postgres -v herald_password="'…'" -f deploy/postgres/setup.sql
+--   psql -h db.internal -U postgres -v herald_password='…' -f deploy/postgres/setup.sql
 -- Herald needs one database it owns; its migrations create the tables, views, indexes and triggers in it.
 
-CREATE ROLE herald LOGIN PASSWORD :herald_password;
+CREATE ROLE herald LOGIN PASSWORD :'herald_password';
 CREATE DATABASE herald OWNER herald;
 
 -- Every Herald instance holds a few connections: one writer, two readers, one that LISTENs for new messages,
