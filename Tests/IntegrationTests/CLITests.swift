@@ -427,7 +427,8 @@ import Testing
 
         let status = try admin(["status", "--json"])
         let apps = try #require(status.json["apps"] as? [[String: Any]])
-        #expect((apps.first?["last_minute"] as? [String: Int])?["delivered"] == 1, "status reads while serve runs")
+        // Counts, not the last minute's figures: a busy machine may hold this test up for longer than a minute.
+        #expect(apps.first?["queued"] as? Int == 0 && apps.first?["dead"] as? Int == 0, "status reads while serve runs")
         #expect(service.stop() == 0)
     }
 
