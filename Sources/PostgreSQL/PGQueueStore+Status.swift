@@ -6,40 +6,21 @@ extension PGQueueStore {
     /// (no table scan), so it answers quickly at millions of rows. Call inside `snapshot` for figures that agree
     /// with each other.
     public func appStatuses(now: Int64) throws -> [AppStatus] {
-        var statuses = try connection.query(PGStatusSQL.apps) {
-            AppStatus(
-                name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
-                pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4))
-        }
-        let inflight = try countsByApp(PGStatusSQL.inflight, [])
-        let dead = try countsByApp(PGStatusSQL.dead, [])
         let since = now - 60_000
-        let deadLastMinute = try countsByApp(PGStatusSQL.deadSince, [.integer(since)])
-        var finished: [String: FinishedCounts] = [:]
-        let finishedRows = try connection.query(PGStatusSQL.finishedSince, [.integer(since)]) {
-            (app: $0.string(0), state: $0.string(1), count: $0.int(2))
-        }
-        for row in finishedRows {
-            if row.state == "delivered" {
-                finished[row.app, default: FinishedCounts()].delivered = row.count
-            } else {
-                finished[row.app, default: FinishedCounts()].dropped = row.count
-            }
-        }
-        for index in statuses.indices {
-            let app = statuses[index].name
-            let backlog = try connection.queryOne(PGStatusSQL.queued, [.integer(now), .text(app)]) {
-                ($0.int(0), $0.int(1))
-            }
-            statuses[index].queued = backlog?.0 ?? 0
-            statuses[index].ready = backlog?.1 ?? 0
-            if let due = try nextDue(app: app), due <= now { statuses[index].oldestReadySince = due }
-            statuses[index].inflight = inflight[app] ?? 0
-            statuses[index].dead = dead[app] ?? 0
-            statuses[index].finishedLastMinute = finished[app] ?? FinishedCounts()
-            statuses[index].finishedLastMinute.dead = deadLastMinute[app] ?? 0
-        }
-        return statuses
+        return try AppStatus.assemble(
+            connection.query(PGStatusSQL.apps) {
+                AppStatus(
+                    name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
+                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4))
+            },
+            inflight: countsByApp(PGStatusSQL.inflight, []), dead: countsByApp(PGStatusSQL.dead, []),
+            deadSince: countsByApp(PGStatusSQL.deadSince, [.integer(since)]),
+            finishedSince: connection.query(PGStatusSQL.finishedSince, [.integer(since)]) {
+                (app: $0.string(0), state: $0.string(1), count: $0.int(2))
+            },
+            now: now,
+            backlog: { app in try connection.queryOne(PGStatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } },
+            nextDue: { try nextDue(app: $0) })
     }
 
     /// The `queue_depth` view: every app and state with its count. It reads every delivery, so it takes seconds
