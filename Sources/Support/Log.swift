@@ -42,8 +42,10 @@ public enum Log {
         set { minimum.store(newValue.rawValue, ordering: .relaxed) }
     }
 
-    public static func debug(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) {
-        write(.debug, message, fields)
+    /// The fields are only built when debug lines are written: callers log at this level on hot paths.
+    public static func debug(_ message: String, _ fields: @autoclosure () -> KeyValuePairs<String, Value> = [:]) {
+        guard Level.debug.rawValue >= minimum.load(ordering: .relaxed) else { return }
+        write(.debug, message, fields())
     }
 
     public static func info(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) {

@@ -36,6 +36,26 @@ import Testing
         #expect(lines.contains("latency_seconds_count 3"))
     }
 
+    @Test func aSeriesUpdatesWhatItsNameAndLabelsName() {
+        let metrics = Metrics([
+            .init("jobs_total", .counter, "Jobs."),
+            .init("latency_seconds", .histogram, "Latency."),
+        ])
+        let series = metrics.series("jobs_total", ["app": "a\\b\nc", "code": "200"])
+        metrics.increment(series)
+        metrics.increment("jobs_total", ["app": "a\\b\nc", "code": "200"], by: 2)
+        metrics.increment(series, by: 4)
+        let latency = metrics.series("latency_seconds", ["app": "a"])
+        metrics.observe(latency, seconds: 0.004)
+        metrics.observe("latency_seconds", ["app": "a"], seconds: 0.2)
+
+        #expect(metrics.value("jobs_total", ["app": "a\\b\nc", "code": "200"]) == 7)
+        let lines = metrics.render().split(separator: "\n")
+        #expect(lines.contains(#"jobs_total{app="a\\b\nc",code="200"} 7"#))
+        #expect(lines.contains(#"latency_seconds_bucket{app="a",le="0.005"} 1"#))
+        #expect(lines.contains(#"latency_seconds_count{app="a"} 2"#))
+    }
+
     @Test func replacingAGaugeDropsSeriesThatVanished() {
         let metrics = Metrics([.init("depth", .gauge, "Depth.")])
         metrics.replace("depth", with: [(["state": "queued"], 2), (["state": "dead"], 1)])
