@@ -75,6 +75,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         var preparing = false
         /// The provider asked not to be prepared again before this time.
         var notReadyUntil: Int64 = 0
+        /// `herald_fcm_requests_total` of this app per answer code, resolved once per code.
+        var requestSeries: [String: Metrics.Series] = [:]
 
         init(app: App) {
             self.app = app
@@ -112,6 +114,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     private let queue = DispatchQueue(label: "herald-delivery")
     private let writer: any StoreWriter
     private let metrics: Metrics
+    private let requestSeconds: Metrics.Series
     private let options: Options
     private let runtimes: [String: Runtime]
     private var random = SystemRandomNumberGenerator()
@@ -131,6 +134,12 @@ public final class DeliveryEngine: @unchecked Sendable {
         var updates: [DeliveryUpdate] = []
         var pauseReason: String?
         var gateUntil: Int64?
+
+        mutating func add(_ more: [DeliveryUpdate], plan: OutcomePlan?) {
+            updates += more
+            if let reason = plan?.pauseReason { pauseReason = pauseReason ?? reason }
+            if let until = plan?.gateUntil { gateUntil = max(gateUntil ?? 0, until) }
+        }
     }
     /// Identifies this process's leases.
     public let owner: String
@@ -138,6 +147,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     public init(writer: any StoreWriter, apps: [App], metrics: Metrics = .herald(), options: Options = Options()) {
         self.writer = writer
         self.metrics = metrics
+        requestSeconds = metrics.series("herald_fcm_request_seconds")
         self.options = options
         self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0)) })
@@ -374,8 +384,13 @@ public final class DeliveryEngine: @unchecked Sendable {
         case .response(let status, _, _, _): String(status)
         case .failure(let reason): reason
         }
-        metrics.increment("herald_fcm_requests_total", ["app": runtime.app.name, "code": code])
-        metrics.observe("herald_fcm_request_seconds", seconds: seconds)
+        let series = runtime.requestSeries[code] ?? {
+            let series = metrics.series("herald_fcm_requests_total", ["app": runtime.app.name, "code": code])
+            runtime.requestSeries[code] = series
+            return series
+        }()
+        metrics.increment(series)
+        metrics.observe(requestSeconds, seconds: seconds)
         if case .response(_, _, _, let version) = result, version != runtime.httpVersion {
             runtime.httpVersion = version
             Log.info("fcm answers", [
@@ -431,19 +446,19 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Queues updates (and the app switches of `plan`) for the next flush, which commits every app's outbox in one
     /// writer job.
     private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, on runtime: Runtime) {
-        for update in updates { held.remove(update.id) }
-        var box = outbox[runtime.app.name] ?? Outbox()
-        box.updates += updates
-        if let reason = plan?.pauseReason { box.pauseReason = box.pauseReason ?? reason }
-        if let until = plan?.gateUntil { box.gateUntil = max(box.gateUntil ?? 0, until) }
-        outbox[runtime.app.name] = box
+        var earliestRetry: Int64?
+        for update in updates {
+            held.remove(update.id)
+            if case .retry(_, let at, _, _) = update { earliestRetry = min(earliestRetry ?? at, at) }
+        }
+        // In place: a copy of the app's box taken out and put back would copy its growing list of updates for
+        // every answer of the turn.
+        outbox[runtime.app.name, default: Outbox()].add(updates, plan: plan)
         if !flushScheduled {
             flushScheduled = true
             queue.async { self.flush() }
         }
-        if let earliest = updates.compactMap({ if case .retry(_, let at, _, _) = $0 { at } else { nil } }).min() {
-            schedule(runtime, at: earliest)
-        }
+        if let earliestRetry { schedule(runtime, at: earliestRetry) }
     }
 
     private func flush() {
