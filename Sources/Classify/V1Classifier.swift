@@ -85,10 +85,52 @@ public enum V1Classifier {
 
     /// `{"name": "projects/p/messages/123"}`; anything else is not FCM's answer and is retried.
     private static func delivered(_ body: [UInt8]) -> Outcome {
-        guard let reply = try? JSON.parse(body), case .string(let name)? = reply["name"], !name.isEmpty,
-              name.utf8.count <= 512
+        let plainName = body.withUnsafeBufferPointer { plainNameReply($0) }
+        guard let name = plainName ?? {
+            guard let reply = try? JSON.parse(body), case .string(let name)? = reply["name"] else { return nil }
+            return name
+        }(), !name.isEmpty, name.utf8.count <= 512
         else { return .retry(reason: .invalidResponse) }
         return .delivered(fcmMessageID: name, canonicalToken: nil)
+    }
+
+    /// The name of a reply that is exactly `{"name": "…"}` (whitespace allowed) with no escape in the name: every
+    /// success FCM sends, read without building a JSON tree, since there is one per send. Nil for anything else,
+    /// which the full parser then reads.
+    static func plainNameReply(_ body: UnsafeBufferPointer<UInt8>) -> String? {
+        var index = 0
+        func skipWhitespace() {
+            while index < body.count, [0x20, 0x09, 0x0A, 0x0D].contains(body[index]) { index += 1 }
+        }
+        func take(_ expected: StaticString) -> Bool {
+            let bytes = UnsafeBufferPointer(start: expected.utf8Start, count: expected.utf8CodeUnitCount)
+            guard body.count - index >= bytes.count, body[index..<(index + bytes.count)].elementsEqual(bytes) else {
+                return false
+            }
+            index += bytes.count
+            return true
+        }
+        skipWhitespace()
+        guard take("{") else { return nil }
+        skipWhitespace()
+        guard take(#""name""#) else { return nil }
+        skipWhitespace()
+        guard take(":") else { return nil }
+        skipWhitespace()
+        guard take("\"") else { return nil }
+        let start = index
+        while index < body.count, body[index] != UInt8(ascii: "\""), body[index] != UInt8(ascii: "\\"),
+              body[index] >= 0x20 {
+            index += 1
+        }
+        let end = index
+        guard take("\"") else { return nil }
+        skipWhitespace()
+        guard take("}") else { return nil }
+        skipWhitespace()
+        guard index == body.count else { return nil }
+        // Not UTF-8: the full parser refuses it.
+        return String(validating: UnsafeBufferPointer(rebasing: body[start..<end]), as: UTF8.self)
     }
 
     /// Reads `{"error": {"code", "message", "status", "details": [...]}}`; nil when the body is not that shape.

@@ -1,4 +1,5 @@
-import Classify
+@testable import Classify
+import Support
 import Testing
 
 private let now: Int64 = 1_700_000_000_000
@@ -98,6 +99,19 @@ private func classify(_ status: Int, _ body: String, headers: [(name: String, va
         Row(name: "200 not JSON", status: 200, body: "ok", outcome: .retry(reason: .invalidResponse)),
         Row(name: "200 empty name", status: 200, body: #"{"name":""}"#, outcome: .retry(reason: .invalidResponse)),
         Row(name: "302 redirect", status: 302, body: "", outcome: .retry(reason: .httpStatus(302))),
+        Row(name: "200 name, as FCM lays it out", status: 200,
+            body: "{\n  \"name\": \"projects/p/messages/0:15%31\"\n}\n",
+            outcome: .delivered(fcmMessageID: "projects/p/messages/0:15%31", canonicalToken: nil)),
+        Row(name: "200 name with an escape", status: 200, body: #"{"name":"projects\/p\u002Fm"}"#,
+            outcome: .delivered(fcmMessageID: "projects/p/m", canonicalToken: nil)),
+        Row(name: "200 name and another field", status: 200, body: #"{"name":"n","x":1}"#,
+            outcome: .delivered(fcmMessageID: "n", canonicalToken: nil)),
+        Row(name: "200 name, then junk", status: 200, body: #"{"name":"n"}x"#,
+            outcome: .retry(reason: .invalidResponse)),
+        Row(name: "200 name not a string", status: 200, body: #"{"name":7}"#,
+            outcome: .retry(reason: .invalidResponse)),
+        Row(name: "200 unterminated name", status: 200, body: #"{"name":"n"#,
+            outcome: .retry(reason: .invalidResponse)),
     ]
 
     @Test(arguments: rows)
@@ -106,6 +120,25 @@ private func classify(_ status: Int, _ body: String, headers: [(name: String, va
         #expect(classification.outcomes == [row.outcome])
         #expect(classification.closesGate == row.closesGate)
         #expect(classification.retryAfterUntil == nil)
+    }
+
+    @Test func theQuickReadOfASuccessAgreesWithTheParser() {
+        let replies = [
+            #"{"name":"projects/p/messages/1"}"#, " { \"name\" : \"a b\" } ", #"{"name":"é"}"#, #"{"name":""}"#,
+            #"{"name":"a\"b"}"#, #"{"name":"a","b":2}"#, #"{"nam":"a"}"#, #"["name"]"#, "", "{", #"{"name":"a"}}"#,
+        ]
+        for reply in replies {
+            let bytes = Array(reply.utf8)
+            let quick = bytes.withUnsafeBufferPointer { V1Classifier.plainNameReply($0) }
+            guard let quick else { continue }
+            // Whatever the quick read accepts, the parser reads the same way.
+            let parsed = try? JSON.parse(bytes)
+            #expect(parsed?["name"]?.stringValue == quick, "\(reply)")
+            #expect(parsed?.objectValue?.count == 1, "\(reply)")
+        }
+        #expect(Array(#"{"name":"projects/p/messages/1"}"#.utf8).withUnsafeBufferPointer {
+            V1Classifier.plainNameReply($0)
+        } == "projects/p/messages/1")
     }
 
     @Test func secondUnauthenticatedPausesTheApp() {

@@ -99,7 +99,7 @@ import Testing
         #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
         #expect(cache.rejected("token-1") == .renew)
         #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        cache.accepted("token-2")
+        cache.accepted { "token-2" }
         #expect(cache.rejected("token-2") == .renew)
     }
 

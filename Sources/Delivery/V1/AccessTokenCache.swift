@@ -146,9 +146,10 @@ final class AccessTokenCache: Sendable {
     }
 
     /// FCM answered a request made with `value` with something other than `UNAUTHENTICATED`: the token works.
-    func accepted(_ value: String) {
+    /// `value` is only asked for (taken out of the request's headers) after a rejection, which is when it matters.
+    func accepted(_ value: () -> String) {
         state.withLock { state in
-            if state.renewedAfterRejection, state.token?.value == value { state.renewedAfterRejection = false }
+            if state.renewedAfterRejection, state.token?.value == value() { state.renewedAfterRejection = false }
         }
     }
 

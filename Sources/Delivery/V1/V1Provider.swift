@@ -77,13 +77,13 @@ public final class V1Provider: Provider {
             return V1Classifier.transportFailure(reason: "no answer")
         }
         noteHTTPVersion(version)
-        let token = Self.bearerToken(of: request)
         var classification = V1Classifier.classify(
             status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
         guard case .requeue? = classification.outcomes.first else {
-            tokens.accepted(token)
+            tokens.accepted { Self.bearerToken(of: request) }
             return classification
         }
+        let token = Self.bearerToken(of: request)
         switch tokens.rejected(token) {
         case .renew:
             Log.warn("fcm v1 refused the access token: fetching a new one", ["app": .string(app)])
