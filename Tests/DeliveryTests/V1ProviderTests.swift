@@ -72,6 +72,43 @@ import Testing
         #expect(String(decoding: topic[0].outbound.body, as: UTF8.self).contains(#""topic":"news""#))
     }
 
+    @Test func messagesWithOnePayloadInARowKeepTheirOwnTargetsTTLsAndFlags() throws {
+        let endpoint = try TestTokenEndpoint()
+        defer { endpoint.shutdown() }
+        let provider = provider(endpoint)
+        let payload = #"{"data":{"a":"b"},"priority":"high"}"#
+        func legacy(_ id: String, expiresIn seconds: Int64, dryRun: Bool = false) -> ClaimedMessage {
+            ClaimedMessage(id: id, app: "default", payload: payload, targetKind: "tokens", ttlSeconds: 600,
+                           dryRun: dryRun, expiresAt: now + seconds * 1000 + 500)
+        }
+        let v1Payload = #"{"data":{"a":"b"},"android":{"ttl":"600s"}}"#
+        func v1(_ id: String, expiresIn seconds: Int64) -> ClaimedMessage {
+            ClaimedMessage(id: id, app: "default", payload: v1Payload, targetKind: "tokens", ttlSeconds: 600,
+                           dryRun: false, expiresAt: now + seconds * 1000 + 500, format: .v1)
+        }
+        func body(_ message: ClaimedMessage, _ token: String, at time: Int64? = nil) -> String {
+            let request = provider.requests(for: message, deliveries: deliveries([token]), now: time ?? now)[0]
+            return String(decoding: request.outbound.body, as: UTF8.self)
+        }
+
+        // Each is rendered after the one before it, with the same payload: none may get its neighbour's values.
+        let first = body(legacy("m1", expiresIn: 600), "t1")
+        let second = body(legacy("m2", expiresIn: 600), "t2")
+        let older = body(legacy("m3", expiresIn: 300), "t3")
+        let dry = body(legacy("m4", expiresIn: 300, dryRun: true), "t4")
+        let later = body(legacy("m5", expiresIn: 300), "t5", at: now + 2_000)
+        let fresh = body(v1("m6", expiresIn: 600), "t6")
+        let aged = body(v1("m7", expiresIn: 450), "t7")
+
+        #expect(first.contains(#""token":"t1""#) && first.contains(#""ttl":"600s""#))
+        #expect(second.contains(#""token":"t2""#) && second.contains(#""ttl":"600s""#))
+        #expect(older.contains(#""token":"t3""#) && older.contains(#""ttl":"300s""#))
+        #expect(dry.hasPrefix(#"{"validate_only":true,"#) && dry.contains(#""token":"t4""#))
+        #expect(later.contains(#""ttl":"298s""#))
+        #expect(fresh.contains(#""token":"t6""#) && fresh.contains(#""ttl":"600s""#))
+        #expect(aged.contains(#""token":"t7""#) && aged.contains(#""ttl":"450s""#))
+    }
+
     @Test func deliveredCarriesTheMessageName() throws {
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }

@@ -31,6 +31,8 @@ public final class V1Provider: Provider {
     /// The request headers for the current access token, built once per token rather than once per message: every
     /// request of the hour shares one array (and the pool's transfers one curl header list).
     private let cachedHeaders = Mutex<(token: String, headers: [(name: String, value: String)])?>(nil)
+    /// The last message's template and what it was rendered from (see `template(for:now:)`).
+    private let lastTemplate = Mutex<(key: TemplateKey, template: V1Template)?>(nil)
     /// The HTTP version of the last answer, to log when it first shows and whenever it changes.
     private let httpVersion = Mutex<String?>(nil)
 
@@ -57,7 +59,7 @@ public final class V1Provider: Provider {
         }
         // The message is rendered once for all its deliveries here; each body is then bytes spliced. A v1-shaped
         // message keeps its own TTL fields, counted down; a legacy-shaped one is mapped with the TTL left at `now`.
-        let template = message.format == .v1 ? V1Template(message) : V1Message.template(for: message, now: now)
+        let template = template(for: message, now: now)
         let elapsed = message.format == .v1 && message.ttlSeconds > 0
             ? message.ttlSeconds - LegacyProvider.remainingTTL(message, now: now) : 0
         return deliveries.map { delivery in
@@ -111,6 +113,31 @@ public final class V1Provider: Provider {
     }
 
     // MARK: - Helpers
+
+    /// What a rendered template depends on besides the payload: all of it for a v1-shaped message is in the
+    /// payload; a legacy-shaped one also bakes in the remaining TTL and the APNs expiration, both in whole seconds.
+    private struct TemplateKey: Equatable {
+        var payload: String
+        var format: MessageFormat
+        var dryRun: Bool
+        var tokenField: TokenField
+        var remainingSeconds: Int
+        var nowSecond: Int64
+    }
+
+    /// The message's template, or the last one rendered when this message would render the same: one message per
+    /// token in a row with the same payload (a backend sending each token its own copy, as FCM v1's drop-in
+    /// endpoint gets it from the SDKs) is parsed and rendered once, not once per token.
+    private func template(for message: ClaimedMessage, now: Int64) -> V1Template {
+        let key = TemplateKey(
+            payload: message.payload, format: message.format, dryRun: message.dryRun, tokenField: message.tokenField,
+            remainingSeconds: message.format == .v1 ? 0 : LegacyProvider.remainingTTL(message, now: now),
+            nowSecond: message.format == .v1 ? 0 : now / 1000)
+        if let hit = lastTemplate.withLock({ $0.flatMap { $0.key == key ? $0.template : nil } }) { return hit }
+        let template = message.format == .v1 ? V1Template(message) : V1Message.template(for: message, now: now)
+        lastTemplate.withLock { $0 = (key, template) }
+        return template
+    }
 
     private func headers(token: String) -> [(name: String, value: String)] {
         cachedHeaders.withLock { cached in

@@ -62,12 +62,13 @@ struct V1Template {
 
     /// The request body for one target; `elapsedSeconds` is how much of the message's TTL has passed.
     func body(target: String, kind: TargetKind, elapsedSeconds: Int) -> [UInt8] {
-        var bytes = head
-        bytes.reserveCapacity(head.count + segments.reduce(0) { $0 + $1.count } + target.utf8.count + 32)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(head.count + segmentBytes + target.utf8.count + 16 * slots.count + 32)
+        bytes += head
         switch kind {
-        case .tokens: bytes += tokenField == .fid ? Array(#""fid":"#.utf8) : Array(#""token":"#.utf8)
-        case .topic: bytes += Array(#""topic":"#.utf8)
-        case .condition: bytes += Array(#""condition":"#.utf8)
+        case .tokens: bytes += tokenField == .fid ? #""fid":"#.utf8 : #""token":"#.utf8
+        case .topic: bytes += #""topic":"#.utf8
+        case .condition: bytes += #""condition":"#.utf8
         }
         let prefix = "/topics/"
         appendJSONString(kind == .topic && target.hasPrefix(prefix) ? String(target.dropFirst(prefix.count)) : target,
@@ -75,14 +76,17 @@ struct V1Template {
         for (index, slot) in slots.enumerated() {
             bytes += segments[index]
             switch slot {
-            case .duration(let original): bytes += Array("\"\(max(0, original - elapsedSeconds))s\"".utf8)
-            case .seconds(let original): bytes += Array("\"\(max(0, original - elapsedSeconds))\"".utf8)
+            case .duration(let original): bytes += "\"\(max(0, original - elapsedSeconds))s\"".utf8
+            case .seconds(let original): bytes += "\"\(max(0, original - elapsedSeconds))\"".utf8
             }
         }
         bytes += segments[slots.count]
-        bytes += Array("}}".utf8)
+        bytes += "}}".utf8
         return bytes
     }
+
+    /// The segments' length together, for the body's one allocation.
+    private var segmentBytes: Int { segments.reduce(0) { $0 + $1.count } }
 
     /// Writes `value` compactly, leaving a slot where a TTL field is. Only the first levels can hold one.
     private mutating func emit(_ value: JSON, path: [String], into current: inout [UInt8]) {
