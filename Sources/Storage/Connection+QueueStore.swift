@@ -31,14 +31,32 @@ extension Connection: QueueStore {
             SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key, format, token_field
             FROM messages WHERE id = ?
             """,
-            [.text(id)]
-        ) {
-            ClaimedMessage(
-                id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
-                ttlSeconds: $0.int(4), dryRun: $0.int(5) != 0, expiresAt: $0.int64(6),
-                collapseKey: $0.optionalString(7), format: MessageFormat(rawValue: $0.string(8)) ?? .legacy,
-                tokenField: TokenField(rawValue: $0.string(9)) ?? .token)
-        }
+            [.text(id)], row: Self.claimedMessage)
+    }
+
+    /// One statement for a whole claim's messages: with one message per token, a look-up each was a statement
+    /// per send.
+    public func claimedMessages(ids: [String]) throws -> [String: ClaimedMessage] {
+        guard !ids.isEmpty else { return [:] }
+        let list = JSON.array(ids.map(JSON.string)).serialized()
+        let found = try query(
+            """
+            SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key, format, token_field
+            FROM messages WHERE id IN (SELECT value FROM json_each(?))
+            """,
+            [.text(list)], row: Self.claimedMessage)
+        var messages: [String: ClaimedMessage] = [:]
+        messages.reserveCapacity(found.count)
+        for message in found { messages[message.id] = message }
+        return messages
+    }
+
+    private static func claimedMessage(_ row: Statement) -> ClaimedMessage {
+        ClaimedMessage(
+            id: row.string(0), app: row.string(1), payload: row.string(2), targetKind: row.string(3),
+            ttlSeconds: row.int(4), dryRun: row.int(5) != 0, expiresAt: row.int64(6),
+            collapseKey: row.optionalString(7), format: MessageFormat(rawValue: row.string(8)) ?? .legacy,
+            tokenField: TokenField(rawValue: row.string(9)) ?? .token)
     }
 
     public func nextDue(app: String, lane: PriorityLane) throws -> Int64? {

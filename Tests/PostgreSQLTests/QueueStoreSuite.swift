@@ -131,6 +131,23 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.claim(now: t0 + 100).deliveries.isEmpty)
     }
 
+    @Test(arguments: Engine.allCases) func aClaimReadsEachOfItsMessagesOnce(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try queue.insert(["a", "b"], payload: #"{"data":{"n":"1"}}"#).id
+        let second = try queue.insert(["c"], payload: #"{"data":{"n":"2"}}"#, ttl: 60, dryRun: true).id
+        let claimed = try queue.claim(now: t0 + 1)
+        #expect(claimed.deliveries.count == 3)
+        #expect(Set(claimed.messages.keys) == [first, second])
+        #expect(claimed.messages[first]?.payload.contains(#""n":"1""#) == true)
+        #expect(claimed.messages[first]?.dryRun == false)
+        #expect(claimed.messages[second]?.payload.contains(#""n":"2""#) == true)
+        #expect(claimed.messages[second]?.dryRun == true)
+        #expect(claimed.messages[second]?.ttlSeconds == 60)
+        let read = try queue.store.write { try $0.claimedMessages(ids: [second, "missing", second]) }
+        #expect(Array(read.keys) == [second])
+        #expect(read[second] == claimed.messages[second])
+    }
+
     @Test(arguments: Engine.allCases) func claimReturnsRowsOldestDueFirst(_ engine: Engine) throws {
         let queue = try Queue(engine)
         try queue.enqueue(["a", "b", "c"], at: t0)

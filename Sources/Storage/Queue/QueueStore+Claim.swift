@@ -16,9 +16,12 @@ extension QueueStore {
                 app: app, lane: lane, limit: limit - result.deliveries.count, owner: owner, until: now + leaseMillis,
                 now: now)
         }
-        for delivery in result.deliveries where result.messages[delivery.messageID] == nil {
-            result.messages[delivery.messageID] = try claimedMessage(id: delivery.messageID)
+        var messageIDs: [String] = []
+        var seen = Set<String>()
+        for delivery in result.deliveries where seen.insert(delivery.messageID).inserted {
+            messageIDs.append(delivery.messageID)
         }
+        result.messages = try claimedMessages(ids: messageIDs)
         // Expiry first: a row past its TTL is `Expired` whatever else might have settled it, so trimming the
         // bookkeeping that reconciliation reads (which only ever concerns rows older than the longest TTL) changes
         // no outcome.

@@ -25,6 +25,9 @@ public protocol QueueStore: AnyObject {
     ) throws -> [ClaimedDelivery]
     /// What the sender needs of a message; nil when it is gone.
     func claimedMessage(id: String) throws -> ClaimedMessage?
+    /// `claimedMessage` for each of `ids`, by id (a message that is gone is absent). An engine may read them in one
+    /// statement; by default it is one look-up each.
+    func claimedMessages(ids: [String]) throws -> [String: ClaimedMessage]
     /// The earliest `next_attempt_at` of the app's queued rows in one lane.
     func nextDue(app: String, lane: PriorityLane) throws -> Int64?
     /// The head of (`app`, `collapseKey`, `token`), if any.
@@ -82,4 +85,14 @@ public protocol QueueStore: AnyObject {
     func deleteRegistration(_ token: String) throws -> Bool
     /// Appends the event to the feed and makes it the token's tombstone.
     func record(_ event: TokenEvent, now: Int64) throws
+}
+
+extension QueueStore {
+    public func claimedMessages(ids: [String]) throws -> [String: ClaimedMessage] {
+        var messages: [String: ClaimedMessage] = [:]
+        for id in ids where messages[id] == nil {
+            messages[id] = try claimedMessage(id: id)
+        }
+        return messages
+    }
 }
