@@ -50,6 +50,10 @@ public final class DatabaseWriter: StoreWriter {
         let connection = try Connection(path: path)
         try connection.requireWAL()
         try connection.setSynchronous(durability)
+        // Every job runs in a savepoint, so a statement that changes many rows (a claim, a batch of outcomes) keeps
+        // a statement journal, which SQLite spills to a temporary file past 64 KiB: thousands of small writes a
+        // second at FCM's rate. In memory it holds what the statement changed, until the statement ends.
+        try connection.execute("PRAGMA temp_store = MEMORY")
         try Migrator.migrate(connection)
         let box = UncheckedBox(connection)
         let thread = Thread { [queue, finished] in
