@@ -1,6 +1,8 @@
 # shellcheck shell=bash
-# Helpers shared by Benchmarks/ingest.sh and Benchmarks/delivery.sh (sourced after `cd` to the repository root).
+# Helpers shared by the scripts of Benchmarks/ (sourced after `cd` to the repository root).
 # The caller sets HERALD_PID and HERALD_LOG for stop_herald, and may set STOP_TIMEOUT_SECONDS (default 120).
+# The FCM v1 stand-in's helpers (at the end) use ROOT, WORK and STREAMS and set STANDIN_PID, STANDIN_PORT and
+# STATS_PORT.
 
 log() { printf '%s\n' "$*" >&2; }
 fail() {
@@ -60,3 +62,65 @@ stop_pid() { # $1 pid, $2 signal: signal, wait up to 20 s, then SIGKILL
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
 }
+
+# --- CPU accounting ----------------------------------------------------------------------------------------
+# Machine-wide busy and total ticks (all CPUs), and steal: "busy total steal".
+machine_ticks() {
+    awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; total = busy + $5 + $6; print busy, total, $9 }' /proc/stat
+}
+# Children's user+sys seconds as bash's `times` reports them (second line), summed.
+children_seconds() {
+    awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] } print s }' "$1"
+}
+
+# --- Herald's metrics --------------------------------------------------------------------------------------
+metric() { # $1 metrics text, $2 series prefix: the sum of the matching series
+    awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { printf "%.0f", s }' <<<"$1"
+}
+
+# --- the FCM HTTP v1 stand-in (scripts/fcm-h2-standin.js under node) ----------------------------------------
+# Its self-signed certificate ($WORK/cert.pem, trusted by Herald through SSL_CERT_FILE) and a service account's
+# private key ($WORK/sa-key.pem; the stand-in does not check the JWT), made for the run.
+standin_credentials() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/key.pem" \
+        -out "$WORK/cert.pem" -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null ||
+        fail "openssl could not make the stand-in's certificate"
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/sa-key.pem" 2>/dev/null ||
+        fail "openssl could not make the service account's key"
+}
+write_service_account() { # $1 stand-in port: $WORK/service-account.json, its token_uri at the stand-in
+    awk -v uri="https://127.0.0.1:$1/token" '
+        { key = key $0 "\\n" }
+        END {
+            printf "{\"type\":\"service_account\",\"project_id\":\"standin\",\"private_key_id\":\"bench\","
+            printf "\"private_key\":\"%s\",\"client_email\":\"bench@standin.iam.gserviceaccount.com\",", key
+            printf "\"token_uri\":\"%s\"}\n", uri
+        }' "$WORK/sa-key.pem" >"$WORK/service-account.json"
+    chmod 600 "$WORK/service-account.json"
+}
+STANDIN_PORT=""
+STATS_PORT=""
+start_standin() { # $1 delay ms, $2 optional: a file for the stand-in's per-request arrival log
+    local -a extra=()
+    [[ -n ${2:-} ]] && extra=(--arrivals "$2")
+    rm -f "$WORK/standin.out"
+    node "$ROOT/scripts/fcm-h2-standin.js" --cert "$WORK/cert.pem" --key "$WORK/key.pem" --delay-ms "$1" \
+        --streams "$STREAMS" "${extra[@]}" >"$WORK/standin.out" 2>"$WORK/standin.err" &
+    STANDIN_PID=$!
+    local waited=0
+    while ! grep -q stats_port "$WORK/standin.out" 2>/dev/null; do
+        kill -0 "$STANDIN_PID" 2>/dev/null || {
+            cat "$WORK/standin.err" >&2
+            fail "the stand-in did not start"
+        }
+        sleep 0.05
+        waited=$((waited + 1))
+        ((waited < 400)) || fail "the stand-in did not listen within 20 s"
+    done
+    STANDIN_PORT=$(sed 's/.*"port":\([0-9]*\).*/\1/' "$WORK/standin.out")
+    STATS_PORT=$(sed 's/.*"stats_port":\([0-9]*\).*/\1/' "$WORK/standin.out")
+}
+stat_of() { # $1 json, $2 key (a number)
+    sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$1"
+}
+standin_stats() { curl -fsS --max-time 5 "http://127.0.0.1:$STATS_PORT/stats"; }

@@ -160,15 +160,6 @@ herald_ticks() {
           r = substr(s, index(s, ") ") + 2); split(r, f, " "); printf "%s:%s:%d ", $1, c, f[12] + f[13] }
         END { print "" }'
 }
-# Machine-wide busy and total ticks (all CPUs), and steal: "busy total steal".
-machine_ticks() {
-    awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; total = busy + $5 + $6; print busy, total, $9 }' /proc/stat
-}
-# Children's user+sys seconds as bash's `times` reports them (second line), summed.
-children_seconds() {
-    awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] } print s }' "$1"
-}
-
 # Runs wrk for one measurement; sets R_OK R_REQUESTS (all answers) R_US R_P50 R_P99 R_BAD (failed answers and socket
 # errors) and R_CPU (where the CPU went). $1 mode (healthz|single|batch), $2 connections, $3 token tag,
 # $4 directory for the answer bodies ("-": keep none).

@@ -166,50 +166,8 @@ HZ=$(getconf CLK_TCK)
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; }
 
-# --- certificate and service account -----------------------------------------------------------------------
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/key.pem" \
-    -out "$WORK/cert.pem" -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null ||
-    fail "openssl could not make the stand-in's certificate"
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/sa-key.pem" 2>/dev/null ||
-    fail "openssl could not make the service account's key"
-write_service_account() { # $1 stand-in port
-    awk -v uri="https://127.0.0.1:$1/token" '
-        { key = key $0 "\\n" }
-        END {
-            printf "{\"type\":\"service_account\",\"project_id\":\"standin\",\"private_key_id\":\"bench\","
-            printf "\"private_key\":\"%s\",\"client_email\":\"bench@standin.iam.gserviceaccount.com\",", key
-            printf "\"token_uri\":\"%s\"}\n", uri
-        }' "$WORK/sa-key.pem" >"$WORK/service-account.json"
-    chmod 600 "$WORK/service-account.json"
-}
-
-# --- the stand-in ------------------------------------------------------------------------------------------
-STANDIN_PORT=""
-STATS_PORT=""
-start_standin() { # $1 delay ms, $2 optional: a file for the stand-in's per-request arrival log
-    local -a extra=()
-    [[ -n ${2:-} ]] && extra=(--arrivals "$2")
-    rm -f "$WORK/standin.out"
-    node "$ROOT/scripts/fcm-h2-standin.js" --cert "$WORK/cert.pem" --key "$WORK/key.pem" --delay-ms "$1" \
-        --streams "$STREAMS" "${extra[@]}" >"$WORK/standin.out" 2>"$WORK/standin.err" &
-    STANDIN_PID=$!
-    local waited=0
-    while ! grep -q stats_port "$WORK/standin.out" 2>/dev/null; do
-        kill -0 "$STANDIN_PID" 2>/dev/null || {
-            cat "$WORK/standin.err" >&2
-            fail "the stand-in did not start"
-        }
-        sleep 0.05
-        waited=$((waited + 1))
-        ((waited < 400)) || fail "the stand-in did not listen within 20 s"
-    done
-    STANDIN_PORT=$(sed 's/.*"port":\([0-9]*\).*/\1/' "$WORK/standin.out")
-    STATS_PORT=$(sed 's/.*"stats_port":\([0-9]*\).*/\1/' "$WORK/standin.out")
-}
-stat_of() { # $1 json, $2 key (a number)
-    sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$1"
-}
-standin_stats() { curl -fsS --max-time 5 "http://127.0.0.1:$STATS_PORT/stats"; }
+# --- the stand-in (Benchmarks/common.sh) --------------------------------------------------------------------
+standin_credentials
 
 # --- the backlog (as Benchmarks/delivery.sh makes it) ------------------------------------------------------
 TOKEN_FILL=$(printf 'x%.0s' $(seq 124))
@@ -272,9 +230,6 @@ start_herald() { # $1 database
     done
     tail -5 "$HERALD_LOG" >&2
     fail "could not start herald"
-}
-metric() { # $1 metrics text, $2 series prefix: the sum of the matching series
-    awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { printf "%.0f", s }' <<<"$1"
 }
 
 # Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib" per line, until killed.

@@ -1,0 +1,582 @@
+#!/usr/bin/env bash
+# PostgreSQL benchmark (SPEC §14): Herald on PostgreSQL 15 on loopback (scripts/postgres-test-server: fsync and
+# synchronous_commit on, in a directory of this run's own), each figure beside a baseline measured in the same run:
+#   ingest    single-token messages acknowledged per second: wrk POSTing one legacy-shaped message per request
+#             (Benchmarks/ingest.lua "single", random 152-byte tokens) over HERALD_BENCH_CONNECTIONS keep-alive
+#             connections to `herald serve --db postgresql://...` (app "default" paused, as Benchmarks/ingest.sh
+#             does, so the figure is ingest alone), against pgbench running Benchmarks/postgres-ingest.sql over as
+#             many connections (-c N -j 2 -M prepared, as long). "Equivalent" means: the same rows, statements,
+#             columns and values Herald writes for one such message (a `messages` row and its queued `deliveries`
+#             row) in Herald's own tables (a database of its own made by `herald migrate`: same indexes, checks,
+#             foreign key), one message per transaction, each committed with synchronous_commit on; no HTTP, no
+#             JSON. Also the same wrk load on `herald serve --db FILE` (SQLite, --durability full), for the
+#             "SQLite figures must not get worse" comparison with docs/BENCHMARKS.md.
+#   delivery  sends/s of one `herald serve --db postgresql://...` draining a backlog of HERALD_BENCH_BACKLOG
+#             single-token FCM v1 messages to the TLS + HTTP/2 stand-in of Benchmarks/v1.sh (answering after
+#             HERALD_BENCH_DELAY ms, 100 streams per connection; Herald's default v1 settings), against one
+#             `herald serve --db FILE` draining the same backlog on SQLite
+#   two       the same backlog drained by two `herald serve` on one PostgreSQL database (two ports, one stand-in):
+#             their total sends/s against one instance's, and the bodies that arrived twice at the stand-in
+# The backlog is ingested once per engine through POST /v1/messages/batch (BATCH_SIZE messages a request) with app
+# "default" paused, into a template (a PostgreSQL database that each drain gets a copy of with CREATE DATABASE ...
+# TEMPLATE; a SQLite file that each drain gets a copy of); `herald resume default` starts a drain. A rate is the
+# slope of herald_deliveries_total{outcome="delivered"} (summed over the instances) from HERALD_BENCH_RAMP seconds
+# after the first delivery to the 95 % mark, as Benchmarks/v1.sh measures it. Each measurement line also says where
+# the CPU went (Herald, the PostgreSQL server with its ended backends, the load tool or the stand-in, other
+# processes, idle; in % of one core). Nothing leaves loopback.
+#
+# Usage, from the repository root, as root on Debian/Ubuntu (installs wrk, nghttp2-client and Herald's own
+# dependencies, PostgreSQL and node included, with apt if missing); serialised with other benchmarks:
+#   flock /tmp/herald-bench.lock Benchmarks/postgres.sh
+# Environment (all optional):
+#   HERALD_BENCH_FIGURES="ingest delivery"  which figures to measure ("delivery" measures both drains)
+#   HERALD_BENCH_RUNS=3              rounds; the table shows medians
+#   HERALD_BENCH_DURATION=20         seconds of each ingest load (wrk and pgbench alike)
+#   HERALD_BENCH_CONNECTIONS=64      wrk connections, and pgbench clients
+#   HERALD_BENCH_WRK_THREADS=2       wrk threads (pgbench always gets -j 2)
+#   HERALD_BENCH_BACKLOG=100000      single-token v1 messages in the backlog (a multiple of HERALD_BENCH_BATCH_SIZE)
+#   HERALD_BENCH_BATCH_SIZE=500      messages per batch request when preloading it
+#   HERALD_BENCH_DELAY=30            the stand-in's answer delay (ms)
+#   HERALD_BENCH_RAMP=2              seconds after the first delivery that are not counted
+#   HERALD_BENCH_POLL=0.2            seconds between two looks at /metrics
+#   HERALD_BENCH_DRAIN_TIMEOUT=300   seconds a drain may take before the run fails
+#   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go, PostgreSQL's data directory too (a real disk)
+#   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
+#   HERALD_BENCH_KEEP=1              keep the work directory (logs, poll files; the PostgreSQL server is stopped)
+# Exit status: non-zero on errors (a tool failing, Herald stopping, an acknowledged message missing, a delivery not
+# ending `delivered`, requests unaccounted for or sent twice), never because a target was missed.
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+# shellcheck source=Benchmarks/common.sh
+source Benchmarks/common.sh
+STOP_TIMEOUT_SECONDS=60
+
+FIGURES=${HERALD_BENCH_FIGURES:-ingest delivery}
+RUNS=${HERALD_BENCH_RUNS:-3}
+DURATION=${HERALD_BENCH_DURATION:-20}
+CONNECTIONS=${HERALD_BENCH_CONNECTIONS:-64}
+WRK_THREADS=${HERALD_BENCH_WRK_THREADS:-2}
+BACKLOG=${HERALD_BENCH_BACKLOG:-100000}
+BATCH_SIZE=${HERALD_BENCH_BATCH_SIZE:-500}
+DELAY=${HERALD_BENCH_DELAY:-30}
+RAMP=${HERALD_BENCH_RAMP:-2}
+POLL=${HERALD_BENCH_POLL:-0.2}
+DRAIN_TIMEOUT=${HERALD_BENCH_DRAIN_TIMEOUT:-300}
+STREAMS=100 # the stand-in's streams per connection, as Google's
+TARGET_INGEST_RATIO=0.50
+TARGET_SENDS=5000
+TARGET_TWO_RATIO=1.00
+
+for value in "$RUNS" "$DURATION" "$CONNECTIONS" "$WRK_THREADS" "$BACKLOG" "$BATCH_SIZE" "$RAMP" "$DRAIN_TIMEOUT"; do
+    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
+done
+[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
+[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
+((BACKLOG % BATCH_SIZE == 0)) || fail "HERALD_BENCH_BACKLOG must be a multiple of HERALD_BENCH_BATCH_SIZE"
+for figure in $FIGURES; do
+    [[ $figure =~ ^(ingest|delivery)$ ]] || fail "unknown figure '$figure' in HERALD_BENCH_FIGURES"
+done
+wants() { [[ " $FIGURES " == *" $1 "* ]]; }
+
+# --- processes and files we own, stopped and removed on any exit (Ctrl-C included) ---------------------------
+WORK=""
+PG_DIR=""
+HERALD_PID=""
+HERALD_LOG=""
+declare -a HERALD_PIDS=() HERALD_PORTS=() HERALD_LOGS=()
+STANDIN_PID=""
+POLLER_PID=""
+CHILD_PID=""
+stop_heralds() { # $1 optional "quiet": every instance started, SIGTERM and wait (common.sh's stop_herald)
+    local i
+    for i in "${!HERALD_PIDS[@]}"; do
+        HERALD_PID=${HERALD_PIDS[$i]} HERALD_LOG=${HERALD_LOGS[$i]}
+        stop_herald "${1:-}"
+    done
+    HERALD_PIDS=() HERALD_PORTS=() HERALD_LOGS=()
+}
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    stop_pid "$CHILD_PID" TERM
+    stop_pid "$POLLER_PID" TERM
+    stop_heralds quiet || true
+    stop_pid "$STANDIN_PID" TERM
+    if [[ -n $PG_DIR ]]; then HERALD_PG_DIR=$PG_DIR "$ROOT/scripts/postgres-test-server" stop || true; fi
+    if [[ -n $WORK && -d $WORK ]]; then
+        if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT
+trap 'log "terminated"; exit 143' TERM
+
+# --- tools -------------------------------------------------------------------------------------------------
+missing=""
+for tool in wrk h2load pgbench psql node openssl sqlite3 curl; do
+    command -v "$tool" >/dev/null || missing="$missing $tool"
+done
+if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+    if [[ $(id -u) -eq 0 ]]; then
+        # Herald's build dependencies, with PostgreSQL's server (its pgbench), psql, node, openssl and sqlite3.
+        ./scripts/install-deps
+        for tool in wrk h2load; do
+            if ! command -v "$tool" >/dev/null; then
+                log "installing $tool (a load tool; not a dependency of Herald)"
+                [[ $tool == wrk ]] && package=wrk || package=nghttp2-client
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" >/dev/null
+            fi
+        done
+    else
+        log "not root: skipping scripts/install-deps"
+    fi
+fi
+for tool in wrk pgbench psql node openssl sqlite3 curl awk; do
+    command -v "$tool" >/dev/null || fail "$tool is not installed"
+done
+if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
+if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+    log "building: swift build -c release"
+    swift build -c release >&2
+fi
+HERALD=$ROOT/.build/release/herald
+[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+
+WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-pg.XXXXXX")
+chmod 755 "$WORK" # the server runs as `postgres` and keeps its directory in here
+FSTYPE=$(stat -f -c %T "$WORK")
+if [[ $FSTYPE == tmpfs || $FSTYPE == ramfs ]]; then
+    log "WARNING: $WORK is on $FSTYPE: fsync costs nothing there; set HERALD_BENCH_TMPDIR to a disk"
+fi
+HZ=$(getconf CLK_TCK)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; }
+
+# --- PostgreSQL --------------------------------------------------------------------------------------------
+PG_DIR=$WORK/postgres
+PG_URL=$(HERALD_PG_DIR=$PG_DIR "$ROOT/scripts/postgres-test-server" start) || fail "PostgreSQL did not start"
+pg_url() { echo "${PG_URL%/*}/$1"; } # the same server and role, database $1
+psql_in() { # $1 database, then psql arguments: quiet, unaligned, stops at the first error
+    local db=$1
+    shift
+    PGOPTIONS='-c client_min_messages=warning' psql "$(pg_url "$db")" -X -q -A -t -v ON_ERROR_STOP=1 "$@"
+}
+# A new, empty database $1 (an earlier one of that name is dropped, its sessions ended), or a copy of $2.
+fresh_database() {
+    psql_in herald -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1${2:+ TEMPLATE $2}" ||
+        fail "could not create database $1"
+}
+# The server's CPU ticks so far: the postmaster's own and those of its children that have ended (cutime and cstime:
+# the postmaster waits for its backends), plus its live children's. A difference between two readings therefore
+# counts backends that came and went between them.
+postgres_ticks() {
+    local postmaster pid
+    local -a files=()
+    postmaster=$(head -1 "$PG_DIR/data/postmaster.pid")
+    for pid in $(cat /proc/"$postmaster"/task/*/children 2>/dev/null); do files+=("/proc/$pid/stat"); done
+    { cat "/proc/$postmaster/stat" "${files[@]}" 2>/dev/null || true; } |
+        awk '{ r = substr($0, index($0, ") ") + 2); split(r, f, " ")
+               t += f[12] + f[13]; if (NR == 1) t += f[14] + f[15] } END { print t + 0 }'
+}
+proc_ticks() { # pids: their CPU ticks (user + system) summed, 0 for one that has gone
+    local pid t=0
+    for pid in "$@"; do
+        t=$((t + $(awk '{ r = substr($0, index($0, ") ") + 2); split(r, f, " "); print f[12] + f[13] }' \
+            "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$t"
+}
+
+# --- Herald ------------------------------------------------------------------------------------------------
+# Starts one more `herald serve` on $1 (a file or a URL) with the serve flags that follow, on a free loopback port
+# (--durability full on SQLite; PostgreSQL's durability is the server's); waits until it answers.
+start_herald() {
+    local db=$1 log tries waited pid port
+    shift
+    local -a flags=("$@")
+    [[ $db == postgresql://* ]] || flags+=(--durability full)
+    log=$WORK/herald-${#HERALD_PIDS[@]}.log
+    for tries in 1 2 3 4 5; do
+        port=$(free_port)
+        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$db" --listen "127.0.0.1:$port" "${flags[@]}" 2>"$log" &
+        pid=$!
+        waited=0
+        while ((waited < 600)) && kill -0 "$pid" 2>/dev/null; do
+            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
+                HERALD_PIDS+=("$pid") HERALD_PORTS+=("$port") HERALD_LOGS+=("$log")
+                return 0
+            fi
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        HERALD_PID=$pid HERALD_LOG=$log
+        stop_herald quiet
+        grep -qi 'in use' "$log" || break
+    done
+    tail -5 "$log" >&2
+    fail "could not start herald serve"
+}
+# The placeholder FCM settings for ingest alone (app "default" is paused: nothing is claimed or sent), as ingest.sh.
+ingest_flags() { echo --fcm-key bench-placeholder --fcm-endpoint "http://127.0.0.1:$(free_port)/fcm/send"; }
+# An FCM v1 app at the stand-in, with Herald's default v1 settings.
+v1_flags() { echo --fcm-service-account "$WORK/service-account.json" --fcm-endpoint "https://127.0.0.1:$STANDIN_PORT"; }
+migrate_and_pause() { # $1 --db value: the schema, and app "default" paused
+    "$HERALD" migrate --db "$1" >/dev/null 2>"$WORK/migrate.log" &&
+        "$HERALD" pause default --reason "benchmark" --db "$1" >/dev/null 2>>"$WORK/migrate.log" || {
+        cat "$WORK/migrate.log" >&2
+        fail "herald migrate/pause failed"
+    }
+}
+# Warnings and errors Herald logged, but for the paused app's (a healthy run logs no others); printed, never fatal.
+report_herald_logs() { # $1 label
+    local file lines
+    for file in "${HERALD_LOGS[@]}"; do
+        lines=$(grep -E '"level":"(warn|error)"' "$file" | grep -cv '"msg":"app paused"' || true)
+        if ((lines > 0)); then
+            log "  $1: $(basename "$file") has $lines warn/error lines, the first:"
+            grep -E '"level":"(warn|error)"' "$file" | grep -v '"msg":"app paused"' | head -3 >&2
+        fi
+    done
+}
+
+# Runs one load ("$@": wrk or pgbench) to its end, output in $1; sets R_CPU: where the CPU went meanwhile.
+run_load() {
+    local out=$1 h0 h1 p0 p1 m0 m1 t0 t1
+    shift
+    h0=$(proc_ticks "${HERALD_PIDS[@]}")
+    p0=$(postgres_ticks)
+    m0=$(machine_ticks)
+    times >"$WORK/times0"
+    t0=${EPOCHREALTIME/./}
+    "$@" >"$out" 2>&1 &
+    CHILD_PID=$!
+    wait "$CHILD_PID" || {
+        cat "$out" >&2
+        fail "$1 failed"
+    }
+    CHILD_PID=""
+    t1=${EPOCHREALTIME/./}
+    times >"$WORK/times1"
+    m1=$(machine_ticks)
+    p1=$(postgres_ticks)
+    h1=$(proc_ticks "${HERALD_PIDS[@]}")
+    R_CPU=$(awk -v h="$((h1 - h0))" -v p="$((p1 - p0))" -v m0="$m0" -v m1="$m1" -v hz="$HZ" -v tool="$1" \
+        -v w0="$(children_seconds "$WORK/times0")" -v w1="$(children_seconds "$WORK/times1")" \
+        -v secs="$(((t1 - t0) / 1000))" 'BEGIN {
+            secs /= 1000; split(m0, a, " "); split(m1, b, " ")
+            busy = (b[1] - a[1]) / hz; cap = (b[2] - a[2]) / hz; load = w1 - w0
+            rest = busy - h / hz - p / hz - load; if (rest < 0) rest = 0
+            printf "cpu%% of one core: herald %.0f postgres %.0f %s %.0f others %.0f idle %.0f",
+                100 * h / hz / secs, 100 * p / hz / secs, tool, 100 * load / secs, 100 * rest / secs,
+                100 * (cap - busy) / secs }')
+}
+
+# --- ingest ------------------------------------------------------------------------------------------------
+# After Herald has stopped, looks every acknowledged message id found in the answer bodies up in its database:
+# each once in messages with exactly one delivery; at most CONNECTIONS more messages than acknowledged (committed,
+# their answers unread when wrk stopped). $1 --db value, $2 bodies directory, $3 acknowledged.
+check_ingest() {
+    local db=$1 bodies=$2 acked=$3 counts ids distinct found wrong messages deliveries extra
+    cat "$bodies"/*.out | grep -o '"id":"[0-9A-Z]\{26\}"' | cut -c7-32 >"$WORK/acked.txt" || true
+    local query="SELECT (SELECT count(*) FROM acked), (SELECT count(DISTINCT id) FROM acked),
+        (SELECT count(*) FROM acked WHERE id IN (SELECT id FROM messages)),
+        (SELECT count(*) FROM acked a WHERE (SELECT count(*) FROM deliveries d WHERE d.message_id = a.id) <> 1),
+        (SELECT count(*) FROM messages), (SELECT count(*) FROM deliveries);"
+    if [[ $db == postgresql://* ]]; then
+        counts=$(psql "$db" -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 -c "CREATE TEMP TABLE acked (id text)" \
+            -c "\\copy acked FROM '$WORK/acked.txt'" -c "CREATE INDEX ON acked (id)" -c "ANALYZE acked" -c "$query")
+    else
+        counts=$(sqlite3 -bail -separator ' ' "$db" "CREATE TEMP TABLE acked (id TEXT);" \
+            ".import --csv $WORK/acked.txt acked" "CREATE INDEX temp.acked_id ON acked (id);" "$query")
+    fi || fail "the database check failed"
+    read -r ids distinct found wrong messages deliveries <<<"$(tail -1 <<<"$counts")"
+    extra=$((messages - acked))
+    if ((ids != acked || distinct != acked || found != acked || wrong != 0 || extra < 0 || extra > CONNECTIONS ||
+        deliveries != messages)); then
+        fail "check: acknowledged $acked; ids in the answers $ids ($distinct distinct), found in messages $found," \
+            "$wrong without exactly 1 delivery; in the database $messages messages, $deliveries deliveries"
+    fi
+    rm -f "$WORK/acked.txt"
+}
+
+# wrk's single-message load on a Herald serving $2 (app "default" paused, placeholder FCM settings), then the
+# check. Sets I_RATE I_P50 I_P99 and R_CPU. $1 label.
+measure_herald_ingest() {
+    local label=$1 db=$2 bodies=$WORK/bodies bench ok bad us
+    rm -rf "$bodies"
+    mkdir -p "$bodies"
+    migrate_and_pause "$db"
+    # shellcheck disable=SC2046 # a list of flags
+    start_herald "$db" $(ingest_flags)
+    run_load "$WORK/wrk.out" wrk -t "$WRK_THREADS" -c "$CONNECTIONS" -d "${DURATION}s" --timeout 30s \
+        -s "$ROOT/Benchmarks/ingest.lua" "http://127.0.0.1:${HERALD_PORTS[0]}" -- single "$bodies" s 1 random
+    kill -0 "${HERALD_PIDS[0]}" 2>/dev/null || fail "herald exited during the $label ingest load"
+    bench=$(grep '^BENCH ' "$WORK/wrk.out") || {
+        cat "$WORK/wrk.out" >&2
+        fail "wrk printed no result ($label)"
+    }
+    read -r ok bad us I_P50 I_P99 <<<"$(awk '{ for (i = 2; i <= NF; i++) { split($i, p, "="); v[p[1]] = p[2] }
+        print v["ok"], v["bad"] + v["connect"] + v["read"] + v["write"] + v["timeout"], v["duration_us"],
+              v["p50_us"], v["p99_us"] }' <<<"$bench")"
+    ((bad == 0)) || fail "$label: $bad answers other than 202, or socket errors: $(grep BENCH_BAD_SAMPLE "$WORK/wrk.out")"
+    I_RATE=$(awk -v n="$ok" -v us="$us" 'BEGIN { printf "%.1f", n * 1e6 / us }')
+    report_herald_logs "$label ingest"
+    stop_heralds
+    check_ingest "$db" "$bodies" "$ok"
+    rm -rf "$bodies"
+}
+
+# pgbench with Benchmarks/postgres-ingest.sql on a fresh database made by `herald migrate`. Sets P_TPS P_LATENCY_MS
+# and R_CPU. $1 the payload Herald stored for the same request.
+measure_pgbench() {
+    local url stored processed
+    url=$(pg_url pgbench)
+    fresh_database pgbench
+    "$HERALD" migrate --db "$url" >/dev/null 2>"$WORK/migrate.log" || {
+        cat "$WORK/migrate.log" >&2
+        fail "herald migrate (pgbench's database) failed"
+    }
+    psql_in pgbench -c "INSERT INTO apps (name) VALUES ('default')"
+    run_load "$WORK/pgbench.out" pgbench -n -f "$ROOT/Benchmarks/postgres-ingest.sql" -M prepared \
+        -c "$CONNECTIONS" -j 2 -T "$DURATION" -D n=0 -D "payload=$1" "$url"
+    P_TPS=$(awk '/^tps = .*without initial connection time/ { print $3 }' "$WORK/pgbench.out")
+    P_LATENCY_MS=$(awk '/^latency average = / { print $4 }' "$WORK/pgbench.out")
+    processed=$(awk -F'[:/ ]+' '/^number of transactions actually processed/ { print $6 }' "$WORK/pgbench.out")
+    [[ -n $P_TPS && -n $processed ]] || {
+        cat "$WORK/pgbench.out" >&2
+        fail "pgbench printed no result"
+    }
+    grep -q '^number of failed transactions: 0 ' "$WORK/pgbench.out" || {
+        cat "$WORK/pgbench.out" >&2
+        fail "pgbench transactions failed"
+    }
+    stored=$(psql_in pgbench -c "SELECT (SELECT count(*) FROM messages) || ' ' || (SELECT count(*) FROM deliveries)")
+    [[ $stored == "$processed $processed" ]] ||
+        fail "pgbench committed $processed transactions, the database holds '$stored' messages and deliveries"
+}
+
+# --- delivery ----------------------------------------------------------------------------------------------
+TOKEN_FILL=$(printf 'x%.0s' $(seq 124))
+# The message of ingest.lua's single-v1 mode, with a day's TTL so the backlog outlives the run.
+V1_CONTENT='"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"android":{"priority":"high","ttl":"86400s","notification":{"sound":"default"}}'
+
+# BACKLOG single-token v1 messages (152-byte tokens in random order, as v1.sh's) as batch request bodies.
+make_batches() {
+    mkdir -p "$WORK/batches"
+    awk -v n="$BACKLOG" -v size="$BATCH_SIZE" -v dir="$WORK/batches" -v fill="$TOKEN_FILL" -v content="$V1_CONTENT" '
+        BEGIN {
+            for (i = 1; i <= n; i++) {
+                if ((i - 1) % size == 0) {
+                    if (file != "") { printf "]}" > file; close(file) }
+                    file = sprintf("%s/%06d.json", dir, (i - 1) / size); printf "{\"messages\":[" > file; sep = ""
+                }
+                printf "%s{\"message\":{\"token\":\"%08xb01%010d:APA91b%s\",%s}}", sep,
+                    (i * 2654435761) % 4294967296, i, fill, content > file
+                sep = ","
+            }
+            printf "]}" > file; close(file)
+        }'
+}
+
+# The backlog in $1 (a file or a URL), through the batch endpoint of a Herald with app "default" paused.
+ingest_backlog() {
+    local db=$1 stored
+    migrate_and_pause "$db"
+    # shellcheck disable=SC2046 # a list of flags
+    start_herald "$db" $(v1_flags)
+    find "$WORK/batches" -name '*.json' | sort | xargs -P 2 -I '{}' curl -sS --max-time 120 -o '{}.out' \
+        -H 'content-type: application/json' --data-binary '@{}' "http://127.0.0.1:${HERALD_PORTS[0]}/v1/messages/batch" ||
+        fail "a batch request of the backlog failed"
+    stored=$(cat "$WORK/batches"/*.out | grep -o '"deliveries":1}' | wc -l)
+    ((stored == BACKLOG)) || fail "the backlog: $stored of $BACKLOG messages acknowledged; $(head -c 300 "$(
+        grep -L '"deliveries":1}' "$WORK/batches"/*.out | head -1)")"
+    rm -f "$WORK/batches"/*.out
+    stop_heralds
+}
+
+# Every POLL s until killed: "wall_us delivered herald_ticks postgres_ticks standin_ticks busy_ticks total_ticks",
+# delivered summed over the instances' /metrics.
+poller() {
+    local port text delivered
+    while :; do
+        delivered=0
+        for port in "${HERALD_PORTS[@]}"; do
+            text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
+            delivered=$((delivered + $(metric "$text" 'herald_deliveries_total{app="default",outcome="delivered"}')))
+        done
+        echo "${EPOCHREALTIME/./} $delivered $(proc_ticks "${HERALD_PIDS[@]}") $(postgres_ticks)" \
+            "$(proc_ticks "$STANDIN_PID") $(machine_ticks | cut -d' ' -f1-2)"
+        sleep "$POLL"
+    done
+}
+
+# One drain of the backlog by $2 instances on a copy of template $1 (a file, or a database name on the server).
+# Sets D_RATE D_CPU D_WIRE D_COUNTED D_DUPLICATES.
+measure_drain() {
+    local template=$1 instances=$2 db polls=$WORK/polls.txt before after deadline last text port i
+    if [[ $template == *.db ]]; then
+        db=$WORK/drain.db
+        rm -f "$db" "$db-wal" "$db-shm"
+        cp "$template" "$db"
+    else
+        fresh_database drain "$template"
+        db=$(pg_url drain)
+    fi
+    # A stand-in of its own: it counts a body seen twice as a duplicate, and the same message sent in two drains
+    # can have the same body (same token, and the same remaining TTL when the two drains lag their ingest alike).
+    stop_pid "$STANDIN_PID" TERM
+    start_standin "$DELAY"
+    write_service_account "$STANDIN_PORT"
+    before=$(standin_stats)
+    for ((i = 0; i < instances; i++)); do
+        # shellcheck disable=SC2046 # a list of flags
+        start_herald "$db" $(v1_flags)
+    done
+    poller >"$polls" &
+    POLLER_PID=$!
+    "$HERALD" resume default --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
+    deadline=$(($(date +%s) + DRAIN_TIMEOUT))
+    while :; do
+        for i in "${!HERALD_PIDS[@]}"; do
+            kill -0 "${HERALD_PIDS[$i]}" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "${HERALD_LOGS[$i]}")"
+        done
+        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
+        [[ -n $last ]] && ((last >= BACKLOG)) && break
+        (($(date +%s) < deadline)) || fail "the backlog was not drained within $DRAIN_TIMEOUT s ($last delivered)"
+        sleep 0.5
+    done
+    sleep 1 # answers to requests counted at the stand-in but not yet at Herald: none should be left, but wait
+    D_COUNTED=0
+    for port in "${HERALD_PORTS[@]}"; do
+        text=$(curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics")
+        D_COUNTED=$((D_COUNTED + $(metric "$text" 'herald_fcm_requests_total{app="default"')))
+    done
+    after=$(standin_stats)
+    stop_pid "$POLLER_PID" TERM
+    POLLER_PID=""
+    report_herald_logs "drain ($instances instance(s))"
+    stop_heralds
+    D_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
+    D_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    local states
+    if [[ $template == *.db ]]; then
+        states=$(sqlite3 "$db" "SELECT state || ':' || count(*) FROM deliveries GROUP BY state" | tr '\n' ' ')
+    else
+        states=$(psql "$db" -X -q -A -t -c "SELECT state || ':' || count(*) FROM deliveries GROUP BY state" | tr '\n' ' ')
+    fi
+    [[ $states == "delivered:$BACKLOG " ]] || fail "after the drain the deliveries are $states, not delivered:$BACKLOG"
+    # The rate window: from RAMP s after the first delivery to the 95 % mark (v1.sh's), and the CPU in it.
+    read -r D_RATE D_CPU <<<"$(awk -v ramp="$RAMP" -v total="$BACKLOG" -v hz="$HZ" '
+        { t[NR] = $1; c[NR] = $2; h[NR] = $3; p[NR] = $4; s[NR] = $5; busy[NR] = $6; cap[NR] = $7 }
+        END {
+            for (i = 1; i <= NR && c[i] == 0; i++) ;
+            for (a = i; a <= NR && t[a] < t[i] + ramp * 1e6; a++) ;
+            for (b = a; b < NR && c[b] < 0.95 * total; b++) ;
+            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 -"; exit }
+            secs = (t[b] - t[a]) / 1e6; core = hz * secs / 100
+            rest = (busy[b] - busy[a]) - (h[b] - h[a]) - (p[b] - p[a]) - (s[b] - s[a]); if (rest < 0) rest = 0
+            printf "%.1f cpu%%_of_one_core:_herald_%.0f_postgres_%.0f_stand-in_%.0f_others_%.0f_idle_%.0f\n",
+                (c[b] - c[a]) / secs, (h[b] - h[a]) / core, (p[b] - p[a]) / core, (s[b] - s[a]) / core,
+                rest / core, ((cap[b] - cap[a]) - (busy[b] - busy[a])) / core
+        }' "$polls")"
+    D_CPU=${D_CPU//_/ }
+    ((D_WIRE == D_COUNTED)) || fail "the stand-in received $D_WIRE requests, Herald accounted for $D_COUNTED"
+    if [[ $template == *.db ]]; then rm -f "$db" "$db-wal" "$db-shm" "$db.lock"; fi
+}
+
+# --- the run -----------------------------------------------------------------------------------------------
+log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $(nproc) cores; $RUNS runs;" \
+    "figures $FIGURES; $(psql_in herald -c 'SHOW server_version' | cut -d' ' -f1) on 127.0.0.1" \
+    "(synchronous_commit $(psql_in herald -c 'SHOW synchronous_commit'), fsync $(psql_in herald -c 'SHOW fsync'));" \
+    "work directory $WORK ($FSTYPE)"
+log "  ingest: ${DURATION}s, $CONNECTIONS connections (wrk -t $WRK_THREADS; pgbench -c $CONNECTIONS -j 2 -M prepared);" \
+    "delivery: backlog $(fmt "$BACKLOG") v1 messages, stand-in ${DELAY} ms, $STREAMS streams/connection"
+
+declare -a I_PG I_SQLITE I_PGBENCH D_SQLITE D_PG D_TWO DUPS
+if wants delivery; then
+    standin_credentials
+    start_standin "$DELAY"
+    write_service_account "$STANDIN_PORT"
+    log "ingesting the backlog through the batch endpoint: $(fmt "$BACKLOG") messages into each engine's template"
+    make_batches
+    ingest_backlog "$WORK/backlog.db"
+    fresh_database backlog
+    ingest_backlog "$(pg_url backlog)"
+    rm -rf "$WORK/batches"
+fi
+for ((run = 1; run <= RUNS; run++)); do
+    if wants ingest; then
+        fresh_database single
+        measure_herald_ingest PostgreSQL "$(pg_url single)"
+        I_PG+=("$I_RATE")
+        log "run $run/$RUNS  ingest  herald on PostgreSQL $(fmt "$I_RATE") msg/s  p50 $((I_P50 / 1000)) ms" \
+            " p99 $((I_P99 / 1000)) ms | $R_CPU"
+        payload=$(psql_in single -c "SELECT payload FROM messages LIMIT 1")
+        measure_pgbench "$payload"
+        I_PGBENCH+=("$P_TPS")
+        log "run $run/$RUNS  ingest  pgbench $(fmt "$P_TPS") tps (latency average $P_LATENCY_MS ms) | $R_CPU"
+        rm -f "$WORK/single.db" "$WORK/single.db-wal" "$WORK/single.db-shm"
+        measure_herald_ingest SQLite "$WORK/single.db"
+        I_SQLITE+=("$I_RATE")
+        log "run $run/$RUNS  ingest  herald on SQLite $(fmt "$I_RATE") msg/s  p50 $((I_P50 / 1000)) ms" \
+            " p99 $((I_P99 / 1000)) ms | $R_CPU"
+        rm -f "$WORK/single.db" "$WORK/single.db-wal" "$WORK/single.db-shm" "$WORK/single.db.lock"
+    fi
+    if wants delivery; then
+        measure_drain "$WORK/backlog.db" 1
+        D_SQLITE+=("$D_RATE")
+        log "run $run/$RUNS  drain   1 herald on SQLite $(fmt "$D_RATE") sends/s | $D_CPU | wire $D_WIRE =" \
+            "accounted $D_COUNTED, duplicates $D_DUPLICATES"
+        ((D_DUPLICATES == 0)) || fail "the stand-in received $D_DUPLICATES bodies twice (SQLite)"
+        measure_drain backlog 1
+        D_PG+=("$D_RATE")
+        log "run $run/$RUNS  drain   1 herald on PostgreSQL $(fmt "$D_RATE") sends/s | $D_CPU | wire $D_WIRE =" \
+            "accounted $D_COUNTED, duplicates $D_DUPLICATES"
+        DUPS+=("$D_DUPLICATES")
+        measure_drain backlog 2
+        D_TWO+=("$D_RATE")
+        DUPS+=("$D_DUPLICATES")
+        log "run $run/$RUNS  drain   2 heralds on one PostgreSQL database $(fmt "$D_RATE") sends/s | $D_CPU |" \
+            "wire $D_WIRE = accounted $D_COUNTED, duplicates $D_DUPLICATES"
+    fi
+done
+
+# --- the table ---------------------------------------------------------------------------------------------
+met() { awk -v a="$1" -v t="$2" -v op="${3:-ge}" 'BEGIN { print ((op == "ge" ? a >= t : a <= t) ? "met" : "NOT met") }'; }
+row() { printf '%-50s %12s %26s %7s %16s\n' "$@"; }
+echo
+echo "Herald on PostgreSQL, median of $RUNS runs, $(nproc) cores, load tools and stand-in on the same machine"
+row figure value baseline ratio target
+if wants ingest; then
+    pg=$(median "${I_PG[@]}")
+    pb=$(median "${I_PGBENCH[@]}")
+    sq=$(median "${I_SQLITE[@]}")
+    row "ingest, single message, $CONNECTIONS conns (msg/s)" "$(fmt "$pg")" "pgbench $(fmt "$pb") tps" \
+        "$(ratio "$pg" "$pb")" ">= $TARGET_INGEST_RATIO $(met "$(ratio "$pg" "$pb")" $TARGET_INGEST_RATIO)"
+    row "ingest on SQLite, same load (msg/s)" "$(fmt "$sq")" "on PostgreSQL $(fmt "$pg")" "$(ratio "$sq" "$pg")" -
+fi
+if wants delivery; then
+    sd=$(median "${D_SQLITE[@]}")
+    pd=$(median "${D_PG[@]}")
+    td=$(median "${D_TWO[@]}")
+    dups=0
+    for d in "${DUPS[@]}"; do dups=$((dups + d)); done
+    row "delivery, 1 instance, ${DELAY} ms stand-in (sends/s)" "$(fmt "$pd")" "SQLite $(fmt "$sd")" \
+        "$(ratio "$pd" "$sd")" ">= $(fmt $TARGET_SENDS) $(met "$pd" $TARGET_SENDS)"
+    row "delivery, 2 instances, one database (sends/s)" "$(fmt "$td")" "1 instance $(fmt "$pd")" \
+        "$(ratio "$td" "$pd")" ">= $TARGET_TWO_RATIO $(met "$(ratio "$td" "$pd")" $TARGET_TWO_RATIO)"
+    row "duplicates at the stand-in (all PostgreSQL drains)" "$dups" - - "0 $(met "$dups" 0 le)"
+fi
+if wants ingest; then
+    echo "runs ingest: herald on PostgreSQL ${I_PG[*]}; pgbench ${I_PGBENCH[*]}; herald on SQLite ${I_SQLITE[*]}"
+fi
+if wants delivery; then
+    echo "runs delivery: SQLite ${D_SQLITE[*]}; PostgreSQL 1 instance ${D_PG[*]}; 2 instances ${D_TWO[*]}"
+fi
+if wants delivery && ((dups > 0)); then fail "Herald on PostgreSQL sent $dups messages twice (see the drain lines)"; fi
+echo "check: every acknowledged message was stored with one delivery; every drain ended all delivered, each request" \
+    "at the stand-in accounted for by Herald; no message sent twice"
