@@ -85,12 +85,17 @@ extension PGQueueStore: QueueStore {
         """
 
     public func claimedMessage(id: String) throws -> ClaimedMessage? {
-        try connection.queryOne(
+        try claimedMessages(ids: [id])[id]
+    }
+
+    /// One statement for a claim's messages: a look-up each would be a round trip each, on the writer's connection.
+    public func claimedMessages(ids: [String]) throws -> [String: ClaimedMessage] {
+        let found = try connection.query(
             """
             SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key, format, token_field
-            FROM messages WHERE id = $1
+            FROM messages WHERE id = ANY($1::text[])
             """,
-            [.text(id)]
+            [.array(ids)]
         ) {
             ClaimedMessage(
                 id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
@@ -98,6 +103,7 @@ extension PGQueueStore: QueueStore {
                 collapseKey: $0.optionalString(7), format: MessageFormat(rawValue: $0.string(8)) ?? .legacy,
                 tokenField: TokenField(rawValue: $0.string(9)) ?? .token)
         }
+        return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     public func nextDue(app: String, lane: PriorityLane) throws -> Int64? {
