@@ -104,7 +104,8 @@ final class Service: Sendable {
         let address = try server.start()
         Log.info("listening", [
             "address": .string("\(address)"), "db": .string("\(configuration.database)"),
-            "durability": .string(configuration.durability.rawValue),
+            "durability": .string(
+                database.isShared ? "synchronous_commit of the server" : configuration.durability.rawValue),
             "apps": .string(configuration.apps.map(\.name).joined(separator: ",")),
         ])
     }
@@ -186,27 +187,4 @@ final class StopFlag: Sendable {
     private let value = Atomic<Bool>(false)
     var isSet: Bool { value.load(ordering: .acquiring) }
     func set() { value.store(true, ordering: .releasing) }
-}
-
-/// One `serve` per database: an exclusive `flock` on `<db>.lock`. With it held, every lease in the database
-/// that is not this process's belongs to a process that is gone, so start-up can release them at once.
-final class DatabaseLock: Sendable {
-    private let descriptor: Int32
-
-    init(databasePath: String) throws {
-        let path = databasePath + ".lock"
-        descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw CommandError(description: "cannot open \(path): \(String(cString: strerror(errno)))")
-        }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            close(descriptor)
-            throw CommandError(description: "another herald serve is running on \(databasePath) (\(path) is locked)")
-        }
-    }
-
-    func release() {
-        flock(descriptor, LOCK_UN)
-        close(descriptor)
-    }
 }

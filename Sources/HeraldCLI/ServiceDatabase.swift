@@ -70,3 +70,26 @@ final class ServiceDatabase: Sendable {
         lock?.release()
     }
 }
+
+/// One `serve` per database: an exclusive `flock` on `<db>.lock`. With it held, every lease in the database
+/// that is not this process's belongs to a process that is gone, so start-up can release them at once.
+final class DatabaseLock: Sendable {
+    private let descriptor: Int32
+
+    init(databasePath: String) throws {
+        let path = databasePath + ".lock"
+        descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw CommandError(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            throw CommandError(description: "another herald serve is running on \(databasePath) (\(path) is locked)")
+        }
+    }
+
+    func release() {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}
