@@ -45,9 +45,7 @@ import Testing
         let results = Mutex<[String: Bool]>([:])
         let done = DispatchGroup()
         // Hold the writer busy so the three jobs below are committed as one group.
-        let gate = DispatchSemaphore(value: 0)
-        done.enter()
-        writer.enqueue({ _ in gate.wait() }, completion: { _ in done.leave() })
+        let gate = WriterGate(writer)
         for name in ["kept-1", "undone", "kept-2"] {
             done.enter()
             writer.enqueue({ connection in
@@ -58,7 +56,7 @@ import Testing
                 done.leave()
             })
         }
-        gate.signal()
+        gate.open()
         done.wait()
         let names = try writer.write { try $0.query("SELECT name FROM apps ORDER BY name") { $0.string(0) } }
         writer.close()
@@ -109,9 +107,7 @@ import Testing
         }
         let results = Mutex<[String: String]>([:])
         let done = DispatchGroup()
-        let gate = DispatchSemaphore(value: 0)
-        done.enter()
-        writer.enqueue({ _ in gate.wait() }, completion: { _ in done.leave() })
+        let gate = WriterGate(writer)
         let jobs: [(String, String)] = [
             ("before", "INSERT INTO apps (name) VALUES ('before')"),
             ("full", "INSERT INTO filler (bytes) VALUES (zeroblob(1000000))"),
@@ -124,7 +120,7 @@ import Testing
                 done.leave()
             })
         }
-        gate.signal()
+        gate.open()
         done.wait()
         let stored = try writer.write { connection in
             try connection.query("SELECT name FROM apps UNION ALL SELECT 'filler' FROM filler") { $0.string(0) }
@@ -169,9 +165,7 @@ import Testing
         }
         let results = Mutex<[String: Bool]>([:])
         let done = DispatchGroup()
-        let gate = DispatchSemaphore(value: 0)
-        done.enter()
-        writer.enqueue({ _ in gate.wait() }, completion: { _ in done.leave() })
+        let gate = WriterGate(writer)
         let jobs: [(String, String)] = [
             ("app", "INSERT INTO apps (name) VALUES ('in-the-group')"),
             ("orphan", "INSERT INTO child (parent) VALUES (42)"),
@@ -183,7 +177,7 @@ import Testing
                 done.leave()
             })
         }
-        gate.signal()
+        gate.open()
         done.wait()
         _ = try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('next')") }
         let names = try writer.write { try $0.query("SELECT name FROM apps") { $0.string(0) } }
@@ -232,4 +226,21 @@ import Testing
         writer.close()
         #expect(names == ["relaxed"])
     }
+}
+
+/// Holds the writer thread inside a job, so the jobs enqueued meanwhile are taken as one group once it opens.
+/// It waits until the writer is inside: a job enqueued before that could be taken in the holding job's group.
+private final class WriterGate: Sendable {
+    private let entered = DispatchSemaphore(value: 0)
+    private let opened = DispatchSemaphore(value: 0)
+
+    init(_ writer: DatabaseWriter) {
+        writer.enqueue({ [entered, opened] _ in
+            entered.signal()
+            opened.wait()
+        }, completion: { _ in })
+        entered.wait()
+    }
+
+    func open() { opened.signal() }
 }
