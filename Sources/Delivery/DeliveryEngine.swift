@@ -8,10 +8,14 @@ import Synchronization
 
 /// Claims ready deliveries, sends them through each app's provider, and writes back what FCM answered.
 ///
-/// All scheduling state lives on one serial dispatch queue; SQLite work goes to the writer and reader threads and
-/// HTTP to the client pool's thread, so nothing here blocks. Ingest wakes the engine after each commit; otherwise
-/// it sleeps until the earliest `next_attempt_at` or gate it knows of, with a one-second look at the `apps` table
-/// so a `herald resume` or a requeue from the CLI is seen within a second.
+/// When to claim, send, hold back, gate or pause is each app's `AppScheduler` (a state machine without I/O); the
+/// engine feeds it events and carries out the actions it returns: database work through the writer, requests
+/// through the app's client pool, timers on the queue. All of it happens on one serial dispatch queue, so nothing
+/// here blocks. The engine itself keeps what is shared by the apps: the outbox that commits a turn's outcomes in
+/// one writer job, the leases this process holds (renewed four times per lease), and the rescuer. Ingest wakes
+/// the engine after each commit; otherwise an app sleeps until the earliest `next_attempt_at` or gate it knows
+/// of, with a one-second look at the `apps` table so a `herald resume` or a requeue from the CLI is seen within a
+/// second.
 public final class DeliveryEngine: @unchecked Sendable {
     public struct App: Sendable {
         public var name: String
@@ -51,63 +55,22 @@ public final class DeliveryEngine: @unchecked Sendable {
         public init() {}
     }
 
-    /// Per-app scheduling state; only touched on `queue` (hence unchecked).
+    /// One app: its scheduler and what carries out its actions. Only touched on `queue` (hence unchecked).
     private final class Runtime: @unchecked Sendable {
-        let app: App
+        var scheduler: AppScheduler
         /// This app's own connections to its endpoint (and their count for `herald_fcm_connections`).
         let pool: HTTPClientPool
-        /// `app.maxRate` as a token bucket, consulted before each send.
-        var rate: TokenBucket?
-        var inFlight = 0
-        /// Claimed requests waiting for a slot, oldest first.
-        private var queued = PendingQueue<PreparedRequest>()
-        var claiming = false
-        var mayHaveReady = true
-        var paused = false
-        var gateUntil: Int64 = 0
-        var wakeAt: Int64?
-        var consecutiveFailures = 0
-        /// Quota gates closed in a row, for their backoff; a 2xx resets it.
-        var quotaGates = 0
-        /// The HTTP version FCM last answered over, to log when it shows or changes.
-        var httpVersion: String?
-        /// The provider is getting ready (v1: fetching an access token); nothing is claimed or sent meanwhile.
-        var preparing = false
-        /// The provider asked not to be prepared again before this time.
-        var notReadyUntil: Int64 = 0
         /// `herald_fcm_requests_total` of this app per answer code, resolved once per code.
         var requestSeries: [String: Metrics.Series] = [:]
+        /// The HTTP version FCM last answered over, to log when it shows or changes.
+        var httpVersion: String?
 
-        init(app: App) {
-            self.app = app
+        var app: App { scheduler.app }
+
+        init(app: App, options: Options) {
+            scheduler = AppScheduler(app: app, options: options)
             let connections = app.provider.maxConnections(concurrency: app.concurrency)
             pool = HTTPClientPool(maxConnectionsPerHost: connections, name: "send-\(app.name)")
-            rate = app.maxRate.map { TokenBucket(ratePerSecond: $0) }
-        }
-
-        /// Claim more while fewer than this many claimed requests wait: two concurrencies' worth, so that one
-        /// window's worth is still there to send while the next claim waits its turn at the writer behind the
-        /// outcomes being applied (with one, the window ran dry during every claim: stop-and-wait); with a rate
-        /// limit no more than ~10 s of sending, so claimed rows don't sit on their leases behind the bucket.
-        var claimBelow: Int {
-            guard let rate = app.maxRate else { return 2 * app.concurrency }
-            return max(1, min(2 * app.concurrency, Int(rate * 10)))
-        }
-
-        var pendingCount: Int { queued.count }
-
-        func addPending(_ requests: [PreparedRequest]) {
-            queued.append(contentsOf: requests)
-        }
-
-        /// The oldest waiting request.
-        func nextPending() -> PreparedRequest? {
-            queued.popFirst()
-        }
-
-        /// Takes every waiting request's deliveries back, as releases.
-        func releasePending() -> [DeliveryUpdate] {
-            queued.removeAll().flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
         }
     }
 
@@ -124,8 +87,8 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// writer job instead of each paying for its own.
     private var outbox: [String: Outbox] = [:]
     private var flushScheduled = false
-    /// Deliveries this process has leased and not yet handed an outcome to the writer: waiting for a slot or in
-    /// flight. Their leases are renewed; nothing else's is.
+    /// Deliveries this process has leased and whose outcome is not yet committed: waiting for a slot, in flight,
+    /// or in the outbox. Their leases are renewed; nothing else's is.
     private var held = Set<Int64>()
     /// Answers from the pools waiting for `handleAnswers` on `queue`.
     private let answers = Mutex<[Answer]>([])
@@ -150,7 +113,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         requestSeconds = metrics.series("herald_fcm_request_seconds")
         self.options = options
         self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0)) })
+        self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0, options: options)) })
     }
 
     /// Registers the apps and starts delivering. On a queue of its own (`Options.sharedQueue` false: `serve` holds
@@ -177,10 +140,8 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// New deliveries were committed: claim now rather than at the next timer.
     public func wake() {
         queue.async {
-            for runtime in self.runtimes.values {
-                runtime.mayHaveReady = true
-                self.pump(runtime)
-            }
+            let now = Clock.nowMillis()
+            for runtime in self.runtimes.values { self.perform(runtime.scheduler.rowsCommitted(now: now), on: runtime) }
         }
     }
 
@@ -190,11 +151,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     public func stop(gracePeriod: Double) {
         let unsent = queue.sync { () -> [DeliveryUpdate] in
             stopping = true
-            var releases: [DeliveryUpdate] = []
-            for runtime in runtimes.values {
-                releases += runtime.releasePending()
-            }
-            return releases
+            return runtimes.values.flatMap { $0.scheduler.stop() }
         }
         let owner = self.owner
         if !unsent.isEmpty {
@@ -208,141 +165,77 @@ public final class DeliveryEngine: @unchecked Sendable {
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
     }
 
-    // MARK: - Scheduling (on `queue`)
+    // MARK: - Carrying out the schedulers' actions (on `queue`)
 
-    private func pump(_ runtime: Runtime) {
-        guard !stopping, !runtime.paused else { return }
-        let now = Clock.nowMillis()
-        if runtime.gateUntil > now {
-            schedule(runtime, at: runtime.gateUntil)
-            return
-        }
-        if runtime.app.provider.needsPreparation(now: now) {
-            prepare(runtime, now: now)
-            return
-        }
-        while runtime.inFlight < runtime.app.concurrency, runtime.pendingCount > 0 {
-            if runtime.rate != nil, !runtime.rate!.take(now: now) {
-                schedule(runtime, at: runtime.rate!.nextTokenAt(now: now))
-                break
+    private func perform(_ actions: [AppScheduler.Action], on runtime: Runtime) {
+        for action in actions {
+            switch action {
+            case .claim(let limit): claim(runtime, limit: limit)
+            case .send(let request): send(request, on: runtime)
+            case .write(let updates, let plan): write(updates, plan: plan, app: runtime.app.name)
+            case .prepare:
+                runtime.app.provider.prepare(now: Clock.nowMillis()) { readiness in
+                    self.queue.async {
+                        self.perform(runtime.scheduler.prepared(readiness, now: Clock.nowMillis()), on: runtime)
+                    }
+                }
+            case .wake(let at):
+                let delay = max(0, at - Clock.nowMillis())
+                queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay))) {
+                    self.perform(runtime.scheduler.timerFired(at: at, now: Clock.nowMillis()), on: runtime)
+                }
+            case .note(let note): log(note, app: runtime.app.name)
             }
-            guard let request = runtime.nextPending() else { break }
-            // Its TTL (or TTL 0's window) ran out while it waited for a slot: never sent late.
-            if request.message.expiresAt <= now {
-                write(request.deliveries.map { .expired(id: $0.id) }, plan: nil, on: runtime)
-                continue
-            }
-            send(request, on: runtime)
-        }
-        if !runtime.claiming, runtime.mayHaveReady, runtime.pendingCount < runtime.claimBelow {
-            claim(runtime)
         }
     }
 
-    /// The provider cannot send yet (v1: no usable access token). Requests built with the credentials it held go back
-    /// to the queue uncharged, and it gets ready off this queue; `prepared` picks up from there.
-    private func prepare(_ runtime: Runtime, now: Int64) {
-        if runtime.pendingCount > 0 {
-            runtime.mayHaveReady = true
-            write(runtime.releasePending(), plan: nil, on: runtime)
-        }
-        guard runtime.mayHaveReady, !runtime.preparing else { return }
-        if runtime.notReadyUntil > now {
-            schedule(runtime, at: runtime.notReadyUntil)
-            return
-        }
-        runtime.preparing = true
-        runtime.app.provider.prepare(now: now) { readiness in
-            self.queue.async { self.prepared(readiness, on: runtime) }
+    private func log(_ note: AppScheduler.Note, app: String) {
+        switch note {
+        case .pausedForCredentials(let reason):
+            Log.warn("app paused: credentials refused", ["app": .string(app), "reason": .string(reason)])
+        case .pausedByFCM(let reason):
+            Log.warn("app paused: FCM refused the sender", ["app": .string(app), "reason": .string(reason)])
+        case .pausedOutside(let reason):
+            Log.warn("app paused", ["app": .string(app), "reason": .string(reason)])
+        case .resumed:
+            Log.info("app resumed", ["app": .string(app)])
+        case .gateClosed(let until, let status):
+            Log.warn("app gate closed", ["app": .string(app), "until_ms": .int(until), "status": .int(Int64(status ?? 0))])
         }
     }
 
-    private func prepared(_ readiness: ProviderReadiness, on runtime: Runtime) {
-        runtime.preparing = false
-        guard !stopping else { return }
-        switch readiness {
-        case .ready:
-            runtime.notReadyUntil = 0
-            pump(runtime)
-        case .retry(let at):
-            runtime.notReadyUntil = at
-            schedule(runtime, at: at)
-        case .pause(let reason):
-            if !runtime.paused {
-                runtime.paused = true
-                Log.warn("app paused: credentials refused", [
-                    "app": .string(runtime.app.name), "reason": .string(reason),
-                ])
-            }
-            write([], plan: OutcomePlan(pauseReason: reason), on: runtime)
-        }
-    }
-
-    private func claim(_ runtime: Runtime) {
-        runtime.claiming = true
-        // Claim up to `claimBelow` waiting requests: rows then wait for a slot about two rounds of answers at most
-        // (and their leases are renewed while they do).
-        let slots = max(1, runtime.claimBelow - runtime.pendingCount)
-        let perRequest = runtime.app.provider.maxTargetsPerRequest
-        let limit = min(options.claimLimit, slots.multipliedReportingOverflow(by: perRequest).partialValue)
+    private func claim(_ runtime: Runtime, limit: Int) {
         let (app, owner, lease) = (runtime.app.name, self.owner, options.leaseMillis)
         // A claim need not reach the disk: lost in a power cut, its rows simply stay queued.
         writer.enqueue(durable: false, {
             try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis())
         }) { result in
-            self.queue.async { self.claimed(result, on: runtime, limit: limit) }
+            self.queue.async { self.claimed(result, on: runtime) }
         }
     }
 
-    private func claimed(_ result: Result<ClaimResult, Error>, on runtime: Runtime, limit: Int) {
-        runtime.claiming = false
-        let claim: ClaimResult
+    private func claimed(_ result: Result<ClaimResult, Error>, on runtime: Runtime) {
+        let app = runtime.app.name
         switch result {
-        case .success(let value):
-            claim = value
+        case .success(let claim):
+            if claim.expired > 0 {
+                metrics.increment("herald_deliveries_total", ["app": app, "outcome": "dead"], by: Double(claim.expired))
+                Log.warn("dead letters", [
+                    "app": .string(app), "count": .int(Int64(claim.expired)), "reasons": .string("Expired"),
+                ])
+            }
+            if claim.dropped > 0 {
+                metrics.increment("herald_deliveries_total", ["app": app, "outcome": "dropped"], by: Double(claim.dropped))
+            }
+            held.formUnion(claim.deliveries.lazy.map(\.id))
+            perform(runtime.scheduler.claimed(claim, now: Clock.nowMillis()), on: runtime)
         case .failure(let error):
-            Log.warn("claim failed", ["app": .string(runtime.app.name), "error": .string("\(error)")])
-            schedule(runtime, at: Clock.nowMillis() + 1_000)
-            return
+            Log.warn("claim failed", ["app": .string(app), "error": .string("\(error)")])
+            perform(runtime.scheduler.claimFailed(now: Clock.nowMillis()), on: runtime)
         }
-        if let state = claim.app {
-            runtime.paused = state.paused
-            runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)
-        }
-        if claim.expired > 0 {
-            metrics.increment("herald_deliveries_total", ["app": runtime.app.name, "outcome": "dead"], by: Double(claim.expired))
-            Log.warn("dead letters", [
-                "app": .string(runtime.app.name), "count": .int(Int64(claim.expired)), "reasons": .string("Expired"),
-            ])
-        }
-        if claim.dropped > 0 {
-            metrics.increment("herald_deliveries_total", ["app": runtime.app.name, "outcome": "dropped"], by: Double(claim.dropped))
-        }
-        runtime.mayHaveReady = claim.deliveries.count + claim.expired + claim.dropped >= limit
-        if let due = claim.nextDueAt { schedule(runtime, at: due) }
-
-        held.formUnion(claim.deliveries.lazy.map(\.id))
-        if stopping {
-            let releases = claim.deliveries.map { DeliveryUpdate.release(id: $0.id) }
-            write(releases, plan: nil, on: runtime)
-            return
-        }
-        let now = Clock.nowMillis()
-        var order: [String] = []
-        var byMessage: [String: [ClaimedDelivery]] = [:]
-        for delivery in claim.deliveries {
-            if byMessage[delivery.messageID] == nil { order.append(delivery.messageID) }
-            byMessage[delivery.messageID, default: []].append(delivery)
-        }
-        for id in order {
-            guard let message = claim.messages[id], let deliveries = byMessage[id] else { continue }
-            runtime.addPending(runtime.app.provider.requests(for: message, deliveries: deliveries, now: now))
-        }
-        pump(runtime)
     }
 
     private func send(_ request: PreparedRequest, on runtime: Runtime) {
-        runtime.inFlight += 1
         runtime.pool.submit(request.outbound) { result, seconds in
             // The pool completes a turn's answers one after another on its thread: the first of them schedules
             // one job on the queue that handles every answer gathered by then, instead of a job per answer.
@@ -372,18 +265,27 @@ public final class DeliveryEngine: @unchecked Sendable {
     }
 
     private func completed(_ request: PreparedRequest, result: TransportResult, seconds: Double, on runtime: Runtime) {
-        runtime.inFlight -= 1
-        let now = Clock.nowMillis()
-        if case .failure("cancelled") = result {
-            write(request.deliveries.map { .release(id: $0.id) }, plan: nil, on: runtime)
-            return
+        if case .response(let status, _, _, let version) = result {
+            count(code: String(status), seconds: seconds, on: runtime)
+            if version != runtime.httpVersion {
+                runtime.httpVersion = version
+                Log.info("fcm answers", [
+                    "app": .string(runtime.app.name), "http_version": .string(version),
+                    "connections": .int(Int64(runtime.pool.connections)),
+                ])
+            }
+            Log.debug("fcm answered", [
+                "app": .string(runtime.app.name), "status": .int(Int64(status)),
+                "deliveries": .int(Int64(request.deliveries.count)), "seconds": .double(seconds),
+            ])
+        } else if case .failure(let reason) = result, reason != "cancelled" {
+            count(code: reason, seconds: seconds, on: runtime)
         }
-        let classification = runtime.app.provider.classify(result, of: request, now: now)
-        let status: Int? = if case .response(let status, _, _, _) = result { status } else { nil }
-        let code = switch result {
-        case .response(let status, _, _, _): String(status)
-        case .failure(let reason): reason
-        }
+        perform(runtime.scheduler.answered(request, result: result, now: Clock.nowMillis(), using: &random), on: runtime)
+    }
+
+    /// `herald_fcm_requests_total{app,code}` and the request's duration.
+    private func count(code: String, seconds: Double, on runtime: Runtime) {
         let series = runtime.requestSeries[code] ?? {
             let series = metrics.series("herald_fcm_requests_total", ["app": runtime.app.name, "code": code])
             runtime.requestSeries[code] = series
@@ -391,74 +293,18 @@ public final class DeliveryEngine: @unchecked Sendable {
         }()
         metrics.increment(series)
         metrics.observe(requestSeconds, seconds: seconds)
-        if case .response(_, _, _, let version) = result, version != runtime.httpVersion {
-            runtime.httpVersion = version
-            Log.info("fcm answers", [
-                "app": .string(runtime.app.name), "http_version": .string(version),
-                "connections": .int(Int64(runtime.pool.connections)),
-            ])
-        }
-        // A quota error without Retry-After: FCM asks for a minute at least, and every other request would meet
-        // the same quota meanwhile. Answers to requests sent before the gate closed don't count again.
-        let quota = classification.closesGate && classification.retryAfterUntil == nil
-            && classification.outcomes.contains { if case .retrySlow = $0 { true } else { false } }
-        if quota && runtime.gateUntil <= now { runtime.quotaGates += 1 }
-        if status.map({ (200..<300).contains($0) }) ?? false { runtime.quotaGates = 0 }
-        let fallback = quota
-            ? min(options.quotaGateCapMillis, options.quotaGateBaseMillis << Int64(min(max(0, runtime.quotaGates - 1), 20)))
-            : min(options.gateCapMillis, options.gateBaseMillis << Int64(min(runtime.consecutiveFailures, 20)))
-        let plan = OutcomePlanner.plan(
-            classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
-            now: now, using: &random)
-        Log.debug("fcm answered", [
-            "app": .string(runtime.app.name), "status": .int(Int64(status ?? 0)),
-            "deliveries": .int(Int64(request.deliveries.count)), "seconds": .double(seconds),
-        ])
-
-        var updates = plan.updates
-        if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
-            // Released for the provider to renew its credentials: ready again at once.
-            runtime.mayHaveReady = true
-        }
-        if let reason = plan.pauseReason, !runtime.paused {
-            runtime.paused = true
-            Log.warn("app paused: FCM refused the sender", ["app": .string(runtime.app.name), "reason": .string(reason)])
-        }
-        if let until = plan.gateUntil {
-            runtime.consecutiveFailures += 1
-            if until > runtime.gateUntil {
-                runtime.gateUntil = until
-                Log.warn("app gate closed", [
-                    "app": .string(runtime.app.name), "until_ms": .int(until), "status": .int(Int64(status ?? 0)),
-                ])
-            }
-        } else if status.map({ $0 < 500 }) ?? false {
-            runtime.consecutiveFailures = 0
-        }
-        if runtime.paused || runtime.gateUntil > now {
-            // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
-            updates += runtime.releasePending()
-        }
-        write(updates, plan: plan, on: runtime)
-        pump(runtime)
     }
 
     /// Queues updates (and the app switches of `plan`) for the next flush, which commits every app's outbox in one
     /// writer job.
-    private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, on runtime: Runtime) {
-        var earliestRetry: Int64?
-        for update in updates {
-            held.remove(update.id)
-            if case .retry(_, let at, _, _) = update { earliestRetry = min(earliestRetry ?? at, at) }
-        }
+    private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, app: String) {
         // In place: a copy of the app's box taken out and put back would copy its growing list of updates for
         // every answer of the turn.
-        outbox[runtime.app.name, default: Outbox()].add(updates, plan: plan)
+        outbox[app, default: Outbox()].add(updates, plan: plan)
         if !flushScheduled {
             flushScheduled = true
             queue.async { self.flush() }
         }
-        if let earliestRetry { schedule(runtime, at: earliestRetry) }
     }
 
     private func flush() {
@@ -466,7 +312,6 @@ public final class DeliveryEngine: @unchecked Sendable {
         guard !outbox.isEmpty else { return }
         let boxes = outbox
         outbox = [:]
-        for box in boxes.values { held.subtract(box.updates.lazy.map(\.id)) }
         let (owner, metrics) = (self.owner, self.metrics)
         writer.enqueue({ connection -> [String: AppliedOutcomes] in
             let now = Clock.nowMillis()
@@ -483,6 +328,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                 for (app, outcomes) in applied {
                     Self.count(boxes[app]?.updates ?? [], applied: outcomes, app: app, into: metrics)
                 }
+                self.queue.async { self.release(boxes) }
             case .failure(let error as any StoreError) where error.isTransient:
                 // The database is away (connection lost, disk full): these answers are still true and the rows
                 // still leased to this process, so write them again rather than let the rescuer send them twice.
@@ -491,16 +337,17 @@ public final class DeliveryEngine: @unchecked Sendable {
                 ])
                 self.queue.asyncAfter(deadline: .now() + .seconds(1)) { self.rewrite(boxes) }
             case .failure(let error):
-                // The leases stay; the rescuer hands the rows out again when they expire.
+                // The leases stay, no longer renewed: the rescuer hands the rows out again when they expire.
                 Log.error("writing outcomes failed", [
                     "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
                 ])
+                self.queue.async { self.release(boxes) }
             }
         }
     }
 
-    /// Puts outcomes whose write failed back in front of the outbox, and their rows back among those whose leases
-    /// are renewed until they are written.
+    /// Puts outcomes whose write failed back in front of the outbox; their rows stay among the held, whose leases
+    /// are renewed, until they are written.
     private func rewrite(_ boxes: [String: Outbox]) {
         for (app, failed) in boxes {
             var box = outbox[app] ?? Outbox()
@@ -508,12 +355,16 @@ public final class DeliveryEngine: @unchecked Sendable {
             box.pauseReason = box.pauseReason ?? failed.pauseReason
             if let until = failed.gateUntil { box.gateUntil = max(box.gateUntil ?? 0, until) }
             outbox[app] = box
-            held.formUnion(failed.updates.lazy.map(\.id))
         }
         if !flushScheduled {
             flushScheduled = true
             flush()
         }
+    }
+
+    /// The outcomes of `boxes` are settled: their leases are no longer this process's to renew.
+    private func release(_ boxes: [String: Outbox]) {
+        for box in boxes.values { held.subtract(box.updates.lazy.map(\.id)) }
     }
 
     /// Metrics and the dead-letter log line for a committed batch of outcomes.
@@ -552,19 +403,6 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
     }
 
-    /// Makes sure the app is looked at again at `at` (keeps only the earliest pending wake-up).
-    private func schedule(_ runtime: Runtime, at: Int64) {
-        if let existing = runtime.wakeAt, existing <= at { return }
-        runtime.wakeAt = at
-        let delay = max(0, at - Clock.nowMillis())
-        queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay))) {
-            guard runtime.wakeAt == at else { return }
-            runtime.wakeAt = nil
-            runtime.mayHaveReady = true
-            self.pump(runtime)
-        }
-    }
-
     /// Once a tick: pick up changes made outside this process (pause/resume, requeues) and rescue expired leases.
     private func tick() {
         guard !stopping else { return }
@@ -582,20 +420,9 @@ public final class DeliveryEngine: @unchecked Sendable {
                     let now = Clock.nowMillis()
                     for (state, due) in states {
                         guard let runtime = self.runtimes[state.name] else { continue }
-                        if runtime.paused && !state.paused {
-                            Log.info("app resumed", ["app": .string(state.name)])
-                            runtime.gateUntil = state.gateUntil
-                        } else if !runtime.paused && state.paused {
-                            Log.warn("app paused", [
-                                "app": .string(state.name), "reason": .string(state.pauseReason ?? ""),
-                            ])
-                        }
-                        runtime.paused = state.paused
-                        runtime.gateUntil = max(runtime.gateUntil, state.gateUntil)
                         self.metrics.set(
                             "herald_fcm_connections", ["app": state.name], to: Double(runtime.pool.connections))
-                        if let due, due <= now { runtime.mayHaveReady = true }
-                        self.pump(runtime)
+                        self.perform(runtime.scheduler.observed(state, nextDueAt: due, now: now), on: runtime)
                     }
                 }
                 self.queue.asyncAfter(deadline: .now() + .milliseconds(self.options.tickMillis)) { self.tick() }

@@ -61,6 +61,8 @@ public struct ClaimResult: Sendable {
     public var nextDueAt: Int64?
     /// The app as stored when the claim ran; a paused or gated app gets nothing.
     public var app: AppState?
+
+    public init() {}
 }
 
 /// The new state of one leased delivery after its attempt.

@@ -1,0 +1,316 @@
+import Classify
+import Send
+import Storage
+
+/// One app's delivery schedule as a state machine, in the manner of swift-nio's: the engine feeds it events (a
+/// wake-up, a claim's result, an answer, the provider's readiness, the app's row as stored) and carries out the
+/// actions each event returns. It does no I/O, reads no clock and holds no lock, so every rule of when to claim,
+/// send, hold back, gate, pause and release lives here, testable without threads, a database or a network.
+///
+/// ```swift
+/// var scheduler = AppScheduler(app: app, options: options)
+/// for action in scheduler.pump(now: Clock.nowMillis()) { perform(action) }
+/// ```
+///
+/// The provider is asked only what it can answer without waiting: the requests for a claim, the classification of
+/// an answer, whether it needs preparing.
+struct AppScheduler {
+    enum Action {
+        /// Lease up to `limit` ready deliveries; answer with `claimed` or `claimFailed`.
+        case claim(limit: Int)
+        /// Put the request on the wire; answer with `answered`.
+        case send(PreparedRequest)
+        /// Write these row updates and the plan's app switches (pause, gate).
+        case write([DeliveryUpdate], plan: OutcomePlan?)
+        /// Get the provider ready (v1: an access token); answer with `prepared`.
+        case prepare
+        /// Call `timerFired(at:)` at this Unix millisecond.
+        case wake(at: Int64)
+        /// Worth a line in the log.
+        case note(Note)
+    }
+
+    enum Note: Equatable {
+        /// The provider's credentials were refused.
+        case pausedForCredentials(reason: String)
+        /// FCM refused the sender (401, InvalidApnsCredential).
+        case pausedByFCM(reason: String)
+        /// Paused from outside (`herald pause`, another instance).
+        case pausedOutside(reason: String)
+        case resumed
+        case gateClosed(until: Int64, status: Int?)
+    }
+
+    let app: DeliveryEngine.App
+    private let options: DeliveryEngine.Options
+    /// `app.maxRate` as a token bucket, consulted before each send.
+    private var rate: TokenBucket?
+
+    private(set) var inFlight = 0
+    /// Claimed requests waiting for a slot, oldest first.
+    private var pending = PendingQueue<PreparedRequest>()
+    /// The limit of the claim under way, if one is.
+    private var claimLimit: Int?
+    /// Whether a claim may find rows: false after a short claim, until something says otherwise.
+    private var mayHaveReady = true
+    private(set) var paused = false
+    private(set) var gateUntil: Int64 = 0
+    /// The wake-up asked for and not yet fired; only the earliest is kept.
+    private var wakeAt: Int64?
+    /// Gates closed in a row; a 4xx or 2xx answer resets it.
+    private var consecutiveFailures = 0
+    /// Quota gates closed in a row, for their backoff; a 2xx resets it.
+    private var quotaGates = 0
+    /// The provider is getting ready; nothing is claimed or sent meanwhile.
+    private var preparing = false
+    /// The provider asked not to be prepared again before this time.
+    private var notReadyUntil: Int64 = 0
+    private var stopping = false
+
+    init(app: DeliveryEngine.App, options: DeliveryEngine.Options) {
+        self.app = app
+        self.options = options
+        rate = app.maxRate.map { TokenBucket(ratePerSecond: $0) }
+    }
+
+    var pendingCount: Int { pending.count }
+
+    /// Claim more while fewer than this many claimed requests wait: two concurrencies' worth, so that one window's
+    /// worth is still there to send while the next claim waits its turn at the writer behind the outcomes being
+    /// applied (with one, the window ran dry during every claim: stop-and-wait); with a rate limit no more than
+    /// ~10 s of sending, so claimed rows don't sit on their leases behind the bucket.
+    var claimBelow: Int {
+        guard let rate = app.maxRate else { return 2 * app.concurrency }
+        return max(1, min(2 * app.concurrency, Int(rate * 10)))
+    }
+
+    // MARK: - Events
+
+    /// Something may have changed (new rows committed, a slot freed): send what waits, claim what is missing.
+    mutating func pump(now: Int64) -> [Action] {
+        var actions: [Action] = []
+        pump(now: now, into: &actions)
+        return actions
+    }
+
+    /// New deliveries were committed (here or, on a shared queue, elsewhere).
+    mutating func rowsCommitted(now: Int64) -> [Action] {
+        mayHaveReady = true
+        return pump(now: now)
+    }
+
+    /// The wake-up asked for at `at` is due. Stale wake-ups (an earlier one replaced it) do nothing.
+    mutating func timerFired(at: Int64, now: Int64) -> [Action] {
+        guard wakeAt == at else { return [] }
+        wakeAt = nil
+        mayHaveReady = true
+        return pump(now: now)
+    }
+
+    /// The claim asked for came back.
+    mutating func claimed(_ claim: ClaimResult, now: Int64) -> [Action] {
+        let limit = claimLimit ?? options.claimLimit
+        claimLimit = nil
+        var actions: [Action] = []
+        if let state = claim.app {
+            paused = state.paused
+            gateUntil = max(gateUntil, state.gateUntil)
+        }
+        mayHaveReady = claim.deliveries.count + claim.expired + claim.dropped >= limit
+        if let due = claim.nextDueAt { schedule(at: due, into: &actions) }
+        if stopping {
+            write(claim.deliveries.map { .release(id: $0.id) }, plan: nil, into: &actions)
+            return actions
+        }
+        var order: [String] = []
+        var byMessage: [String: [ClaimedDelivery]] = [:]
+        for delivery in claim.deliveries {
+            if byMessage[delivery.messageID] == nil { order.append(delivery.messageID) }
+            byMessage[delivery.messageID, default: []].append(delivery)
+        }
+        for id in order {
+            guard let message = claim.messages[id], let deliveries = byMessage[id] else { continue }
+            pending.append(contentsOf: app.provider.requests(for: message, deliveries: deliveries, now: now))
+        }
+        pump(now: now, into: &actions)
+        return actions
+    }
+
+    /// The claim failed (the database is away): look again in a second.
+    mutating func claimFailed(now: Int64) -> [Action] {
+        claimLimit = nil
+        var actions: [Action] = []
+        schedule(at: now + 1_000, into: &actions)
+        return actions
+    }
+
+    /// FCM answered a request sent by a `.send` action (or the transport failed it).
+    mutating func answered(
+        _ request: PreparedRequest, result: TransportResult, now: Int64, using random: inout some RandomNumberGenerator
+    ) -> [Action] {
+        inFlight -= 1
+        var actions: [Action] = []
+        if case .failure("cancelled") = result {
+            // Cancelled at shutdown: never charged.
+            write(request.deliveries.map { .release(id: $0.id) }, plan: nil, into: &actions)
+            return actions
+        }
+        let classification = app.provider.classify(result, of: request, now: now)
+        let status: Int? = if case .response(let status, _, _, _) = result { status } else { nil }
+        // A quota error without Retry-After: FCM asks for a minute at least, and every other request would meet
+        // the same quota meanwhile. Answers to requests sent before the gate closed don't count again.
+        let quota = classification.closesGate && classification.retryAfterUntil == nil
+            && classification.outcomes.contains { if case .retrySlow = $0 { true } else { false } }
+        if quota && gateUntil <= now { quotaGates += 1 }
+        if let status, (200..<300).contains(status) { quotaGates = 0 }
+        let fallback = quota
+            ? min(options.quotaGateCapMillis, options.quotaGateBaseMillis << Int64(min(max(0, quotaGates - 1), 20)))
+            : min(options.gateCapMillis, options.gateBaseMillis << Int64(min(consecutiveFailures, 20)))
+        let plan = OutcomePlanner.plan(
+            classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
+            now: now, using: &random)
+
+        var updates = plan.updates
+        if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
+            // Released for the provider to renew its credentials: ready again at once.
+            mayHaveReady = true
+        }
+        if let reason = plan.pauseReason, !paused {
+            paused = true
+            actions.append(.note(.pausedByFCM(reason: reason)))
+        }
+        if let until = plan.gateUntil {
+            consecutiveFailures += 1
+            if until > gateUntil {
+                gateUntil = until
+                actions.append(.note(.gateClosed(until: until, status: status)))
+            }
+        } else if let status, status < 500 {
+            consecutiveFailures = 0
+        }
+        if paused || gateUntil > now {
+            // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
+            updates += releasePending()
+        }
+        write(updates, plan: plan, into: &actions)
+        pump(now: now, into: &actions)
+        return actions
+    }
+
+    /// The provider's `prepare` finished.
+    mutating func prepared(_ readiness: ProviderReadiness, now: Int64) -> [Action] {
+        preparing = false
+        guard !stopping else { return [] }
+        var actions: [Action] = []
+        switch readiness {
+        case .ready:
+            notReadyUntil = 0
+            pump(now: now, into: &actions)
+        case .retry(let at):
+            notReadyUntil = at
+            schedule(at: at, into: &actions)
+        case .pause(let reason):
+            if !paused {
+                paused = true
+                actions.append(.note(.pausedForCredentials(reason: reason)))
+            }
+            write([], plan: OutcomePlan(pauseReason: reason), into: &actions)
+        }
+        return actions
+    }
+
+    /// The app's row as stored, read once a tick: a pause, resume or gate set outside this process, and whether
+    /// rows fell due.
+    mutating func observed(_ state: AppState, nextDueAt: Int64?, now: Int64) -> [Action] {
+        var actions: [Action] = []
+        if paused && !state.paused {
+            actions.append(.note(.resumed))
+            gateUntil = state.gateUntil
+        } else if !paused && state.paused {
+            actions.append(.note(.pausedOutside(reason: state.pauseReason ?? "")))
+        }
+        paused = state.paused
+        gateUntil = max(gateUntil, state.gateUntil)
+        if let nextDueAt, nextDueAt <= now { mayHaveReady = true }
+        pump(now: now, into: &actions)
+        return actions
+    }
+
+    /// Shutdown: nothing more is claimed or sent; returns the releases of every claimed request not yet sent.
+    mutating func stop() -> [DeliveryUpdate] {
+        stopping = true
+        return releasePending()
+    }
+
+    // MARK: - Rules
+
+    private mutating func pump(now: Int64, into actions: inout [Action]) {
+        guard !stopping, !paused else { return }
+        if gateUntil > now {
+            schedule(at: gateUntil, into: &actions)
+            return
+        }
+        if app.provider.needsPreparation(now: now) {
+            prepare(now: now, into: &actions)
+            return
+        }
+        while inFlight < app.concurrency, pending.count > 0 {
+            if rate != nil, !rate!.take(now: now) {
+                schedule(at: rate!.nextTokenAt(now: now), into: &actions)
+                break
+            }
+            guard let request = pending.popFirst() else { break }
+            // Its TTL (or TTL 0's window) ran out while it waited for a slot: never sent late.
+            if request.message.expiresAt <= now {
+                write(request.deliveries.map { .expired(id: $0.id) }, plan: nil, into: &actions)
+                continue
+            }
+            inFlight += 1
+            actions.append(.send(request))
+        }
+        if claimLimit == nil, mayHaveReady, pending.count < claimBelow {
+            // Claim up to `claimBelow` waiting requests: rows then wait for a slot about two rounds of answers at
+            // most (and their leases are renewed while they do).
+            let slots = max(1, claimBelow - pending.count)
+            let limit = min(
+                options.claimLimit, slots.multipliedReportingOverflow(by: app.provider.maxTargetsPerRequest).partialValue)
+            claimLimit = limit
+            actions.append(.claim(limit: limit))
+        }
+    }
+
+    /// The provider cannot send yet (v1: no usable access token). Requests built with the credentials it held go
+    /// back to the queue uncharged, and it gets ready; `prepared` picks up from there.
+    private mutating func prepare(now: Int64, into actions: inout [Action]) {
+        if pending.count > 0 {
+            mayHaveReady = true
+            write(releasePending(), plan: nil, into: &actions)
+        }
+        guard mayHaveReady, !preparing else { return }
+        if notReadyUntil > now {
+            schedule(at: notReadyUntil, into: &actions)
+            return
+        }
+        preparing = true
+        actions.append(.prepare)
+    }
+
+    /// Hands updates to the engine's outbox; a retry is a reason to look again when it falls due.
+    private mutating func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, into actions: inout [Action]) {
+        var earliestRetry: Int64?
+        for case .retry(_, let at, _, _) in updates { earliestRetry = min(earliestRetry ?? at, at) }
+        actions.append(.write(updates, plan: plan))
+        if let earliestRetry { schedule(at: earliestRetry, into: &actions) }
+    }
+
+    /// Asks to be woken at `at`, unless an earlier wake-up is already due.
+    private mutating func schedule(at: Int64, into actions: inout [Action]) {
+        if let existing = wakeAt, existing <= at { return }
+        wakeAt = at
+        actions.append(.wake(at: at))
+    }
+
+    private mutating func releasePending() -> [DeliveryUpdate] {
+        pending.removeAll().flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+    }
+}

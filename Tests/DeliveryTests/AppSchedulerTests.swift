@@ -1,0 +1,278 @@
+import Classify
+import Send
+import Storage
+import Support
+import Synchronization
+import Testing
+
+@testable import Delivery
+
+/// The scheduling rules, event by event, without threads, a database or a network: what each event makes the
+/// engine do.
+@Suite struct AppSchedulerTests {
+    let now: Int64 = 1_700_000_000_000
+    let provider = ScriptedProvider()
+
+    func scheduler(concurrency: Int = 3, maxRate: Double? = nil) -> AppScheduler {
+        var options = DeliveryEngine.Options()
+        options.policy = RetryPolicy()
+        return AppScheduler(
+            app: DeliveryEngine.App(name: "default", provider: provider, concurrency: concurrency, maxRate: maxRate),
+            options: options)
+    }
+
+    /// A claim of `count` single-token deliveries (ids from `first`), one message each.
+    func claim(_ count: Int, first: Int64 = 1, expiresAt: Int64? = nil) -> ClaimResult {
+        var result = ClaimResult()
+        for id in first..<(first + Int64(count)) {
+            result.deliveries.append(ClaimedDelivery(id: id, messageID: "m\(id)", token: "t\(id)", attempts: 0))
+            result.messages["m\(id)"] = ClaimedMessage(
+                id: "m\(id)", app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: "tokens", ttlSeconds: 600,
+                dryRun: false, expiresAt: expiresAt ?? now + 600_000)
+        }
+        return result
+    }
+
+    func answer(_ status: Int, retryAfter: String? = nil) -> TransportResult {
+        let headers = retryAfter.map { [(name: "retry-after", value: $0)] } ?? []
+        return .response(status: status, headers: headers, body: [], httpVersion: "2")
+    }
+
+    var random: some RandomNumberGenerator { SeededRandom(seed: 7) }
+
+    // MARK: - Claim and send
+
+    @Test func aClaimAsksForTwoWindowsAndSendsOneWindow() {
+        var app = scheduler(concurrency: 3)
+        #expect(app.pump(now: now).claims == [6], "two concurrencies' worth of requests waiting")
+        let actions = app.claimed(claim(6), now: now)
+        #expect(actions.sent == [1, 2, 3], "one window in flight, oldest first")
+        #expect(actions.claims == [3], "three wait: the next claim fills up to two windows")
+        #expect(app.inFlight == 3 && app.pendingCount == 3)
+    }
+
+    @Test func anAnswerFreesASlotWritesItsOutcomeAndOneClaimRunsAtATime() {
+        var app = scheduler(concurrency: 2)
+        _ = app.pump(now: now)
+        let claimed = app.claimed(claim(4), now: now)
+        #expect(claimed.claims == [2])
+        var random = random
+        let actions = app.answered(claimed.sentRequests[0], result: answer(200), now: now, using: &random)
+        #expect(actions.written == [.delivered(id: 1, fcmMessageID: "sent-1", canonicalToken: nil, status: 200)])
+        #expect(actions.sent == [3])
+        #expect(actions.claims.isEmpty, "the claim asked for has not come back")
+        #expect(app.claimed(claim(2, first: 5), now: now).claims == [1], "one waits: up to two windows again")
+    }
+
+    @Test func aShortClaimWaitsForNewRowsInsteadOfAskingAgain() {
+        var app = scheduler(concurrency: 5)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(2), now: now).sentRequests
+        var random = random
+        #expect(app.answered(sent[0], result: answer(200), now: now, using: &random).claims.isEmpty)
+        #expect(app.rowsCommitted(now: now).claims == [10], "committed rows make it claim again")
+    }
+
+    @Test func aRequestWhoseTTLRanOutWhileWaitingIsExpiredNotSent() {
+        var app = scheduler(concurrency: 1)
+        _ = app.pump(now: now)
+        var claimed = claim(1)
+        let short = claim(1, first: 2, expiresAt: now + 10)
+        claimed.deliveries += short.deliveries
+        claimed.messages.merge(short.messages) { $1 }
+        let sent = app.claimed(claimed, now: now).sentRequests
+        #expect(sent.flatMap { $0.deliveries.map(\.id) } == [1])
+        var random = random
+        let later = app.answered(sent[0], result: answer(200), now: now + 20, using: &random)
+        #expect(later.sent.isEmpty, "delivery 2 expired while it waited")
+        #expect(later.written.contains(.expired(id: 2)))
+    }
+
+    @Test func aRateLimitSendsItsBurstAndWakesForTheNextToken() {
+        var app = scheduler(concurrency: 100, maxRate: 20)  // a burst of one
+        _ = app.pump(now: now)
+        let actions = app.claimed(claim(5), now: now)
+        #expect(actions.sent == [1])
+        #expect(actions.wakes == [now + 50])
+        #expect(app.timerFired(at: now + 50, now: now + 50).sent == [2])
+    }
+
+    @Test func aStaleWakeUpDoesNothing() {
+        var app = scheduler(concurrency: 100, maxRate: 20)
+        _ = app.pump(now: now)
+        _ = app.claimed(claim(5), now: now)  // asks for now + 50
+        #expect(app.timerFired(at: now + 999, now: now + 999).isEmpty, "not the wake-up it asked for")
+    }
+
+    // MARK: - Gates and pauses
+
+    @Test func aServerErrorClosesTheGateReleasesWhatWaitsAndHoldsSendsUntilItOpens() {
+        var app = scheduler(concurrency: 1)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(3), now: now).sentRequests
+        var random = random
+        let actions = app.answered(sent[0], result: answer(503, retryAfter: "30"), now: now, using: &random)
+        #expect(actions.notes == [.gateClosed(until: now + 30_000, status: 503)])
+        #expect(actions.written.contains { if case .retry(id: 1, _, _, _) = $0 { true } else { false } })
+        #expect(actions.written.contains(.release(id: 2)) && actions.written.contains(.release(id: 3)),
+                "claimed rows must not wait on their leases through the gate")
+        #expect(actions.sent.isEmpty && actions.claims.isEmpty)
+        #expect(app.pump(now: now + 10_000).sent.isEmpty, "the gate is still closed")
+        #expect(app.timerFired(at: now + 30_000, now: now + 30_000).claims == [2], "claims again once it opens")
+    }
+
+    @Test func quotaGatesWithoutRetryAfterStartAtAMinuteAndDouble() {
+        var app = scheduler(concurrency: 1)
+        var random = random
+        var at = now
+        var gates: [Int64] = []
+        for _ in 0..<3 {
+            _ = app.pump(now: at)
+            let sent = app.claimed(claim(1, first: at), now: at).sentRequests
+            let actions = app.answered(sent[0], result: answer(429), now: at, using: &random)
+            for case .gateClosed(let until, _) in actions.notes { gates.append(until - at) }
+            at = app.gateUntil
+        }
+        #expect(gates == [60_000, 120_000, 240_000])
+        _ = app.pump(now: at)
+        let sent = app.claimed(claim(1, first: at), now: at).sentRequests
+        _ = app.answered(sent[0], result: answer(200), now: at, using: &random)
+        _ = app.pump(now: at)
+        let again = app.claimed(claim(1, first: at + 1), now: at).sentRequests
+        let actions = app.answered(again[0], result: answer(429), now: at, using: &random)
+        #expect(actions.notes == [.gateClosed(until: at + 60_000, status: 429)], "a success starts the backoff over")
+    }
+
+    @Test func aRefusedSenderPausesTheAppAndNothingMoreIsClaimed() {
+        var app = scheduler(concurrency: 1)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(2), now: now).sentRequests
+        var random = random
+        let actions = app.answered(sent[0], result: answer(401), now: now, using: &random)
+        #expect(actions.notes == [.pausedByFCM(reason: "Unauthorized")])
+        #expect(actions.plans.contains { $0.pauseReason == "Unauthorized" }, "the pause is written")
+        #expect(actions.written.contains(.release(id: 1)) && actions.written.contains(.release(id: 2)),
+                "nothing is charged for the sender's credentials")
+        #expect(app.rowsCommitted(now: now).isEmpty)
+    }
+
+    @Test func aPauseAndResumeFromOutsideAreFollowed() {
+        var app = scheduler()
+        let paused = AppState(name: "default", paused: true, pauseReason: "operator", gateUntil: 0)
+        #expect(app.observed(paused, nextDueAt: nil, now: now).notes == [.pausedOutside(reason: "operator")])
+        #expect(app.rowsCommitted(now: now).isEmpty)
+        let resumed = AppState(name: "default", paused: false, pauseReason: nil, gateUntil: 0)
+        let actions = app.observed(resumed, nextDueAt: now, now: now)
+        #expect(actions.notes == [.resumed])
+        #expect(actions.claims == [6])
+    }
+
+    // MARK: - Preparation (v1 access tokens)
+
+    @Test func nothingIsClaimedBeforeTheProviderIsReady() {
+        provider.needsPreparation.store(true, ordering: .relaxed)
+        var app = scheduler()
+        let actions = app.pump(now: now)
+        #expect(actions.prepares == 1 && actions.claims.isEmpty)
+        #expect(app.pump(now: now).isEmpty, "one preparation at a time")
+        provider.needsPreparation.store(false, ordering: .relaxed)
+        #expect(app.prepared(.ready, now: now).claims == [6])
+    }
+
+    @Test func aProviderThatCannotGetReadyIsAskedAgainLater() {
+        provider.needsPreparation.store(true, ordering: .relaxed)
+        var app = scheduler()
+        _ = app.pump(now: now)
+        #expect(app.prepared(.retry(at: now + 5_000), now: now).wakes == [now + 5_000])
+        #expect(app.timerFired(at: now + 5_000, now: now + 5_000).prepares == 1)
+    }
+
+    @Test func refusedCredentialsPauseTheApp() {
+        provider.needsPreparation.store(true, ordering: .relaxed)
+        var app = scheduler()
+        _ = app.pump(now: now)
+        let actions = app.prepared(.pause(reason: "invalid_grant"), now: now)
+        #expect(actions.notes == [.pausedForCredentials(reason: "invalid_grant")])
+        #expect(actions.plans.contains { $0.pauseReason == "invalid_grant" })
+        #expect(app.paused)
+    }
+
+    // MARK: - Shutdown
+
+    @Test func stopReleasesWhatWaitsAndAClaimArrivingAfterIsReleasedToo() {
+        var app = scheduler(concurrency: 1)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(3), now: now).sentRequests
+        _ = app.rowsCommitted(now: now)
+        #expect(app.stop() == [.release(id: 2), .release(id: 3)])
+        let late = app.claimed(claim(2, first: 10), now: now)
+        #expect(late.sent.isEmpty && late.written == [.release(id: 10), .release(id: 11)])
+        var random = random
+        let cancelled = app.answered(sent[0], result: .failure(reason: "cancelled"), now: now, using: &random)
+        #expect(cancelled.written == [.release(id: 1)], "a request cancelled at shutdown is not charged")
+        #expect(cancelled.sent.isEmpty && cancelled.claims.isEmpty)
+    }
+}
+
+// MARK: - Support
+
+/// Legacy requests (one token each) with answers classified by status alone; whether it needs preparing is set by
+/// the test.
+final class ScriptedProvider: Provider {
+    let needsPreparation = Atomic<Bool>(false)
+    private let legacy = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k")
+
+    var maxTargetsPerRequest: Int { 1 }
+
+    func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
+        deliveries.flatMap { legacy.requests(for: message, deliveries: [$0], now: now) }
+    }
+
+    func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
+        let count = request.deliveries.count
+        let retryAfter = result.header("retry-after").flatMap { Int64($0) }.map { now + $0 * 1000 }
+        switch result {
+        case .response(200, _, _, _):
+            return Classification(outcomes: request.deliveries.map { .delivered(fcmMessageID: "sent-\($0.id)", canonicalToken: nil) })
+        case .response(401, _, _, _):
+            return Classification(outcomes: Array(repeating: .pauseApp(reason: .unauthorized), count: count))
+        case .response(429, _, _, _):
+            return Classification(
+                outcomes: Array(repeating: .retrySlow(reason: .v1(.quotaExceeded)), count: count),
+                retryAfterUntil: retryAfter, closesGate: true)
+        default:
+            return Classification(
+                outcomes: Array(repeating: .retry(reason: .unavailable), count: count), retryAfterUntil: retryAfter,
+                closesGate: true)
+        }
+    }
+
+    func needsPreparation(now: Int64) -> Bool { needsPreparation.load(ordering: .relaxed) }
+}
+
+/// A deterministic generator (SplitMix64), so a plan's jitter is the same every run.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension [AppScheduler.Action] {
+    var claims: [Int] { compactMap { if case .claim(let limit) = $0 { limit } else { nil } } }
+    var sentRequests: [PreparedRequest] { compactMap { if case .send(let request) = $0 { request } else { nil } } }
+    /// The delivery ids of the requests sent, in order.
+    var sent: [Int64] { sentRequests.flatMap { $0.deliveries.map(\.id) } }
+    var written: [DeliveryUpdate] {
+        flatMap { action -> [DeliveryUpdate] in if case .write(let updates, _) = action { updates } else { [] } }
+    }
+    var plans: [OutcomePlan] { compactMap { if case .write(_, let plan?) = $0 { plan } else { nil } } }
+    var wakes: [Int64] { compactMap { if case .wake(let at) = $0 { at } else { nil } } }
+    var notes: [AppScheduler.Note] { compactMap { if case .note(let note) = $0 { note } else { nil } } }
+    var prepares: Int { count { if case .prepare = $0 { true } else { false } } }
+}
