@@ -28,21 +28,25 @@ let package = Package(
         // MARK: - Pipeline stages
         .target(name: "Support"),
         .target(name: "HTTP", dependencies: ["CLinux", "Support"]),
-        .target(name: "Storage", dependencies: ["CSQLite", "Support"], plugins: ["EmbedMigrations"]),
+        // The queue: its types, the storage interface (Store, QueueStore) and the rules written once over it.
+        .target(name: "Queue", dependencies: ["Support"]),
+        // SQLite: the embedded engine's translation of the storage interface.
+        .target(name: "Storage", dependencies: ["CSQLite", "Queue", "Support"], plugins: ["EmbedMigrations"]),
         // PostgreSQL through libpq: connections, prepared statements, LISTEN/NOTIFY, its own migrations, and the
-        // queue's operations in PostgreSQL's SQL (PGQueueStore conforms to Storage's QueueStore).
-        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "Storage", "Support"], plugins: ["EmbedMigrations"]),
-        .target(name: "Ingest", dependencies: ["Storage", "HTTP", "Support"]),
+        // queue's operations in PostgreSQL's SQL (PGQueueStore conforms to Queue's QueueStore). It borrows the
+        // engine-neutral SQL helpers of Storage (migration bookkeeping, the dead-letter filter's condition).
+        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "Queue", "Storage", "Support"], plugins: ["EmbedMigrations"]),
+        .target(name: "Ingest", dependencies: ["Queue", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CCurlFixes", "Support"]),
-        .target(name: "Delivery", dependencies: ["Storage", "Classify", "Send", "OAuth", "Support"]),
+        .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Support"]),
         .target(
             name: "HeraldCLI",
             dependencies: [
-                "Ingest", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery", "Send", "OAuth",
+                "Ingest", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery", "Send", "OAuth",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
@@ -53,21 +57,24 @@ let package = Package(
         // MARK: - Tests
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Queue", "Support"]),
         // The throw-away PostgreSQL server of the tests that need one (not a test target: shared by two).
         .target(name: "PostgreSQLTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgreSQLTestSupport"),
-        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Storage", "Support"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest"]),
+        .testTarget(
+            name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",
-            dependencies: ["Delivery", "Storage", "Classify", "Send", "OAuth", "Support", "HTTP"]),
+            dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP"]),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["HeraldCLI", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport"]),
+            name: "IntegrationTests", dependencies: [
+                "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

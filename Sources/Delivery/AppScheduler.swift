@@ -1,6 +1,6 @@
 import Classify
 import Send
-import Storage
+import Queue
 
 /// One app's delivery schedule as a state machine, in the manner of swift-nio's: the engine feeds it events (a
 /// wake-up, a claim's result, an answer, the provider's readiness, the app's row as stored) and carries out the

@@ -2,7 +2,7 @@ import Classify
 import Dispatch
 import Foundation
 import Send
-import Storage
+import Queue
 import Support
 import Synchronization
 

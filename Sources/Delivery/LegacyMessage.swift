@@ -1,4 +1,4 @@
-import Storage
+import Queue
 import Support
 
 /// An FCM HTTP v1 message mapped down to FCM legacy fields (SPEC §13: the §12 mapping, reversed), for a v1-shaped

@@ -1,6 +1,6 @@
 import Classify
 import Send
-import Storage
+import Queue
 import Support
 
 /// FCM's legacy HTTP protocol: `Authorization: key=…`, one request per message and up to 1000 tokens.

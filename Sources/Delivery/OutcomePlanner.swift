@@ -1,5 +1,5 @@
 import Classify
-import Storage
+import Queue
 
 /// What one FCM answer does to the queue: one update per delivery of the request, and maybe an app switch.
 public struct OutcomePlan: Sendable, Equatable {

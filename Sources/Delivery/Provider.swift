@@ -1,6 +1,6 @@
 import Classify
 import Send
-import Storage
+import Queue
 
 /// One FCM request about to be sent: the deliveries it carries, in the order FCM will answer them.
 public struct PreparedRequest: Sendable {

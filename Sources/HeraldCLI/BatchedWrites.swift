@@ -1,4 +1,5 @@
 import Foundation
+import Queue
 import Storage
 
 /// Bulk changes from the CLI (`prune`, `dead requeue`, `dead purge`) run as many small write transactions rather than

@@ -1,5 +1,6 @@
 import Foundation
 import PostgreSQL
+import Queue
 import Storage
 import Support
 

@@ -1,5 +1,6 @@
 import Foundation
 import PostgreSQL
+import Queue
 import Storage
 
 /// Where `--db` (or `HERALD_DB`, or the config file's `db`) points: a SQLite file, or a PostgreSQL database that

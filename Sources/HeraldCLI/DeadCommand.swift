@@ -1,5 +1,6 @@
 import Foundation
 import Ingest
+import Queue
 import Storage
 import Support
 

@@ -1,4 +1,5 @@
 import Ingest
+import Queue
 import Storage
 import Support
 

@@ -1,3 +1,4 @@
+import Queue
 import Storage
 import Support
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Ingest
+import Queue
 import Storage
 import Support
 

@@ -2,6 +2,7 @@ import Delivery
 import Foundation
 import HTTP
 import OAuth
+import Queue
 import Storage
 import Support
 

@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import Ingest
 import OAuth
+import Queue
 import Send
 import Storage
 import Support

@@ -1,4 +1,4 @@
-import Storage
+import Queue
 import Support
 
 /// An error a client sees: an HTTP status and `{"error":{"code":"...","message":"..."}}`.

@@ -1,5 +1,5 @@
 import HTTP
-import Storage
+import Queue
 import Support
 
 /// `POST /fcm/send` (SPEC §3): FCM's legacy endpoint in front of Herald's queue, so a backend that uses an FCM

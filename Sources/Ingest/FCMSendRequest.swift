@@ -1,6 +1,6 @@
 import Foundation
 import HTTP
-import Storage
+import Queue
 import Support
 
 /// A `POST /fcm/send` request read the way FCM reads it (SPEC §3, `shared/fcm/PROTOCOL.md`), checked with

@@ -1,5 +1,5 @@
 import HTTP
-import Storage
+import Queue
 import Support
 
 /// `POST /v1/projects/{project}/messages:send` (SPEC §3, §13): FCM HTTP v1's endpoint in front of Herald's queue, so

@@ -1,4 +1,4 @@
-import Storage
+import Queue
 import Support
 
 /// A message that passed validation: its target and the options Herald acts on, plus the payload to send.

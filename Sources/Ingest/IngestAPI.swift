@@ -1,6 +1,6 @@
 import Foundation
 import HTTP
-import Storage
+import Queue
 import Support
 
 /// The HTTP API of SPEC §3: validates on the event loop, stores through the group-commit writer, reads through

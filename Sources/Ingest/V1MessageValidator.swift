@@ -1,4 +1,4 @@
-import Storage
+import Queue
 import Support
 
 /// Checks an FCM HTTP v1 request — `{"message": {...}, "validate_only": bool}` — as FCM v1 does (SPEC §13), and

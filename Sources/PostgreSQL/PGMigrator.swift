@@ -1,4 +1,5 @@
 import Support
+import Queue
 import Storage
 
 /// Applies `migrations/postgres/NNNN_name.sql` (compiled into the binary) in order, each in its own transaction,

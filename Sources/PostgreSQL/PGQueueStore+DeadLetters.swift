@@ -1,3 +1,4 @@
+import Queue
 import Storage
 
 // `herald dead …` on PostgreSQL, with the semantics of SQLite's `Connection+DeadLetters.swift`. The filter's

@@ -1,3 +1,4 @@
+import Queue
 import Storage
 
 // `herald prune` and the service's housekeeping on PostgreSQL, with the semantics of SQLite's

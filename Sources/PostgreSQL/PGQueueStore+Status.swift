@@ -1,3 +1,4 @@
+import Queue
 import Storage
 
 // `herald status` on PostgreSQL, with the semantics of SQLite's `Connection+Status.swift`.

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Queue
 
 /// Why a backup was not made.
 public struct BackupError: Error, CustomStringConvertible {

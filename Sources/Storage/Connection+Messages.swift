@@ -1,3 +1,4 @@
+import Queue
 import Support
 
 /// How long an `Idempotency-Key` keeps answering with its first message.
@@ -162,45 +163,5 @@ extension Connection {
             UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = ?
             WHERE message_id = ? AND state = 'queued'
             """, .integer(now), .text(id))
-    }
-}
-
-/// How long a `time_to_live: 0` message may wait for its one attempt unless `serve` is told otherwise.
-public let defaultTTLZeroWindowMillis: Int64 = 5_000
-
-/// An `Idempotency-Key` the app already used within the window for a different message.
-public struct IdempotencyConflict: Error, CustomStringConvertible {
-    public var key: String
-
-    public init(key: String) { self.key = key }
-
-    public var description: String {
-        "Idempotency-Key was already used for a different message; use a new key for a new message"
-    }
-}
-
-extension NewMessage {
-    /// A 64-bit FNV-1a hash of everything stored of the message: equal for a repeat of the same message, different
-    /// (but for a 2^-64 chance) for another one under the same key.
-    public var fingerprint: Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        func mix(_ text: String) {
-            for byte in text.utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
-            }
-            hash = (hash ^ 0xFF) &* 0x0000_0100_0000_01B3  // a separator no UTF-8 text contains
-        }
-        let target: [String] = switch self.target {
-        case .tokens(let tokens): ["tokens"] + tokens
-        case .users(let users): ["users"] + users
-        case .topic(let topic): ["topic", topic]
-        case .condition(let condition): ["condition", condition]
-        }
-        for part in target { mix(part) }
-        for part in [
-            payload, collapseKey ?? "\u{0}", priority, String(ttlSeconds), dryRun ? "1" : "0", format.rawValue,
-            tokenField.rawValue,
-        ] { mix(part) }
-        return Int64(bitPattern: hash)
     }
 }

@@ -1,3 +1,4 @@
+import Queue
 import Support
 
 /// SQLite's translation of the queue's operations: one statement each (SPEC §4's tables), no decisions. The rules

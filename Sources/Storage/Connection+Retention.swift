@@ -1,3 +1,5 @@
+import Queue
+
 extension Connection {
     // MARK: - Retention
 

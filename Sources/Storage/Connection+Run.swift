@@ -1,3 +1,5 @@
+import Queue
+
 extension Connection {
     /// `run` with the arguments as an array, for statements whose number of parameters is decided at run time.
     @discardableResult

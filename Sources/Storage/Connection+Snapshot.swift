@@ -1,3 +1,5 @@
+import Queue
+
 extension Connection {
     /// Runs `body` in a read transaction (`BEGIN DEFERRED`), so several queries see one snapshot of the database.
     /// In WAL mode it never blocks the writer, and the writer never blocks it.

@@ -1,22 +1,4 @@
-/// One change reconciliation made to the token registry.
-public struct TokenEventRecord: Sendable, Equatable {
-    public var id: Int64
-    public var at: Int64
-    public var app: String
-    public var token: String
-    public var kind: String
-    public var replacement: String?
-    public var reason: String?
-    public var messageID: String?
-
-    public init(
-        id: Int64, at: Int64, app: String, token: String, kind: String, replacement: String?, reason: String?,
-        messageID: String?
-    ) {
-        (self.id, self.at, self.app, self.token, self.kind) = (id, at, app, token, kind)
-        (self.replacement, self.reason, self.messageID) = (replacement, reason, messageID)
-    }
-}
+import Queue
 
 extension Connection {
     /// Events with an id above `after`, oldest first.

@@ -1,3 +1,5 @@
+import Queue
+
 extension Connection {
     /// Registered tokens in token order, optionally of one app and one user, after `after` (for paging).
     public func tokens(app: String?, user: String?, after: String?, limit: Int) throws -> [TokenRecord] {

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Queue
 
 /// One SQLite connection. Not thread-safe: exactly one thread uses it at a time (the writer thread,
 /// a reader thread, or a CLI command), which is why it is not `Sendable`.

@@ -1,5 +1,7 @@
 import CSQLite
 import Foundation
+import Queue
+import Support
 
 /// Read-only connections, each owned by its own thread, taking jobs from one queue. WAL lets them read
 /// while the writer writes; the HTTP loops never run a query themselves.

@@ -1,3 +1,5 @@
+import Queue
+
 /// The database cannot give what Herald's guarantees rest on (WAL, a `synchronous` level, a matching schema).
 public struct DatabaseRequirementError: Error, Sendable, CustomStringConvertible {
     public var description: String

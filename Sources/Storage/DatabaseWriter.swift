@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Queue
 import Support
 
 /// How hard a commit tries to reach the disk before the caller is answered.
@@ -242,15 +243,5 @@ public final class DatabaseWriter: StoreWriter {
         } catch {
             Log.error("rollback failed", ["error": .string("\(error)")])
         }
-    }
-}
-
-/// Moves a non-Sendable value into the one thread that will own it from then on.
-public final class UncheckedBox<T>: @unchecked Sendable {
-    private var value: T?
-    public init(_ value: T) { self.value = value }
-    public func take() -> T {
-        defer { value = nil }
-        return value!
     }
 }

@@ -1,3 +1,4 @@
+import Queue
 import Support
 
 /// Applies `migrations/NNNN_name.sql` (compiled into the binary) in order, each in its own transaction,

@@ -1,4 +1,5 @@
 import CSQLite
+import Queue
 
 /// A failed SQLite call: the result code, SQLite's message and the statement (never its arguments),
 /// so a caller can `catch` by code and a log line says what failed.

@@ -1,4 +1,5 @@
 import CSQLite
+import Queue
 
 /// A value bound to a statement parameter.
 public enum SQLValue: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import Classify
 import Send
-import Storage
+import Queue
 import Support
 import Testing
 

@@ -1,5 +1,5 @@
 import Classify
-import Storage
+import Queue
 import Support
 import Testing
 

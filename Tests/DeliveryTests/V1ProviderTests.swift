@@ -3,7 +3,7 @@ import Foundation
 import HTTP
 import OAuth
 import Send
-import Storage
+import Queue
 import Support
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Queue
 import Storage
 import Testing
 

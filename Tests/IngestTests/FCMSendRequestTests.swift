@@ -4,6 +4,7 @@ import Support
 import Testing
 
 @testable import Ingest
+import Queue
 @testable import Storage
 
 /// `POST /fcm/send` read and answered without a database: which failures are FCM's HTTP 400 and which are results.

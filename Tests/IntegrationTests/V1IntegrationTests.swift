@@ -1,5 +1,6 @@
 import Foundation
 import OAuth
+import Queue
 import Storage
 import Testing
 #if canImport(FoundationNetworking)

@@ -1,4 +1,5 @@
 import Foundation
+import Queue
 import Storage
 import Synchronization
 import Testing

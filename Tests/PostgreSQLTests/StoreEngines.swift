@@ -1,6 +1,7 @@
 import Foundation
 import PostgreSQL
 import PostgreSQLTestSupport
+import Queue
 import Storage
 import Testing
 

@@ -3,6 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 
+import Queue
+import Support
 @testable import Storage
 
 @Suite struct DatabaseWriterTests {

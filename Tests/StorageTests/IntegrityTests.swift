@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import Queue
 @testable import Storage
 
 private let t0: Int64 = 1_700_000_000_000

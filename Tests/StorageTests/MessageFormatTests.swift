@@ -1,5 +1,6 @@
 import Testing
 
+import Queue
 @testable import Storage
 
 /// `messages.format` and `messages.token_field` (migration 0005): stored as given, read back by the claim, the

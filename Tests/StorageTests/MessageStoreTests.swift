@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import Queue
 @testable import Storage
 
 @Suite struct MessageStoreTests {

@@ -1,5 +1,5 @@
 import Classify
-import Storage
+import Queue
 import Support
 
 /// The FCM HTTP v1 request body for one target of a stored, legacy-shaped message (SPEC §12), rendered once per

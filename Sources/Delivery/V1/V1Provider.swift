@@ -1,7 +1,7 @@
 import Classify
 import OAuth
 import Send
-import Storage
+import Queue
 import Support
 import Synchronization
 

@@ -1,5 +1,5 @@
 import Classify
-import Storage
+import Queue
 import Support
 
 /// The FCM HTTP v1 request body of a message that arrived in v1 shape (SPEC §13), rendered once: the stored

@@ -68,3 +68,13 @@ public final class Rendezvous<T>: @unchecked Sendable {
         return try result!.get()
     }
 }
+
+/// Moves a non-Sendable value into the one thread that will own it from then on.
+public final class UncheckedBox<T>: @unchecked Sendable {
+    private var value: T?
+    public init(_ value: T) { self.value = value }
+    public func take() -> T {
+        defer { value = nil }
+        return value!
+    }
+}

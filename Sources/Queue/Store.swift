@@ -1,3 +1,5 @@
+import Support
+
 /// Everything Herald asks of a database, on either engine: the queue's operations (`QueueStore`) and what ingest,
 /// the HTTP reads and the maintenance commands need besides. SQLite's `Connection` and PostgreSQL's `PGQueueStore`
 /// conform; the service and every command hold an `any Store` and never know which engine they talk to.
