@@ -159,8 +159,8 @@ extension PGQueueStore: QueueStore {
 
     // MARK: Outcomes
     //
-    // Every outcome statement ends with the held-lease guard (`state = 'inflight' AND lease_owner = … AND
-    // lease_expires_at > now`) and says which row it wrote.
+    // Every outcome statement ends with the held-lease guard (`state = 'inflight' AND lease_owner = …`) and says
+    // which row it wrote.
 
     public func markDelivered(
         _ id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?, charge: Int64, lease: HeldLease
@@ -169,7 +169,7 @@ extension PGQueueStore: QueueStore {
             """
             UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + $1, lease_owner = NULL,
                 lease_expires_at = NULL, fcm_message_id = $2, canonical_token = $3, last_status = $4, updated_at = $5
-            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7 AND lease_expires_at > $5
+            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7
             RETURNING app, token, message_id
             """,
             [.integer(charge), .optional(fcmMessageID), .optional(canonicalToken), .optional(status.map(Int64.init)),
@@ -189,7 +189,7 @@ extension PGQueueStore: QueueStore {
                 lease_owner = NULL, lease_expires_at = NULL, fcm_message_id = outcome.fcm_message_id,
                 canonical_token = NULL, last_status = outcome.status, updated_at = $2
             FROM unnest($3::bigint[], $4::text[], $5::int[]) AS outcome (id, fcm_message_id, status)
-            WHERE d.id = outcome.id AND d.state = 'inflight' AND d.lease_owner = $6 AND d.lease_expires_at > $2
+            WHERE d.id = outcome.id AND d.state = 'inflight' AND d.lease_owner = $6
             RETURNING d.id
             """,
             [.integer(charge), .integer(lease.now), .array(rows.map(\.id)), .array(rows.map(\.fcmMessageID)),
@@ -204,7 +204,7 @@ extension PGQueueStore: QueueStore {
             """
             UPDATE deliveries SET state = $1, reason = $2, attempts = attempts + $3, lease_owner = NULL,
                 lease_expires_at = NULL, last_status = $4, updated_at = $5
-            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7 AND lease_expires_at > $5
+            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7
             RETURNING app, token, message_id
             """,
             [.text(state.rawValue), .text(reason.rawValue), .integer(charge), .optional(status.map(Int64.init)),
@@ -219,7 +219,7 @@ extension PGQueueStore: QueueStore {
             """
             UPDATE deliveries SET state = 'queued', reason = $1, attempts = attempts + $2, next_attempt_at = $3,
                 lease_owner = NULL, lease_expires_at = NULL, last_status = $4, updated_at = $5
-            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7 AND lease_expires_at > $5
+            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7
             RETURNING app, token, message_id
             """,
             [.text(reason.rawValue), .integer(charge), .integer(at), .optional(status.map(Int64.init)),
@@ -231,7 +231,7 @@ extension PGQueueStore: QueueStore {
         try connection.queryOne(
             """
             UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
-            WHERE id = $2 AND state = 'inflight' AND lease_owner = $3 AND lease_expires_at > $1
+            WHERE id = $2 AND state = 'inflight' AND lease_owner = $3
             RETURNING app, token, message_id
             """,
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)

@@ -7,8 +7,8 @@ import Support
 /// `Connection+QueueStore.swift`.
 ///
 /// Every operation runs in the caller's write transaction. Outcome operations touch a row only while its lease is
-/// held (`HeldLease`: same owner, not expired), so a late or repeated answer never overwrites a row that was
-/// rescued or finished meanwhile.
+/// held (`HeldLease`: still in flight under the same owner), so a late or repeated answer never overwrites a row
+/// that was rescued or finished meanwhile.
 public protocol QueueStore: AnyObject {
     // MARK: Apps
 

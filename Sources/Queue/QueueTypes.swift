@@ -201,7 +201,10 @@ public struct LeasedRow: Sendable, Equatable {
     }
 }
 
-/// A lease as an outcome must still find it: held by `owner` and not expired at `now`.
+/// A lease as an outcome must still find it: the row still `inflight` under `owner`. An expired lease that nobody
+/// took back is still the owner's: its answer is true, and refusing it would only have the row sent again (after a
+/// database outage longer than the lease, every answer of the outage). Once the rescuer or another instance took
+/// the row, the answer is refused. `now` is the outcome's `updated_at`.
 public struct HeldLease: Sendable, Equatable {
     public var owner: String
     public var now: Int64

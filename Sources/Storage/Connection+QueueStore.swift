@@ -113,7 +113,7 @@ extension Connection: QueueStore {
 
     /// Every outcome statement ends so: only while the lease is held, and saying which row it wrote.
     private static let heldLease = """
-        WHERE id = ? AND state = 'inflight' AND lease_owner = ? AND lease_expires_at > ?
+        WHERE id = ? AND state = 'inflight' AND lease_owner = ?
         RETURNING app, token, message_id
         """
 
@@ -131,7 +131,7 @@ extension Connection: QueueStore {
             \(Self.heldLease)
             """,
             [.integer(charge), .optional(fcmMessageID), .optional(canonicalToken), .optional(status.map(Int64.init)),
-             .integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)],
+             .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
     }
 
@@ -149,11 +149,10 @@ extension Connection: QueueStore {
                 last_status = outcome.value ->> 2, updated_at = ?
             FROM json_each(?) AS outcome
             WHERE deliveries.id = outcome.value ->> 0 AND deliveries.state = 'inflight'
-                AND deliveries.lease_owner = ? AND deliveries.lease_expires_at > ?
+                AND deliveries.lease_owner = ?
             RETURNING deliveries.id
             """,
-            [.integer(charge), .integer(lease.now), .text(outcomes.serialized()), .text(lease.owner),
-             .integer(lease.now)]) { $0.int64(0) }
+            [.integer(charge), .integer(lease.now), .text(outcomes.serialized()), .text(lease.owner)]) { $0.int64(0) }
     }
 
     public func markEnded(
@@ -166,7 +165,7 @@ extension Connection: QueueStore {
             \(Self.heldLease)
             """,
             [.text(state.rawValue), .text(reason.rawValue), .integer(charge), .optional(status.map(Int64.init)),
-             .integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)],
+             .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
     }
 
@@ -180,7 +179,7 @@ extension Connection: QueueStore {
             \(Self.heldLease)
             """,
             [.text(reason.rawValue), .integer(charge), .integer(at), .optional(status.map(Int64.init)),
-             .integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)],
+             .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
     }
 
@@ -190,7 +189,7 @@ extension Connection: QueueStore {
             UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
             \(Self.heldLease)
             """,
-            [.integer(lease.now), .integer(id), .text(lease.owner), .integer(lease.now)], row: Self.leasedRow)
+            [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
     public func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int {

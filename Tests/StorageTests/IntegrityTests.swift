@@ -166,15 +166,6 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(applied.updated == [ids[0]])
     }
 
-    @Test func anAnswerAfterTheLeaseExpiredIsNotApplied() throws {
-        try insert(["a"], at: t0)
-        let id = try #require(try claim(lease: 1_000, now: t0).deliveries.first?.id)
-        let applied = try apply([.delivered(id: id, fcmMessageID: "m", canonicalToken: nil, status: 200)],
-                                now: t0 + 1_000)
-        #expect(applied.updated.isEmpty)
-        #expect(try writer.write { try $0.queryOne("SELECT state FROM deliveries") { $0.string(0) } } == "inflight")
-    }
-
     // MARK: - Bookkeeping retention
 
     @Test func trimmingTheFeedKeepsDeadTokensDead() throws {
