@@ -90,6 +90,10 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Deliveries this process has leased and whose outcome is not yet committed: waiting for a slot, in flight,
     /// or in the outbox. Their leases are renewed; nothing else's is.
     private var held = Set<Int64>()
+    /// When a write last failed (the database away, the disk full). After an outage every lease looks expired,
+    /// other instances' too: the rescuer waits half a lease after the last failure, so that every instance cut off
+    /// with this one has renewed what it still holds (they renew four times per lease) before anything is taken.
+    private var lastWriteFailure: Int64 = 0
     /// Answers from the pools waiting for `handleAnswers` on `queue`.
     private let answers = Mutex<[Answer]>([])
 
@@ -231,6 +235,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             perform(runtime.scheduler.claimed(claim, now: Clock.nowMillis()), on: runtime)
         case .failure(let error):
             Log.warn("claim failed", ["app": .string(app), "error": .string("\(error)")])
+            lastWriteFailure = Clock.nowMillis()
             perform(runtime.scheduler.claimFailed(now: Clock.nowMillis()), on: runtime)
         }
     }
@@ -335,7 +340,10 @@ public final class DeliveryEngine: @unchecked Sendable {
                 Log.warn("writing outcomes failed; trying again", [
                     "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
                 ])
-                self.queue.asyncAfter(deadline: .now() + .seconds(1)) { self.rewrite(boxes) }
+                self.queue.asyncAfter(deadline: .now() + .seconds(1)) {
+                    self.lastWriteFailure = Clock.nowMillis()
+                    self.rewrite(boxes)
+                }
             case .failure(let error):
                 // The leases stay, no longer renewed: the rescuer hands the rows out again when they expire.
                 Log.error("writing outcomes failed", [
@@ -416,6 +424,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             }
         }) { result in
             self.queue.async {
+                if case .failure = result { self.lastWriteFailure = Clock.nowMillis() }
                 if case .success(let states) = result {
                     let now = Clock.nowMillis()
                     for (state, due) in states {
@@ -431,10 +440,11 @@ public final class DeliveryEngine: @unchecked Sendable {
         if ticks % max(1, Int(options.leaseMillis / 4) / options.tickMillis) == 0 {
             // Renewed first, in the same job: the rescuer never takes back a row this process still holds.
             let (ids, owner, lease) = (Array(held), self.owner, options.leaseMillis)
+            let rescue = Clock.nowMillis() - lastWriteFailure >= lease / 2
             writer.enqueue(durable: false, { connection -> Int in
                 let now = Clock.nowMillis()
                 try connection.renewLeases(ids, owner: owner, until: now + lease)
-                return try connection.rescueExpiredLeases(now: now)
+                return rescue ? try connection.rescueExpiredLeases(now: now) : 0
             }) { result in
                 switch result {
                 case .success(let rescued) where rescued > 0:
@@ -442,6 +452,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                     self.wake()
                 case .failure(let error):
                     Log.warn("renewing leases failed", ["error": .string("\(error)")])
+                    self.queue.async { self.lastWriteFailure = Clock.nowMillis() }
                 default:
                     break
                 }
