@@ -46,8 +46,8 @@ enum MessageCommand {
             rightAligned: [3])
         for delivery in record.deliveries {
             table.append([
-                delivery.token, delivery.state, delivery.reason ?? "-", String(delivery.attempts),
-                delivery.state == "queued" ? Output.relative(delivery.nextAttemptAt, now: now) : "-",
+                delivery.token, delivery.state.rawValue, delivery.reason ?? "-", String(delivery.attempts),
+                delivery.state == .queued ? Output.relative(delivery.nextAttemptAt, now: now) : "-",
                 delivery.fcmMessageID ?? "-", delivery.canonicalToken ?? "-",
             ])
         }
@@ -68,8 +68,9 @@ enum MessageCommand {
         if let collapseKey = record.collapseKey { lines.append("collapse_key \(collapseKey)") }
         if record.dryRun { lines.append("dry_run      yes") }
         lines.append("payload      \(record.payload)")
-        let states = ["queued", "inflight", "delivered", "dead", "dropped"]
-        let counts = states.map { state in "\(record.deliveries.count(where: { $0.state == state })) \(state)" }
+        let counts = DeliveryState.allCases.map { state in
+            "\(record.deliveries.count(where: { $0.state == state })) \(state.rawValue)"
+        }
         lines.append("deliveries   \(counts.joined(separator: ", "))")
         return lines.joined(separator: "\n")
     }

@@ -366,13 +366,13 @@ public final class IngestAPI: HTTPHandler {
 
     public static func messageJSON(_ record: MessageRecord) -> JSON {
         var counts: [(key: String, value: JSON)] = []
-        for state in ["queued", "inflight", "delivered", "dead", "dropped"] {
-            counts.append((state, .int(Int64(record.deliveries.count(where: { $0.state == state })))))
+        for state in DeliveryState.allCases {
+            counts.append((state.rawValue, .int(Int64(record.deliveries.count(where: { $0.state == state })))))
         }
         let deliveries: [JSON] = record.deliveries.map { delivery in
             .object([
                 ("token", .string(delivery.token)),
-                ("state", .string(delivery.state)),
+                ("state", .string(delivery.state.rawValue)),
                 ("reason", delivery.reason.map(JSON.string) ?? .null),
                 ("attempts", .int(Int64(delivery.attempts))),
                 ("next_attempt_at", .int(delivery.nextAttemptAt)),

@@ -138,6 +138,15 @@ public enum DeliveryState: String, Sendable, CaseIterable {
 
     /// `delivered`, `dead` and `dropped` end a delivery; `dead` waits for an operator.
     public var isTerminal: Bool { self == .delivered || self == .dead || self == .dropped }
+
+    /// A `deliveries.state` as read back. The schema's CHECK admits these five only, and a binary refuses a schema
+    /// other than its own, so any other text is a broken database.
+    public init(stored text: String) {
+        guard let state = DeliveryState(rawValue: text) else {
+            preconditionFailure("deliveries.state '\(text)' is not one of the states the schema allows")
+        }
+        self = state
+    }
 }
 
 /// The claim's two lanes: high priority first, then normal (`deliveries.priority_rank`).

@@ -114,7 +114,7 @@ public struct MessageRecord: Sendable, Equatable {
 public struct DeliveryRecord: Sendable, Equatable {
     public var id: Int64
     public var token: String
-    public var state: String
+    public var state: DeliveryState
     public var reason: String?
     public var attempts: Int
     public var nextAttemptAt: Int64
@@ -124,7 +124,7 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var updatedAt: Int64
 
     public init(
-        id: Int64, token: String, state: String, reason: String?, attempts: Int, nextAttemptAt: Int64,
+        id: Int64, token: String, state: DeliveryState, reason: String?, attempts: Int, nextAttemptAt: Int64,
         fcmMessageID: String?, canonicalToken: String?, lastStatus: Int64?, updatedAt: Int64
     ) {
         (self.id, self.token, self.state, self.reason, self.attempts, self.nextAttemptAt) =

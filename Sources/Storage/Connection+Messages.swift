@@ -145,7 +145,7 @@ extension Connection {
             """, [.text(id)]
         ) {
             DeliveryRecord(
-                id: $0.int64(0), token: $0.string(1), state: $0.string(2), reason: $0.optionalString(3),
+                id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)), reason: $0.optionalString(3),
                 attempts: $0.int(4), nextAttemptAt: $0.int64(5), fcmMessageID: $0.optionalString(6),
                 canonicalToken: $0.optionalString(7), lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
         }

@@ -65,7 +65,7 @@ import Testing
         ])
         let record = try #require(try readers.read { try $0.message(id: id) })
         #expect(record.deliveries.map(\.token) == ["4", "8"])
-        #expect(record.deliveries.allSatisfy { $0.state == "queued" })
+        #expect(record.deliveries.allSatisfy { $0.state == .queued })
         #expect(record.payload == #"{"data":{"score":"4x8"}}"#)
         #expect(woken.value == 1)
     }

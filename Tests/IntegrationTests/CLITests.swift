@@ -208,7 +208,7 @@ import Testing
         let stored = try #require(try connection().message(id: id))
         #expect(stored.payload == #"{"data":{"k":"v"}}"#)
         #expect(stored.deliveries.map(\.token) == ["a", "b"])
-        #expect(stored.deliveries.allSatisfy { $0.state == "queued" && $0.attempts == 0 })
+        #expect(stored.deliveries.allSatisfy { $0.state == .queued && $0.attempts == 0 })
         let second = try #require(try connection().message(id: secondID))
         #expect(second.app == "second" && second.priority == "high")
     }
@@ -460,7 +460,7 @@ import Testing
         #expect(run.json["dead_letters_kept"] as? Int == 1)
         #expect(try connection().message(id: old) == nil)
         #expect(try connection().message(id: withDead)?.deliveries.map(\.token) == ["old-dead"])
-        #expect(try connection().message(id: recent)?.deliveries.map(\.state) == ["delivered"])
+        #expect(try connection().message(id: recent)?.deliveries.map(\.state) == [.delivered])
 
         let shorter = try admin(["prune", "--older-than", "12h"])
         #expect(shorter.status == 0)

@@ -87,10 +87,10 @@ private let day: Int64 = 86_400_000
             expiresAt: t0 + 60_000,
             deliveries: [
                 DeliveryRecord(
-                    id: b, token: "b", state: "queued", reason: nil, attempts: 0, nextAttemptAt: t0, fcmMessageID: nil,
+                    id: b, token: "b", state: .queued, reason: nil, attempts: 0, nextAttemptAt: t0, fcmMessageID: nil,
                     canonicalToken: nil, lastStatus: nil, updatedAt: t0),
                 DeliveryRecord(
-                    id: a, token: "a", state: "delivered", reason: nil, attempts: 1, nextAttemptAt: t0,
+                    id: a, token: "a", state: .delivered, reason: nil, attempts: 1, nextAttemptAt: t0,
                     fcmMessageID: "0:1", canonicalToken: "a2", lastStatus: 200, updatedAt: t0 + 5),
             ]))
         #expect(try admin.store.message(id: "no-such-message") == nil)

@@ -28,7 +28,7 @@ import Queue
         #expect(record.collapseKey == "score")
         #expect(record.expiresAt == record.createdAt + 60_000)
         #expect(record.deliveries.map(\.token) == ["t1", "t2", "t3"])
-        #expect(record.deliveries.allSatisfy { $0.state == "queued" && $0.attempts == 0 })
+        #expect(record.deliveries.allSatisfy { $0.state == .queued && $0.attempts == 0 })
         let ranks = try writer.write { try $0.query("SELECT DISTINCT priority_rank FROM deliveries") { $0.int(0) } }
         #expect(ranks == [0])
     }
@@ -91,7 +91,7 @@ import Queue
         #expect(accepted.deliveries == 3)
         let record = try #require(try writer.write { try $0.message(id: accepted.id) })
         #expect(record.deliveries.map(\.token) == ["b-first", "a-second", "c-third"])
-        #expect(record.deliveries.allSatisfy { $0.state == "queued" })
+        #expect(record.deliveries.allSatisfy { $0.state == .queued })
         let heads = try writer.write {
             try $0.query("SELECT token, message_id, delivery_id FROM collapse_heads ORDER BY token") {
                 "\($0.string(0)) \($0.string(1)) \($0.int64(2))"
