@@ -4,7 +4,7 @@
 // arrives, so a test or a benchmark can check what really went on the wire.
 //
 //   node fcm-h2-standin.js --cert cert.pem --key key.pem [--delay-ms 30] [--streams 100]
-//                          [--drop-after N] [--token-ttl-s 3600] [--arrivals FILE]
+//                          [--drop-after N] [--goaway-after N] [--no-h2 1] [--token-ttl-s 3600] [--arrivals FILE]
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
 // http://127.0.0.1:S/stats answers the counts:
@@ -22,8 +22,14 @@
 //   first_body       the body of the first messages:send request (for a load tool to send the same)
 //   first_authorization  its Authorization header
 // --drop-after N: once, when the Nth message request has arrived, the connection carrying it gets a
-// GOAWAY(INTERNAL_ERROR) naming the last stream received and is then closed without an answer to any request in
+// GOAWAY(INTERNAL_ERROR) naming the last stream opened and is then closed without an answer to any request in
 // flight on it: what an nghttp2 server does when a client trips its rapid-reset limit, or a server that crashes.
+// --goaway-after N: once, when the Nth message request has arrived, the connection carrying it gets a graceful
+// GOAWAY(NO_ERROR) naming the last stream opened, and the requests up to it are still answered: what Google does
+// when a connection has lived long enough. Streams above it were never processed, and a client may send them again.
+// --no-h2 1: HTTPS with HTTP/1.1 only (ALPN offers no h2), for a client's fallback.
+// POST /echo answers 200 with the request body, and what arrived in x-seen-* headers (method, path, content-type,
+// authorization, content-length, any other header's name) plus retry-after: 7; not counted as a message request.
 // --arrivals FILE: one line per messages:send request, "TOKEN ARRIVAL_US", written when its body has arrived
 // (ARRIVAL_US: wall-clock microseconds, for a benchmark to join with the times its load tool saw the 202; TOKEN: the
 // body's message.token or message.fid). The file is complete once the stand-in has exited after SIGTERM.
@@ -32,7 +38,10 @@ const http2 = require('http2');
 const http = require('http');
 const fs = require('fs');
 
-const options = { delayMs: 30, streams: 100, dropAfter: 0, tokenTtlS: 3600, cert: null, key: null, arrivals: null };
+const options = {
+    delayMs: 30, streams: 100, dropAfter: 0, goawayAfter: 0, noH2: 0, tokenTtlS: 3600, cert: null, key: null,
+    arrivals: null,
+};
 for (let i = 2; i < process.argv.length; i += 2) {
     const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     const value = process.argv[i + 1];
@@ -54,23 +63,38 @@ const nowMicros = () => Math.round((performance.timeOrigin + performance.now()) 
 const targetPattern = /"(?:token|fid)":"([^"\\]*)"/;
 let inFlight = 0;
 let dropped = false;
+let wentAway = false;
 
-const server = http2.createSecureServer({
-    cert: fs.readFileSync(options.cert), key: fs.readFileSync(options.key),
-    settings: { maxConcurrentStreams: options.streams }, allowHTTP1: true,
-});
+const tlsOptions = { cert: fs.readFileSync(options.cert), key: fs.readFileSync(options.key) };
+const server = options.noH2
+    ? require('https').createServer(tlsOptions)
+    : http2.createSecureServer(Object.assign({ settings: { maxConcurrentStreams: options.streams }, allowHTTP1: true },
+        tlsOptions));
 
 server.on('session', (session) => {
     stats.sessions++;
     stats.open_sessions++;
     stats.peak_sessions = Math.max(stats.peak_sessions, stats.open_sessions);
     session.heraldInFlight = 0;
-    session.heraldLastStream = 0;
+    // The highest stream opened (its HEADERS arrived): what a GOAWAY must name as the last one processed, since
+    // node goes on with every stream it has opened. Once a GOAWAY has named one, the streams above it are refused
+    // unprocessed (REFUSED_STREAM), as RFC 9113 section 6.8 requires of the sender.
+    session.heraldLastOpened = 0;
+    session.heraldGoawayLast = null;
+    session.on('stream', (stream) => {
+        session.heraldLastOpened = Math.max(session.heraldLastOpened, stream.id);
+    });
     session.on('close', () => { stats.open_sessions--; });
     session.on('error', () => {});
 });
 
 server.on('request', (req, res) => {
+    const opened = req.stream;
+    if (opened && opened.session && opened.session.heraldGoawayLast !== null
+        && opened.id > opened.session.heraldGoawayLast) {
+        opened.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+        return;
+    }
     const chunks = [];
     req.on('data', (chunk) => chunks.push(chunk));
     req.on('error', () => {});
@@ -88,6 +112,19 @@ server.on('request', (req, res) => {
             const token = `ya29.standin-${stats.tokens_issued}`;
             res.writeHead(200, { 'content-type': 'application/json' });
             res.end(JSON.stringify({ access_token: token, expires_in: options.tokenTtlS, token_type: 'Bearer' }));
+            return;
+        }
+        if (req.method === 'POST' && req.url.split('?')[0] === '/echo') {
+            const seen = {
+                'x-seen-method': req.method, 'x-seen-path': req.url,
+                'x-seen-content-type': req.headers['content-type'] || '-',
+                'x-seen-authorization': req.headers.authorization || '-',
+                'x-seen-content-length': req.headers['content-length'] || '-',
+                'x-seen-headers': Object.keys(req.headers).filter((name) => !name.startsWith(':')).sort().join(','),
+                'x-seen-version': version, 'retry-after': '7', 'content-type': 'application/octet-stream',
+            };
+            res.writeHead(200, seen);
+            res.end(Buffer.concat(chunks));
             return;
         }
         if (req.method !== 'POST' || !/^\/v1\/projects\/[^/]+\/messages:send$/.test(req.url)) {
@@ -113,7 +150,6 @@ server.on('request', (req, res) => {
             stats.message_sessions++;
         }
         if (session) {
-            session.heraldLastStream = Math.max(session.heraldLastStream, req.stream.id);
             session.heraldInFlight++;
             stats.peak_session_streams = Math.max(stats.peak_session_streams, session.heraldInFlight);
         }
@@ -125,9 +161,15 @@ server.on('request', (req, res) => {
             if (session) session.heraldInFlight--;
         };
         res.on('close', finish);
+        if (options.goawayAfter > 0 && !wentAway && stats.requests >= options.goawayAfter && session) {
+            wentAway = true;
+            session.heraldGoawayLast = session.heraldLastOpened;
+            session.goaway(http2.constants.NGHTTP2_NO_ERROR, session.heraldGoawayLast);
+        }
         if (options.dropAfter > 0 && !dropped && stats.requests >= options.dropAfter && session) {
             dropped = true;
-            session.goaway(http2.constants.NGHTTP2_INTERNAL_ERROR, session.heraldLastStream);
+            session.heraldGoawayLast = session.heraldLastOpened;
+            session.goaway(http2.constants.NGHTTP2_INTERNAL_ERROR, session.heraldGoawayLast);
             setTimeout(() => session.destroy(), 5);
             return;
         }

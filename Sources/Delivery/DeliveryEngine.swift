@@ -59,7 +59,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     private final class Runtime: @unchecked Sendable {
         var scheduler: AppScheduler
         /// This app's own connections to its endpoint (and their count for `herald_fcm_connections`).
-        let pool: HTTPClientPool
+        let pool: any RequestTransport
         /// `herald_fcm_requests_total` of this app per answer code, resolved once per code.
         var requestSeries: [String: Metrics.Series] = [:]
         /// The HTTP version FCM last answered over, to log when it shows or changes.
@@ -69,8 +69,7 @@ public final class DeliveryEngine: @unchecked Sendable {
 
         init(app: App, options: Options) {
             scheduler = AppScheduler(app: app, options: options)
-            let connections = app.provider.maxConnections(concurrency: app.concurrency)
-            pool = HTTPClientPool(maxConnectionsPerHost: connections, name: "send-\(app.name)")
+            pool = app.provider.makeTransport(concurrency: app.concurrency, name: "send-\(app.name)")
         }
     }
 

@@ -39,6 +39,8 @@ public protocol Provider: Sendable {
     func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void)
     /// The connections to the endpoint that `concurrency` requests in flight need, which the app's pool may open.
     func maxConnections(concurrency: Int) -> Int
+    /// The app's sender pool, for `concurrency` requests in flight.
+    func makeTransport(concurrency: Int, name: String) -> any RequestTransport
 }
 
 extension Provider {
@@ -52,5 +54,10 @@ extension Provider {
     /// One connection per request in flight: HTTP/1.1 keep-alive.
     public func maxConnections(concurrency: Int) -> Int {
         HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
+    }
+
+    /// libcurl, with `maxConnections` connections.
+    public func makeTransport(concurrency: Int, name: String) -> any RequestTransport {
+        HTTPClientPool(maxConnectionsPerHost: maxConnections(concurrency: concurrency), name: name)
     }
 }

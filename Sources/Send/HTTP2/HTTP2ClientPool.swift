@@ -1,0 +1,89 @@
+import Foundation
+import Support
+import Synchronization
+
+/// HTTPS requests over HTTP/2, multiplexed up to 100 streams per connection: Herald's own client, its framing
+/// (RFC 9113) and header compression (RFC 7541) in Swift over OpenSSL's TLS, driven by one thread of the pool's own.
+/// It exists for FCM v1's request rate.
+///
+/// ```swift
+/// let pool = HTTP2ClientPool(maxConnectionsPerHost: 11, http1Connections: 1000, name: "send-default")
+/// pool.submit(request) { result, seconds in
+///     // on the pool's thread: hand the result on, don't block
+/// }
+/// ...
+/// pool.shutdown(gracePeriod: 10)
+/// ```
+///
+/// Why not libcurl, which `HTTPClientPool` uses: libcurl 7.88's socket interface runs *every* transfer on a
+/// connection whenever that connection's socket is readable (`multi_socket` expires all of the socket's transfers,
+/// and each then polls the socket once more), so with 100 streams per connection an answer cost tens of transfer
+/// runs and `poll` calls; and each request paid a handle set-up, a URL parse and a `send` of its own. Here an
+/// answer costs its frames, and everything a loop turn submits to a connection leaves in one TLS write.
+///
+/// Connections open only as the requests waiting for a stream need them (at most `maxConnectionsPerHost` to one
+/// host), are kept alive, and stop taking new streams after a `GOAWAY`. A request the server refused unprocessed (a
+/// stream above a `GOAWAY`'s last stream id, or reset with `REFUSED_STREAM`) is sent again at once, a few times at
+/// most, without the caller seeing it: the server never acted on it. Any other request goes on the wire once; a
+/// connection lost with requests on it fails them as `reset`, for the caller's retry policy to count.
+///
+/// Not HTTPS, or a server that does not offer `h2` in ALPN: the request goes through an `HTTPClientPool` of
+/// `http1Connections` connections instead (HTTP/1.1, a connection per request in flight).
+public final class HTTP2ClientPool: RequestTransport {
+    private let core: HTTP2PoolCore
+    /// Taken by the first `shutdown`, which joins it.
+    private let thread: Mutex<PosixThread?>
+
+    /// - Parameters:
+    ///   - maxConnectionsPerHost: HTTP/2 connections to one host at most; size it with
+    ///     `HTTPClientPool.connectionsNeeded(inFlight:multiplexed: true)`.
+    ///   - http1Connections: the HTTP/1.1 pool's connections, for a server without HTTP/2.
+    ///   - caFile: the CA certificates (PEM) servers are checked against instead of the system's; by default
+    ///     `$SSL_CERT_FILE` when set.
+    public init(
+        maxConnectionsPerHost: Int, http1Connections: Int, name: String = "sender",
+        caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+    ) {
+        precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
+        let core = HTTP2PoolCore(
+            name: name, maxConnectionsPerHost: maxConnectionsPerHost, http1Connections: max(1, http1Connections),
+            caFile: caFile)
+        self.core = core
+        thread = Mutex(PosixThread(name: "herald-\(name)") { HTTP2Loop(core: core).run() })
+    }
+
+    deinit {
+        shutdown(gracePeriod: 0)
+    }
+
+    public func submit(_ request: OutboundRequest, completion: @escaping @Sendable (TransportResult, Double) -> Void) {
+        let submission = HTTP2PoolCore.Submission(
+            request: request, completion: completion, submittedAt: Clock.monotonicSeconds())
+        if !core.post(submission) {
+            completion(.failure(reason: "cancelled"), 0)
+        }
+    }
+
+    public var connections: Int {
+        core.openConnections.load(ordering: .relaxed) + (core.fallback.withLock { $0 }?.connections ?? 0)
+    }
+
+    public var inFlight: Int {
+        core.inFlight.load(ordering: .relaxed)
+    }
+
+    /// Waits up to `gracePeriod` seconds for in-flight requests, then cancels the rest (their completion gets
+    /// `.failure("cancelled")`), and stops the thread. New submissions fail from the moment it is called.
+    ///
+    /// Blocks until the thread has ended, except when called from a completion (on the pool's own thread), where
+    /// it only starts the shutdown. A second call returns at once.
+    public func shutdown(gracePeriod: Double) {
+        _ = core.beginDraining(gracePeriod: gracePeriod, now: Clock.monotonicSeconds())
+        guard let thread = thread.withLock({ $0.take() }) else { return }
+        if thread.isCurrent {
+            thread.detach()
+        } else {
+            thread.join()
+        }
+    }
+}

@@ -1,0 +1,361 @@
+import CCurlFixes
+import Glibc
+import Support
+
+/// The pool's thread: takes submissions, puts them on streams, opens connections as the waiting requests need
+/// them, writes what a turn produced once per connection, and completes each request once. Created and used on
+/// that thread only.
+///
+/// One turn: take the mailbox → put waiting requests on connections with room (opening more if needed) → flush
+/// every connection with frames to send → time out what waited too long (every `sweepSeconds`) → `epoll_wait`
+/// until a socket is ready, the sweep is due or a submitter signals the wake-up eventfd → read what arrived, which
+/// completes requests and frees streams for the next turn.
+final class HTTP2Loop {
+    let core: HTTP2PoolCore
+    let poller: Int32
+    /// nil when the TLS context could not be made: every request then fails with `tlsFailure`.
+    let tls: TLSContext?
+    private let tlsFailure: String
+    /// Where `SSL_read` decrypts to, for every connection in turn.
+    let readBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 << 10)
+
+    private var origins: [String: HTTP2Origin] = [:]
+    private var byFD: [Int32: HTTP2Connection] = [:]
+    private var byID: [Int: HTTP2Connection] = [:]
+    private var nextConnectionID = 0
+    private var toFlush: [HTTP2Connection] = []
+    private var toDispatch: [HTTP2Origin] = []
+    private var incoming: [HTTP2PoolCore.Submission] = []
+    private var resolutions: [HTTP2PoolCore.Resolution] = []
+    private var readyFDs = [Int32](repeating: 0, count: 256)
+    private var readyBits = [Int32](repeating: 0, count: 256)
+    private var nextSweep = 0.0
+    /// The last URL parsed, and what it gave: an app sends every request to one URL.
+    private var lastURL = ""
+    private var lastTarget: HTTPSTarget?
+    /// The last `keptResponseHeaders` converted to bytes, and what they gave: every request of an app asks for the same.
+    private var lastKept: [String]?
+    private var lastKeptNames: [[UInt8]]?
+
+    /// How often deadlines are looked at: requests time out within this much of their `timeoutMillis`.
+    private static let sweepSeconds = 0.25
+    /// Times a request the server refused unprocessed is sent again before it fails as `reset`.
+    static let maxRefusals = 3
+
+    init(core: HTTP2PoolCore) {
+        self.core = core
+        poller = herald_poller_create()
+        precondition(poller >= 0, "epoll_create1 failed: \(errno)")
+        precondition(herald_poller_watch(poller, core.wakeup, 1) == 0, "epoll_ctl failed: \(errno)")
+        // A server that closes the connection while a TLS record is being written must not kill the process.
+        _ = signal(SIGPIPE, SIG_IGN)
+        do {
+            tls = try TLSContext(caFile: core.caFile)
+            tlsFailure = ""
+        } catch {
+            tls = nil
+            tlsFailure = error.description
+            Log.error("TLS set-up failed: no HTTP/2 request can be sent", [
+                "pool": .string(core.name), "reason": .string(error.description),
+            ])
+        }
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        Glibc.close(poller)
+    }
+
+    func run() {
+        core.loopThread.store(UInt(pthread_self()), ordering: .relaxed)
+        while true {
+            let phase = core.mailbox.withLock { mailbox in
+                swap(&mailbox.submissions, &incoming)
+                swap(&mailbox.resolutions, &resolutions)
+                return mailbox.phase
+            }
+            for submission in incoming { start(submission) }
+            incoming.removeAll(keepingCapacity: true)
+            for resolution in resolutions { byID[resolution.connection]?.resolved(resolution.addresses) }
+            resolutions.removeAll(keepingCapacity: true)
+
+            var now = Clock.monotonicSeconds()
+            if now >= nextSweep {
+                sweep(now: now)
+                nextSweep = now + Self.sweepSeconds
+            }
+            dispatchAndFlush(now: now)
+
+            var waitMillis = Int32(((nextSweep - now) * 1_000).rounded(.up))
+            if case .draining(let deadline) = phase {
+                if core.inFlight.load(ordering: .relaxed) == 0 || deadline <= now { break }
+                waitMillis = min(waitMillis, Int32(((deadline - now) * 1_000).rounded(.up)))
+            }
+            // Completions may have submitted more without signalling the wake-up (see `HTTP2PoolCore.post`).
+            if core.hasMail || !toDispatch.isEmpty { continue }
+            let count = readyFDs.withUnsafeMutableBufferPointer { fds in
+                readyBits.withUnsafeMutableBufferPointer { bits in
+                    herald_poller_wait(poller, fds.baseAddress, bits.baseAddress, Int32(fds.count), max(1, waitMillis))
+                }
+            }
+            for index in 0..<max(0, Int(count)) {
+                let fd = readyFDs[index]
+                if fd == core.wakeup {
+                    herald_wakeup_drain(fd)
+                } else {
+                    byFD[fd]?.handle(readyBits[index])
+                }
+            }
+            now = Clock.monotonicSeconds()
+            dispatchAndFlush(now: now)
+        }
+        stop()
+    }
+
+    // MARK: - Requests
+
+    private func start(_ submission: HTTP2PoolCore.Submission) {
+        let url = submission.request.url
+        if url != lastURL {
+            lastURL = url
+            lastTarget = HTTPSTarget(url)
+        }
+        guard let target = lastTarget else {
+            viaHTTP1(submission.request, completion: submission.completion, submittedAt: submission.submittedAt)
+            return
+        }
+        guard tls != nil else {
+            complete(submission.completion, .failure(reason: tlsFailure), since: submission.submittedAt)
+            return
+        }
+        let key = target.origin
+        let origin = origins[key] ?? {
+            let origin = HTTP2Origin(host: target.host, port: target.port)
+            origins[key] = origin
+            return origin
+        }()
+        if origin.http1 {
+            viaHTTP1(submission.request, completion: submission.completion, submittedAt: submission.submittedAt)
+            return
+        }
+        if submission.request.keptResponseHeaders != lastKept {
+            lastKept = submission.request.keptResponseHeaders
+            lastKeptNames = lastKept?.map { Array($0.utf8) }
+        }
+        origin.waiting.append(HTTP2Stream(submission, target: target, keptNames: lastKeptNames))
+        needsDispatch(origin)
+    }
+
+    private func needsDispatch(_ origin: HTTP2Origin) {
+        if !toDispatch.contains(where: { $0 === origin }) { toDispatch.append(origin) }
+    }
+
+    /// Waiting requests onto connections with room, new connections for those left over, then one write per
+    /// connection for everything that turn produced.
+    private func dispatchAndFlush(now: Double) {
+        while let origin = toDispatch.popLast() { dispatch(origin, now: now) }
+        while let connection = toFlush.popLast() { connection.flush() }
+    }
+
+    private func dispatch(_ origin: HTTP2Origin, now: Double) {
+        if origin.http1 {
+            while let stream = origin.waiting.popFirst() {
+                guard !stream.finished else { continue }
+                // It never reaches `finish`: the HTTP/1.1 pool's completion takes it out of `inFlight`.
+                stream.finished = true
+                viaHTTP1(stream.request, completion: stream.completion, submittedAt: stream.submittedAt)
+            }
+            return
+        }
+        var candidate = 0
+        while let stream = origin.waiting.first {
+            guard !stream.finished else {
+                _ = origin.waiting.popFirst()
+                continue
+            }
+            while candidate < origin.connections.count && !origin.connections[candidate].hasRoom { candidate += 1 }
+            guard candidate < origin.connections.count else { break }
+            _ = origin.waiting.popFirst()
+            if !origin.connections[candidate].submit(stream) {
+                origin.connections[candidate].goingAway = true
+                origin.waiting.pushFront(stream)
+            }
+        }
+        // Each connection still opening will take up to 100 of those left waiting; open more only for the rest.
+        var uncovered = origin.waiting.count - origin.opening * HTTPClientPool.streamsPerConnection
+        while uncovered > 0 && origin.connections.count < core.maxConnectionsPerHost && now >= origin.noConnectionsBefore {
+            open(origin, for: origin.waiting.first!, now: now)
+            uncovered -= HTTPClientPool.streamsPerConnection
+        }
+    }
+
+    private func open(_ origin: HTTP2Origin, for stream: HTTP2Stream, now: Double) {
+        nextConnectionID += 1
+        let connection = HTTP2Connection(
+            id: nextConnectionID, origin: origin, loop: self,
+            connectDeadline: now + Double(max(1, stream.request.connectTimeoutMillis)) / 1_000)
+        origin.connections.append(connection)
+        byID[connection.id] = connection
+        let (core, id) = (core, connection.id)
+        SocketAddress.resolve(host: origin.host, port: origin.port) { result in
+            core.post(HTTP2PoolCore.Resolution(connection: id, addresses: result))
+        }
+    }
+
+    /// Completes the request once: by then it no longer counts in `inFlight`.
+    func finish(_ stream: HTTP2Stream, _ result: TransportResult) {
+        guard !stream.finished else { return }
+        stream.finished = true
+        complete(stream.completion, result, since: stream.submittedAt)
+    }
+
+    private func complete(
+        _ completion: @Sendable (TransportResult, Double) -> Void, _ result: TransportResult, since submittedAt: Double
+    ) {
+        core.inFlight.subtract(1, ordering: .relaxed)
+        completion(result, Clock.monotonicSeconds() - submittedAt)
+    }
+
+    /// Requests this client does not carry (not HTTPS, or a server without HTTP/2) go through libcurl.
+    private func viaHTTP1(
+        _ request: OutboundRequest, completion: @escaping @Sendable (TransportResult, Double) -> Void,
+        submittedAt: Double
+    ) {
+        let core = self.core
+        let pool = core.fallback.withLock { pool in
+            if let pool { return pool }
+            let made = HTTPClientPool(
+                maxConnectionsPerHost: core.http1Connections, name: core.name + "-h1", caFile: core.caFile)
+            pool = made
+            return made
+        }
+        pool.submit(request) { result, _ in
+            core.inFlight.subtract(1, ordering: .relaxed)
+            completion(result, Clock.monotonicSeconds() - submittedAt)
+        }
+    }
+
+    // MARK: - From the connections
+
+    func socketOpened(_ connection: HTTP2Connection) {
+        byFD[connection.fd] = connection
+        core.openConnections.add(1, ordering: .relaxed)
+    }
+
+    func socketClosed(_ connection: HTTP2Connection) {
+        byFD[connection.fd] = nil
+        core.openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    func markForFlush(_ connection: HTTP2Connection) {
+        guard !connection.needsFlush else { return }
+        connection.needsFlush = true
+        toFlush.append(connection)
+    }
+
+    func connectionOpened(_ connection: HTTP2Connection) {
+        needsDispatch(connection.origin)
+    }
+
+    /// Gone for good, answered or not: it leaves its origin.
+    func closed(_ connection: HTTP2Connection) {
+        byID[connection.id] = nil
+        connection.origin.connections.removeAll { $0 === connection }
+        if !connection.origin.waiting.isEmpty { needsDispatch(connection.origin) }
+    }
+
+    /// A connection could not be opened. The requests waiting fail with `reason` unless another connection is open
+    /// or opening to take them; no new connection is tried for a second.
+    func openingFailed(_ connection: HTTP2Connection, reason: String) {
+        let origin = connection.origin
+        closed(connection)
+        origin.noConnectionsBefore = Clock.monotonicSeconds() + 1
+        Log.warn("fcm connection failed", ["pool": .string(core.name), "reason": .string(reason)])
+        guard origin.connections.isEmpty else { return }
+        while let stream = origin.waiting.popFirst() { finish(stream, .failure(reason: reason)) }
+    }
+
+    /// The server did not agree to HTTP/2: its requests go over HTTP/1.1 from now on.
+    func speaksHTTP1(_ connection: HTTP2Connection) {
+        let origin = connection.origin
+        if !origin.http1 {
+            origin.http1 = true
+            Log.warn("fcm endpoint does not offer HTTP/2: sending over HTTP/1.1, one connection per request", [
+                "pool": .string(core.name), "host": .string(origin.host),
+            ])
+        }
+        for other in origin.connections { other.close(failing: "reset", reason: nil) }
+        needsDispatch(origin)
+    }
+
+    /// A stream has left `connection`: complete its request, or put it back at the front of the queue if the server
+    /// never processed it and it has not been refused too often.
+    func streamEnded(_ stream: HTTP2Stream, _ end: HTTP2Connection.StreamEnd, on connection: HTTP2Connection) {
+        guard !stream.finished else { return }
+        switch end {
+        case .response:
+            finish(stream, .response(status: stream.status, headers: stream.headers, body: stream.body, httpVersion: "2"))
+        case .refused where stream.refusals < Self.maxRefusals:
+            stream.refusals += 1
+            stream.resetForResend()
+            connection.origin.waiting.pushFront(stream)
+        case .refused, .reset:
+            finish(stream, .failure(reason: "reset"))
+        }
+        // A stream is free: a request waiting for one may take it.
+        if !connection.origin.waiting.isEmpty { needsDispatch(connection.origin) }
+    }
+
+    // MARK: - Deadlines
+
+    private func sweep(now: Double) {
+        for origin in origins.values {
+            for stream in origin.waiting.removeAll(where: { $0.finished || $0.deadline <= now }) {
+                finish(stream, .failure(reason: "timeout"))
+            }
+            // After a failed connection's pause, the next look may open one.
+            if !origin.waiting.isEmpty { needsDispatch(origin) }
+            for connection in origin.connections {
+                if connection.isOpening {
+                    if connection.connectDeadline <= now { connection.fail(opening: "timeout") }
+                    continue
+                }
+                for stream in connection.streams.values where !stream.finished && stream.deadline <= now {
+                    connection.cancel(stream)
+                    finish(stream, .failure(reason: "timeout"))
+                }
+                // Gone away and done: nothing more will come on it.
+                if connection.goingAway && connection.streams.isEmpty { connection.close(failing: "reset", reason: nil) }
+            }
+        }
+    }
+
+    // MARK: - Stopping
+
+    /// Cancels what is left, marks the pool stopped, and closes every connection.
+    private func stop() {
+        var cancelled = 0
+        for origin in origins.values {
+            while let stream = origin.waiting.popFirst() {
+                guard !stream.finished else { continue }
+                finish(stream, .failure(reason: "cancelled"))
+                cancelled += 1
+            }
+            for connection in origin.connections {
+                cancelled += connection.streams.values.filter { !$0.finished }.count
+                connection.close(failing: "cancelled", reason: nil)
+            }
+        }
+        let leftover = core.mailbox.withLock { mailbox in
+            mailbox.phase = .stopped
+            swap(&mailbox.submissions, &incoming)
+            return incoming
+        }
+        for submission in leftover {
+            complete(submission.completion, .failure(reason: "cancelled"), since: submission.submittedAt)
+        }
+        core.fallback.withLock { $0 }?.shutdown(gracePeriod: 0)
+        origins.removeAll()
+        Log.info("sender pool stopped", ["pool": .string(core.name), "cancelled": .int(Int64(cancelled))])
+    }
+}

@@ -1,0 +1,102 @@
+import CCurlFixes
+import Glibc
+import Synchronization
+
+/// What the submitting threads, the resolver and the loop thread share: the mailbox, the counts and the loop's
+/// wake-up (an eventfd). Everything else belongs to the loop thread alone.
+final class HTTP2PoolCore: Sendable {
+    struct Submission: Sendable {
+        var request: OutboundRequest
+        var completion: @Sendable (TransportResult, Double) -> Void
+        var submittedAt: Double
+    }
+
+    /// A host name looked up for a connection that is opening: its addresses, or why there are none.
+    struct Resolution: Sendable {
+        var connection: Int
+        var addresses: Result<[SocketAddress], ResolveError>
+    }
+
+    struct ResolveError: Error, Sendable {
+        var reason: String
+    }
+
+    enum Phase: Sendable {
+        case running
+        /// `shutdown` was called: nothing new is accepted, requests in flight may finish until `deadline`
+        /// (monotonic seconds).
+        case draining(deadline: Double)
+        case stopped
+    }
+
+    struct Mailbox: Sendable {
+        var phase = Phase.running
+        var submissions: [Submission] = []
+        var resolutions: [Resolution] = []
+    }
+
+    let name: String
+    let maxConnectionsPerHost: Int
+    let http1Connections: Int
+    let caFile: String?
+    /// An eventfd in the loop's epoll set; open as long as the core lives, so a late wake-up never touches a closed
+    /// or reused descriptor.
+    let wakeup: Int32
+    let mailbox = Mutex(Mailbox())
+    let inFlight = Atomic<Int>(0)
+    /// HTTP/2 sockets open (connecting included); kept by the loop thread.
+    let openConnections = Atomic<Int>(0)
+    /// The HTTP/1.1 pool for requests this client does not carry, made by the loop thread on first use.
+    let fallback = Mutex<HTTPClientPool?>(nil)
+    /// The loop thread's `pthread_self()`, 0 until it runs: a submission made there (from a completion) needs no
+    /// wake-up, as the loop looks at the mailbox before it waits again.
+    let loopThread = Atomic<UInt>(0)
+
+    init(name: String, maxConnectionsPerHost: Int, http1Connections: Int, caFile: String?) {
+        self.name = name
+        self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.http1Connections = http1Connections
+        self.caFile = caFile
+        wakeup = herald_wakeup_create()
+        precondition(wakeup >= 0, "eventfd failed: \(errno)")
+    }
+
+    deinit {
+        close(wakeup)
+    }
+
+    /// Queues `submission` unless the pool is shutting down.
+    func post(_ submission: Submission) -> Bool {
+        let onLoopThread = loopThread.load(ordering: .relaxed) == UInt(pthread_self())
+        return mailbox.withLock { mailbox in
+            guard case .running = mailbox.phase else { return false }
+            mailbox.submissions.append(submission)
+            inFlight.add(1, ordering: .relaxed)
+            if mailbox.submissions.count == 1 && mailbox.resolutions.isEmpty && !onLoopThread {
+                herald_wakeup_signal(wakeup)
+            }
+            return true
+        }
+    }
+
+    func post(_ resolution: Resolution) {
+        mailbox.withLock { mailbox in
+            mailbox.resolutions.append(resolution)
+            herald_wakeup_signal(wakeup)
+        }
+    }
+
+    var hasMail: Bool {
+        mailbox.withLock { !$0.submissions.isEmpty || !$0.resolutions.isEmpty }
+    }
+
+    /// Moves to `.draining` (once) and wakes the loop so it notices. Returns whether this call did it.
+    func beginDraining(gracePeriod: Double, now: Double) -> Bool {
+        mailbox.withLock { mailbox in
+            guard case .running = mailbox.phase else { return false }
+            mailbox.phase = .draining(deadline: now + max(0, gracePeriod))
+            herald_wakeup_signal(wakeup)
+            return true
+        }
+    }
+}

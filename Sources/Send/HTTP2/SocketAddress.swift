@@ -1,0 +1,62 @@
+import Dispatch
+import Glibc
+
+/// One address `getaddrinfo` gave for a host, as bytes `connect` takes.
+struct SocketAddress: Sendable {
+    var family: Int32
+    var bytes: [UInt8]
+
+    /// Looks `host` up off the caller's thread (`getaddrinfo` blocks on DNS) and calls `completion` there with its
+    /// TCP addresses, in the resolver's order of preference. An IP address is not looked up: it is its own answer.
+    static func resolve(
+        host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], HTTP2PoolCore.ResolveError>) -> Void
+    ) {
+        if let numeric = try? lookUp(host: host, port: port, numericOnly: true) {
+            completion(.success(numeric))
+            return
+        }
+        resolver.async {
+            do {
+                completion(.success(try lookUp(host: host, port: port, numericOnly: false)))
+            } catch let error as HTTP2PoolCore.ResolveError {
+                completion(.failure(error))
+            } catch {
+                completion(.failure(HTTP2PoolCore.ResolveError(reason: "Couldn't resolve host name")))
+            }
+        }
+    }
+
+    /// One serial queue for every pool's look-ups: connections open rarely, and never many at once.
+    private static let resolver = DispatchQueue(label: "herald-resolve")
+
+    private static func lookUp(host: String, port: Int, numericOnly: Bool) throws -> [SocketAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = numericOnly ? AI_NUMERICHOST | AI_NUMERICSERV : AI_NUMERICSERV | AI_ADDRCONFIG
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let list else {
+            throw HTTP2PoolCore.ResolveError(reason: "Couldn't resolve host name")
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [SocketAddress] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = list
+        while let current = entry {
+            if let address = current.pointee.ai_addr, current.pointee.ai_protocol == Int32(IPPROTO_TCP)
+                || current.pointee.ai_protocol == 0 {
+                let bytes = UnsafeRawBufferPointer(start: address, count: Int(current.pointee.ai_addrlen))
+                addresses.append(SocketAddress(family: current.pointee.ai_family, bytes: Array(bytes)))
+            }
+            entry = current.pointee.ai_next
+        }
+        guard !addresses.isEmpty else { throw HTTP2PoolCore.ResolveError(reason: "Couldn't resolve host name") }
+        return addresses
+    }
+
+    /// Whether `host` is an IP address (no SNI then, and the certificate is checked for the address).
+    static func isIPAddress(_ host: String) -> Bool {
+        var buffer = in6_addr()
+        return inet_pton(AF_INET, host, &buffer) == 1 || inet_pton(AF_INET6, host, &buffer) == 1
+    }
+}

@@ -1,0 +1,51 @@
+import CSSL
+
+/// One `SSL_CTX` per pool: TLS 1.2 or newer, the peer's certificate checked against `caFile` (else OpenSSL's
+/// default locations, which honour `$SSL_CERT_FILE` and `$SSL_CERT_DIR`), and ALPN offering `h2` (and `http/1.1`).
+final class TLSContext {
+    let pointer: OpaquePointer
+
+    /// Throws OpenSSL's reason when the context cannot be made (an unreadable `caFile`, in practice).
+    init(caFile: String?) throws(TLSError) {
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSError.last("SSL_CTX_new") }
+        pointer = context
+        guard herald_ssl_ctx_set_min_tls12(context) == 1 else { throw TLSError.last("TLS 1.2 minimum") }
+        herald_ssl_ctx_set_client_modes(context)
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        let loaded = if let caFile {
+            SSL_CTX_load_verify_locations(context, caFile, nil)
+        } else {
+            SSL_CTX_set_default_verify_paths(context)
+        }
+        guard loaded == 1 else { throw TLSError.last("CA certificates") }
+        // HTTP/1.1 too, so that a server without HTTP/2 says so by choosing it (some end the handshake when
+        // nothing offered suits them) and its requests can go over libcurl instead.
+        let protocols: [UInt8] = [2] + Array("h2".utf8) + [8] + Array("http/1.1".utf8)
+        // 0 is success here, unlike the rest of OpenSSL.
+        guard SSL_CTX_set_alpn_protos(context, protocols, UInt32(protocols.count)) == 0 else {
+            throw TLSError.last("ALPN")
+        }
+    }
+
+    deinit {
+        SSL_CTX_free(pointer)
+    }
+}
+
+/// A TLS failure with OpenSSL's reason, for the failed requests' `reason`.
+struct TLSError: Error, CustomStringConvertible {
+    var description: String
+
+    /// `step` and the oldest error on this thread's OpenSSL error queue (which it empties).
+    static func last(_ step: String) -> TLSError {
+        var text = "TLS: " + step
+        let code = ERR_get_error()
+        if code != 0 {
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            text += ": " + String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        ERR_clear_error()
+        return TLSError(description: text)
+    }
+}
