@@ -4,7 +4,8 @@
 // arrives, so a test or a benchmark can check what really went on the wire.
 //
 //   node fcm-h2-standin.js --cert cert.pem --key key.pem [--delay-ms 30] [--streams 100]
-//                          [--drop-after N] [--goaway-after N] [--no-h2 1] [--token-ttl-s 3600] [--arrivals FILE]
+//                          [--drop-after N] [--goaway-after N] [--refuse-every N] [--no-h2 1] [--token-ttl-s 3600]
+//                          [--arrivals FILE]
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
 // http://127.0.0.1:S/stats answers the counts:
@@ -16,6 +17,7 @@
 //   peak_session_streams  the most in flight at once on any one connection
 //   requests         messages:send requests received complete (body and all)
 //   duplicates       of those, requests whose body had already arrived once
+//   refused          messages:send streams closed with REFUSED_STREAM (--refuse-every), not counted in requests
 //   token_requests   POST /token requests
 //   tokens_issued    distinct access tokens handed out
 //   http_versions    requests per HTTP version
@@ -27,6 +29,8 @@
 // --goaway-after N: once, when the Nth message request has arrived, the connection carrying it gets a graceful
 // GOAWAY(NO_ERROR) naming the last stream opened, and the requests up to it are still answered: what Google does
 // when a connection has lived long enough. Streams above it were never processed, and a client may send them again.
+// --refuse-every N: every Nth messages:send body not refused before has its stream closed with REFUSED_STREAM
+// instead of an answer, unprocessed (RFC 9113 section 8.7): a client may send it again, and it is then answered.
 // --no-h2 1: HTTPS with HTTP/1.1 only (ALPN offers no h2), for a client's fallback.
 // POST /echo answers 200 with the request body, and what arrived in x-seen-* headers (method, path, content-type,
 // authorization, content-length, any other header's name) plus retry-after: 7; not counted as a message request.
@@ -39,8 +43,8 @@ const http = require('http');
 const fs = require('fs');
 
 const options = {
-    delayMs: 30, streams: 100, dropAfter: 0, goawayAfter: 0, noH2: 0, tokenTtlS: 3600, cert: null, key: null,
-    arrivals: null,
+    delayMs: 30, streams: 100, dropAfter: 0, goawayAfter: 0, refuseEvery: 0, noH2: 0, tokenTtlS: 3600, cert: null,
+    key: null, arrivals: null,
 };
 for (let i = 2; i < process.argv.length; i += 2) {
     const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
@@ -52,7 +56,7 @@ if (!options.cert || !options.key) { console.error('--cert and --key are require
 
 const stats = {
     sessions: 0, message_sessions: 0, open_sessions: 0, peak_sessions: 0, peak_streams: 0, peak_session_streams: 0,
-    requests: 0, duplicates: 0, token_requests: 0, tokens_issued: 0, http_versions: {},
+    requests: 0, duplicates: 0, refused: 0, token_requests: 0, tokens_issued: 0, http_versions: {},
     first_body: null, first_authorization: null,
 };
 const seenBodies = new Set();
@@ -64,6 +68,8 @@ const targetPattern = /"(?:token|fid)":"([^"\\]*)"/;
 let inFlight = 0;
 let dropped = false;
 let wentAway = false;
+const refusedBodies = new Set();
+let refusalCandidates = 0;
 
 const tlsOptions = { cert: fs.readFileSync(options.cert), key: fs.readFileSync(options.key) };
 const server = options.noH2
@@ -130,6 +136,13 @@ server.on('request', (req, res) => {
         if (req.method !== 'POST' || !/^\/v1\/projects\/[^/]+\/messages:send$/.test(req.url)) {
             res.writeHead(404, { 'content-type': 'application/json' });
             res.end('{"error":{"code":404,"status":"NOT_FOUND","message":"no such endpoint"}}');
+            return;
+        }
+        if (options.refuseEvery > 0 && req.stream && !refusedBodies.has(body)
+            && ++refusalCandidates % options.refuseEvery === 0) {
+            refusedBodies.add(body);
+            stats.refused++;
+            req.stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
             return;
         }
         stats.requests++;

@@ -79,6 +79,7 @@ final class H2StandIn: @unchecked Sendable {
         var peakSessionStreams: Int
         var requests: Int
         var duplicates: Int
+        var refused: Int
 
         init(_ object: [String: Any]) {
             sessions = object["sessions"] as? Int ?? -1
@@ -87,6 +88,7 @@ final class H2StandIn: @unchecked Sendable {
             peakSessionStreams = object["peak_session_streams"] as? Int ?? -1
             requests = object["requests"] as? Int ?? -1
             duplicates = object["duplicates"] as? Int ?? -1
+            refused = object["refused"] as? Int ?? -1
         }
     }
 

@@ -149,6 +149,27 @@ import Testing
         #expect(try await standIn.stats().sessions == 1)
     }
 
+    @Test func aResponseLargerThanTheWindowsArrivesWhole() async throws {
+        // 3 MiB each way: the request body needs the server's WINDOW_UPDATEs (its windows start at 64 KiB), the
+        // response needs the client's (its stream window is 1 MiB), on one connection.
+        let standIn = try H2StandIn()
+        let pool = pool(standIn, connections: 1)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 13) }
+        async let first = send(pool, OutboundRequest(url: standIn.baseURL + "/echo", body: body))
+        async let second = send(pool, OutboundRequest(url: standIn.baseURL + "/echo", body: Array(body.reversed())))
+        let (one, two) = await (first.result, second.result)
+
+        guard case .response(200, _, let oneBody, "2") = one, case .response(200, _, let twoBody, "2") = two else {
+            Issue.record("\(one) \(two)")
+            return
+        }
+        #expect(oneBody == body)
+        #expect(twoBody == Array(body.reversed()))
+        #expect(try await standIn.stats().sessions == 1)
+    }
+
     // MARK: - GOAWAY and lost connections
 
     @Test func requestsAboveAGracefulGoAwayAreSentAgainUnseen() async throws {
@@ -193,6 +214,25 @@ import Testing
         #expect(stats.requests == answered + lost)
     }
 
+    @Test func refusedStreamsAreSentAgainAndAnsweredOnce() async throws {
+        // Every 7th request is refused unprocessed (REFUSED_STREAM): the pool sends it again at once, and the caller
+        // sees it answered, once.
+        let standIn = try H2StandIn(["--delay-ms", "5", "--refuse-every", "7"])
+        let pool = pool(standIn)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let total = 500
+        let results = await run(pool, total: total, window: 60) { message(standIn, $0) }
+
+        #expect(results.count == total)
+        #expect(results.allSatisfy { $0.status == 200 })
+        let stats = try await standIn.stats()
+        #expect(stats.refused >= total / 7)
+        #expect(stats.requests == total)
+        #expect(stats.duplicates == 0)
+        #expect(pool.inFlight == 0)
+    }
+
     // MARK: - Failures
 
     @Test func aRequestThatOutlivesItsTimeoutFails() async throws {
@@ -207,6 +247,25 @@ import Testing
         #expect(result.failureReason == "timeout")
         #expect(seconds < 4)
         #expect(pool.inFlight == 0)
+    }
+
+    @Test func aServerThatStopsAnsweringTimesEveryRequestOut() async throws {
+        // 40 requests in flight on a server that takes them and never answers: each fails as `timeout`, once, and
+        // the pool is empty afterwards.
+        let standIn = try H2StandIn(["--delay-ms", "600000"])
+        let pool = pool(standIn)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let results = await run(pool, total: 40, window: 40) { index in
+            var request = message(standIn, index)
+            request.timeoutMillis = 400
+            return request
+        }
+
+        #expect(results.count == 40)
+        #expect(results.allSatisfy { $0.failureReason == "timeout" })
+        #expect(pool.inFlight == 0)
+        #expect(try await standIn.stats().requests == 40)
     }
 
     @Test func aRefusedConnectionFailsAsConnect() async throws {

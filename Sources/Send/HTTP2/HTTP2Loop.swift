@@ -33,6 +33,8 @@ final class HTTP2Loop {
     /// The last URL parsed, and what it gave: an app sends every request to one URL.
     private var lastURL = ""
     private var lastTarget: HTTPSTarget?
+    /// `lastTarget`'s origin once looked up (its key is a new string each time it is made).
+    private var lastOrigin: HTTP2Origin?
     /// The last `keptResponseHeaders` converted to bytes, and what they gave: every request of an app asks for the same.
     private var lastKept: [String]?
     private var lastKeptNames: [[UInt8]]?
@@ -119,6 +121,7 @@ final class HTTP2Loop {
         if url != lastURL {
             lastURL = url
             lastTarget = HTTPSTarget(url)
+            lastOrigin = nil
         }
         guard let target = lastTarget else {
             viaHTTP1(submission.request, completion: submission.completion, submittedAt: submission.submittedAt)
@@ -128,12 +131,15 @@ final class HTTP2Loop {
             complete(submission.completion, .failure(reason: tlsFailure), since: submission.submittedAt)
             return
         }
-        let key = target.origin
-        let origin = origins[key] ?? {
-            let origin = HTTP2Origin(host: target.host, port: target.port)
+        let origin: HTTP2Origin
+        if let known = lastOrigin {
+            origin = known
+        } else {
+            let key = target.origin
+            origin = origins[key] ?? HTTP2Origin(host: target.host, port: target.port)
             origins[key] = origin
-            return origin
-        }()
+            lastOrigin = origin
+        }
         if origin.http1 {
             viaHTTP1(submission.request, completion: submission.completion, submittedAt: submission.submittedAt)
             return
