@@ -16,7 +16,9 @@ final class H2StandIn: @unchecked Sendable {
     var baseURL: String { "https://127.0.0.1:\(port)" }
     var sendURL: String { baseURL + "/v1/projects/standin/messages:send" }
 
-    init(_ arguments: [String] = []) throws {
+    /// `script`: the server to run, relative to the repository (`scripts/h2-misbehaving-server.js` for one that breaks
+    /// HTTP/2's rules on purpose).
+    init(_ arguments: [String] = [], script: String = "scripts/fcm-h2-standin.js") throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-h2-\(UUID().uuidString)")
@@ -32,7 +34,7 @@ final class H2StandIn: @unchecked Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
-            "node", repository.appendingPathComponent("scripts/fcm-h2-standin.js").path,
+            "node", repository.appendingPathComponent(script).path,
             "--cert", caFile, "--key", keyFile,
         ] + arguments
         let output = Pipe()
@@ -65,11 +67,16 @@ final class H2StandIn: @unchecked Sendable {
 
     /// The stand-in's counts right now.
     func stats() async throws -> Stats {
+        Stats(try await statsObject())
+    }
+
+    /// What the server's stats endpoint answers, as JSON.
+    func statsObject() async throws -> [String: Any] {
         let (result, _) = await send(statsPool, OutboundRequest(url: "http://127.0.0.1:\(statsPort)/stats"))
         guard case .response(200, _, let body, _) = result,
               let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         else { throw StandInError(description: "stats: \(result)") }
-        return Stats(object)
+        return object
     }
 
     struct Stats {

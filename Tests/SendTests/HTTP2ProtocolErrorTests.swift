@@ -1,0 +1,96 @@
+import Send
+import Testing
+
+/// Herald's HTTP/2 client against a server that breaks the protocol on purpose (`scripts/h2-misbehaving-server.js`):
+/// the client closes the connection with a GOAWAY naming the error, and the request on it fails as `reset`, once.
+@Suite(.serialized) struct HTTP2ProtocolErrorTests {
+    /// (the server's misbehaviour, the error code the client's GOAWAY must carry).
+    static let connectionErrors: [(String, UInt32)] = [
+        ("data-on-stream-0", 0x1), ("ping-of-7-bytes", 0x6), ("push-promise", 0x1), ("oversized-frame", 0x6),
+        ("bad-hpack", 0x9), ("headers-on-idle-stream", 0x1), ("window-overflow", 0x3),
+        ("interrupted-header-block", 0x1),
+    ]
+
+    @Test(arguments: connectionErrors)
+    func aConnectionErrorEndsTheConnectionWithGoAway(_ mode: String, _ code: UInt32) async throws {
+        let server = try H2StandIn(["--mode", mode], script: "scripts/h2-misbehaving-server.js")
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        var request = OutboundRequest(url: server.baseURL + "/v1/projects/p/messages:send", body: Array("{}".utf8))
+        request.timeoutMillis = 10_000
+        let (result, _) = await send(pool, request)
+
+        #expect(result.failureReason == "reset", "\(mode): \(result)")
+        #expect(pool.inFlight == 0)
+        let goAways = try await framesOnceSettled(server) { $0.type == 7 }.filter { $0.type == 7 }
+        #expect(goAways.map(\.code) == [Int(code)], "\(mode)")
+        // Sent once: the client does not try the request again on its own.
+        #expect(try await server.statsObject()["requests"] as? Int == 1)
+    }
+
+    @Test func aRefusedStreamIsSentAgainAndAnswered() async throws {
+        let server = try H2StandIn(["--mode", "rst-refused"], script: "scripts/h2-misbehaving-server.js")
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let (result, _) = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
+
+        #expect(result.status == 200)
+        #expect(result.body == "{}")
+        #expect(try await server.statsObject()["requests"] as? Int == 2)
+        #expect(try await server.statsObject()["sessions"] as? Int == 1)
+    }
+
+    @Test func aPingIsAnsweredWithItsPayload() async throws {
+        let server = try H2StandIn(["--mode", "ping"], script: "scripts/h2-misbehaving-server.js")
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let (result, _) = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
+
+        #expect(result.status == 200)
+        let acks = try await framesOnceSettled(server) { $0.type == 6 && $0.flags & 1 == 1 }.filter { $0.type == 6 }
+        #expect(acks.map(\.code) == [Int?.some(42)])
+    }
+
+    @Test func theClientSendsItsPrefaceSettingsAndWindowFirst() async throws {
+        let server = try H2StandIn(["--mode", "ping"], script: "scripts/h2-misbehaving-server.js")
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        _ = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
+
+        let frames = try await framesOnceSettled(server) { $0.type == 6 }
+        // SETTINGS, WINDOW_UPDATE for the connection, then the server's SETTINGS acknowledged, the request.
+        #expect(frames.first?.type == 4 && frames.first?.flags == 0)
+        #expect(frames.count > 1 && frames[1].type == 8 && frames[1].stream == 0)
+        #expect(frames.contains { $0.type == 4 && $0.flags == 1 })
+        #expect(frames.contains { $0.type == 1 && $0.stream == 1 })
+    }
+
+    // MARK: - Helpers
+
+    struct Frame {
+        var type: Int
+        var flags: Int
+        var stream: Int
+        var code: Int?
+    }
+
+    /// Every frame the server received, once at least one holding `awaited` has arrived (the server reads the client's
+    /// last frames after the request has completed), or after a few seconds.
+    private func framesOnceSettled(_ server: H2StandIn, _ awaited: (Frame) -> Bool) async throws -> [Frame] {
+        var frames: [Frame] = []
+        for _ in 0..<100 {
+            let list = try await server.statsObject()["frames"] as? [[String: Any]] ?? []
+            frames = list.map {
+                Frame(type: $0["type"] as? Int ?? -1, flags: $0["flags"] as? Int ?? -1, stream: $0["stream"] as? Int ?? -1,
+                      code: $0["code"] as? Int)
+            }
+            if frames.contains(where: awaited) { break }
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        return frames
+    }
+}

@@ -1,0 +1,110 @@
+// A TLS server that speaks just enough HTTP/2 to break its rules on purpose, for the tests of Herald's own HTTP/2
+// client (Tests/SendTests/HTTP2ProtocolErrorTests.swift). It reads the client's preface and frames, sends its
+// SETTINGS, and once the client's first request (HEADERS) has arrived sends the frame that --mode names instead
+// of an answer. Every frame the client sends is recorded.
+//
+//   node h2-misbehaving-server.js --cert cert.pem --key key.pem --mode MODE
+//
+// MODE: data-on-stream-0, ping-of-7-bytes, push-promise, oversized-frame, bad-hpack, headers-on-idle-stream,
+// window-overflow, interrupted-header-block, rst-refused (REFUSED_STREAM for the first request, then a 200 for
+// every request: a well-behaved one), ping (a PING, then a 200).
+//
+// Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
+// http://127.0.0.1:S/stats answers {"sessions": N, "requests": N, "frames": [{"type", "flags", "stream", "code"}]}
+// (code: a GOAWAY's or RST_STREAM's error code; for a PING its payload's first byte).
+const tls = require('tls');
+const http = require('http');
+const fs = require('fs');
+
+const options = { cert: null, key: null, mode: 'data-on-stream-0' };
+for (let i = 2; i < process.argv.length; i += 2) {
+    const name = process.argv[i].replace(/^--/, '');
+    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
+    options[name] = process.argv[i + 1];
+}
+const stats = { sessions: 0, requests: 0, frames: [] };
+
+const frame = (type, flags, stream, payload) => {
+    const header = Buffer.alloc(9);
+    header.writeUIntBE(payload.length, 0, 3);
+    header[3] = type;
+    header[4] = flags;
+    header.writeUInt32BE(stream, 5);
+    return Buffer.concat([header, payload]);
+};
+const u32 = (value) => { const b = Buffer.alloc(4); b.writeUInt32BE(value); return b; };
+// :status 200 (static index 8), then a literal content-length: 2 without indexing, and the body "{}".
+const answer = (stream) => Buffer.concat([
+    frame(1, 0x4, stream, Buffer.from([0x88, 0x0f, 0x0d, 0x01, 0x32])),
+    frame(0, 0x1, stream, Buffer.from('{}')),
+]);
+
+const server = tls.createServer({
+    cert: fs.readFileSync(options.cert), key: fs.readFileSync(options.key), ALPNProtocols: ['h2'],
+}, (socket) => {
+    stats.sessions++;
+    let buffered = Buffer.alloc(0);
+    let prefaceSeen = false;
+    let requests = 0;
+    socket.on('error', () => {});
+    socket.write(frame(4, 0, 0, Buffer.alloc(0)));
+    socket.on('data', (chunk) => {
+        buffered = Buffer.concat([buffered, chunk]);
+        if (!prefaceSeen) {
+            if (buffered.length < 24) return;
+            buffered = buffered.subarray(24);
+            prefaceSeen = true;
+        }
+        while (buffered.length >= 9) {
+            const length = buffered.readUIntBE(0, 3);
+            if (buffered.length < 9 + length) break;
+            const type = buffered[3];
+            const flags = buffered[4];
+            const stream = buffered.readUInt32BE(5) & 0x7fffffff;
+            const payload = buffered.subarray(9, 9 + length);
+            buffered = buffered.subarray(9 + length);
+            const code = type === 7 ? payload.readUInt32BE(4) : type === 3 ? payload.readUInt32BE(0)
+                : type === 6 ? payload[0] : null;
+            stats.frames.push({ type, flags, stream, code });
+            if (type === 4 && !(flags & 1)) socket.write(frame(4, 1, 0, Buffer.alloc(0)));
+            if (type === 1) {
+                requests++;
+                stats.requests++;
+                misbehave(socket, stream, requests);
+            }
+        }
+    });
+});
+
+function misbehave(socket, stream, requests) {
+    switch (options.mode) {
+    case 'data-on-stream-0': return socket.write(frame(0, 0, 0, Buffer.from('x')));
+    case 'ping-of-7-bytes': return socket.write(frame(6, 0, 0, Buffer.alloc(7)));
+    case 'push-promise': return socket.write(frame(5, 0x4, stream, Buffer.concat([u32(2), Buffer.from([0x82])])));
+    case 'oversized-frame': return socket.write(frame(0, 0, stream, Buffer.alloc(16385)));
+    case 'bad-hpack': return socket.write(frame(1, 0x4, stream, Buffer.from([0xbe])));
+    case 'headers-on-idle-stream': return socket.write(frame(1, 0x4, stream + 2, Buffer.from([0x88])));
+    case 'window-overflow': return socket.write(frame(8, 0, 0, u32(0x7fffffff)));
+    case 'interrupted-header-block':
+        return socket.write(Buffer.concat([frame(1, 0, stream, Buffer.from([0x88])), frame(6, 0, 0, Buffer.alloc(8))]));
+    case 'rst-refused':
+        return socket.write(requests === 1 ? frame(3, 0, stream, u32(7)) : answer(stream));
+    case 'ping':
+        return socket.write(Buffer.concat([frame(6, 0, 0, Buffer.from([42, 0, 0, 0, 0, 0, 0, 0])), answer(stream)]));
+    default:
+        console.error(`unknown mode ${options.mode}`);
+        process.exit(2);
+    }
+}
+
+const statsServer = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(stats));
+});
+
+server.listen(0, '127.0.0.1', () => {
+    statsServer.listen(0, '127.0.0.1', () => {
+        console.log(JSON.stringify({ port: server.address().port, stats_port: statsServer.address().port }));
+    });
+});
+process.on('SIGTERM', () => process.exit(0));
