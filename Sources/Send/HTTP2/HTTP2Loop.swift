@@ -26,6 +26,9 @@ final class HTTP2Loop {
     private var toFlush: [HTTP2Connection] = []
     private var toDispatch: [HTTP2Origin] = []
     private var incoming: [HTTP2PoolCore.Submission] = []
+    /// Requests finished this turn whose completion has not run yet (see `runCompletions`), and the list being run.
+    private var finished: [(@Sendable (TransportResult, Double) -> Void, TransportResult, Double)] = []
+    private var completing: [(@Sendable (TransportResult, Double) -> Void, TransportResult, Double)] = []
     private var resolutions: [HTTP2PoolCore.Resolution] = []
     private var readyFDs = [Int32](repeating: 0, count: 256)
     private var readyBits = [Int32](repeating: 0, count: 256)
@@ -157,10 +160,11 @@ final class HTTP2Loop {
     }
 
     /// Waiting requests onto connections with room, new connections for those left over, then one write per
-    /// connection for everything that turn produced.
+    /// connection for everything that turn produced, then the completions of the requests the turn finished.
     private func dispatchAndFlush(now: Double) {
         while let origin = toDispatch.popLast() { dispatch(origin, now: now) }
         while let connection = toFlush.popLast() { connection.flush() }
+        runCompletions()
     }
 
     private func dispatch(_ origin: HTTP2Origin, now: Double) {
@@ -212,7 +216,17 @@ final class HTTP2Loop {
     func finish(_ stream: HTTP2Stream, _ result: TransportResult) {
         guard !stream.finished else { return }
         stream.finished = true
-        complete(stream.completion, result, since: stream.submittedAt)
+        finished.append((stream.completion, result, stream.submittedAt))
+    }
+
+    /// Runs the completions of the requests finished this turn, one after another once every socket has been read:
+    /// the delivery engine handles the answers that arrive together in one job on its queue (the first schedules it),
+    /// which a completion per frame, spread over the reads, would split.
+    private func runCompletions() {
+        guard !finished.isEmpty else { return }
+        swap(&finished, &completing)
+        for (completion, result, submittedAt) in completing { complete(completion, result, since: submittedAt) }
+        completing.removeAll(keepingCapacity: true)
     }
 
     private func complete(
@@ -352,6 +366,7 @@ final class HTTP2Loop {
                 connection.close(failing: "cancelled", reason: nil)
             }
         }
+        runCompletions()
         let leftover = core.mailbox.withLock { mailbox in
             mailbox.phase = .stopped
             swap(&mailbox.submissions, &incoming)
