@@ -164,4 +164,20 @@ import Testing
         #expect(classification.outcomes == [.retry(reason: .other("timeout"))])
         #expect(classification.closesGate)
     }
+
+    @Test func anHTTPSEndpointGetsHeraldsOwnHTTP2ClientSizedForItsConcurrency() throws {
+        let endpoint = try TestTokenEndpoint()
+        let https = provider(endpoint).makeTransport(concurrency: 1000, name: "send-test")
+        let cleartext = provider(endpoint, base: "http://127.0.0.1:9/").makeTransport(concurrency: 8, name: "send-test")
+        defer {
+            https.shutdown(gracePeriod: 0)
+            cleartext.shutdown(gracePeriod: 0)
+        }
+
+        #expect(https is HTTP2ClientPool)
+        #expect(cleartext is HTTPClientPool)
+        // ceil(1000 / 100) + 1 over HTTP/2; one per request in flight over HTTP/1.1.
+        #expect(provider(endpoint).maxConnections(concurrency: 1000) == 11)
+        #expect(provider(endpoint, base: "http://127.0.0.1:9/").maxConnections(concurrency: 8) == 8)
+    }
 }
