@@ -9,7 +9,8 @@ import Support
 /// One turn: take the mailbox → put waiting requests on connections with room (opening more if needed) → flush
 /// every connection with frames to send → time out what waited too long (every `sweepSeconds`) → `epoll_wait`
 /// until a socket is ready, the sweep is due or a submitter signals the wake-up eventfd → read what arrived, which
-/// completes requests and frees streams for the next turn.
+/// finishes requests and frees streams → dispatch and flush again → run the completions of every request finished
+/// on the way, together.
 final class HTTP2Loop {
     let core: HTTP2PoolCore
     let poller: Int32
