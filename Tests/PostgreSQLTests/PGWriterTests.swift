@@ -230,8 +230,9 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
     /// A real deadlock: the writer's job locks row 1 then waits for row 2, which another session holds while it
     /// waits for row 1. The writer, waiting first, is the one PostgreSQL's deadlock check (after `deadlock_timeout`,
     /// 1 s) aborts; the rollback (of the group, then played again in savepoints) frees row 1, the other session
-    /// commits, and the job's second attempt succeeds. On a machine so busy that the other session starts waiting more than a second after the writer,
-    /// the other session's check runs first instead; that round proves nothing and is played again.
+    /// commits, and the job's second attempt succeeds. On a machine so busy that the other session starts waiting
+    /// more than a second after the writer, the other session's check runs first instead; that round proves nothing
+    /// and is played again.
     @Test func aRealDeadlockIsRolledBackToTheSavepointAndRetried() throws {
         defer { writer.close() }
         let setup = try database.connect()
