@@ -43,6 +43,9 @@
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go, PostgreSQL's data directory too (a real disk)
 #   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
 #   HERALD_BENCH_KEEP=1              keep the work directory (logs, poll files; the PostgreSQL server is stopped)
+#   HERALD_BENCH_PG_STATS=1          load pg_stat_statements (server restarted once) and, after each PostgreSQL
+#                                    drain, print its busiest statements (calls, plans, rows, time) and the drain
+#                                    database's commits, rollbacks and deadlocks: where the server's time went
 # Exit status: non-zero on errors (a tool failing, Herald stopping, an acknowledged message missing, a delivery not
 # ending `delivered`, requests unaccounted for or sent twice), never because a target was missed.
 set -euo pipefail
@@ -160,6 +163,30 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f
 PG_DIR=$WORK/postgres
 PG_URL=$(HERALD_PG_DIR=$PG_DIR "$ROOT/scripts/postgres-test-server" start) || fail "PostgreSQL did not start"
 pg_url() { echo "${PG_URL%/*}/$1"; } # the same server and role, database $1
+# HERALD_BENCH_PG_STATS=1: pg_stat_statements, through the superuser on the server's unix socket (trust).
+PG_STATS=${HERALD_BENCH_PG_STATS:-0}
+psql_super() {
+    local port=${PG_URL##*:}
+    psql -h "$PG_DIR" -p "${port%%/*}" -U postgres -d herald -X -q -v ON_ERROR_STOP=1 "$@"
+}
+if [[ $PG_STATS == 1 ]]; then
+    printf '%s\n' "shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track_planning = on" \
+        >>"$PG_DIR/data/postgresql.conf"
+    pg_ctl_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/pg_ctl
+    if [[ $(id -u) -eq 0 ]]; then pg_as_owner=(runuser -u postgres --); else pg_as_owner=(); fi
+    "${pg_as_owner[@]}" "$pg_ctl_bin" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w restart >/dev/null ||
+        fail "PostgreSQL did not restart with pg_stat_statements"
+    psql_super -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" || fail "no pg_stat_statements"
+fi
+pg_stats_reset() { if [[ $PG_STATS == 1 ]]; then psql_super -A -t -c "SELECT pg_stat_statements_reset()" >/dev/null; fi; }
+pg_stats_report() { # $1 label: the statements of the drain just measured, busiest first
+    [[ $PG_STATS == 1 ]] || return 0
+    log "  $1: pg_stat_statements (ms: total execution time), and the drain database's transactions"
+    psql_super -c "SELECT calls, plans, rows, round(total_exec_time) AS ms,
+            left(regexp_replace(query, '\s+', ' ', 'g'), 100) AS statement
+        FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12" \
+        -c "SELECT xact_commit, xact_rollback, deadlocks FROM pg_stat_database WHERE datname = 'drain'" >&2
+}
 psql_in() { # $1 database, then psql arguments: quiet, unaligned, stops at the first error
     local db=$1
     shift
@@ -532,12 +559,16 @@ for ((run = 1; run <= RUNS; run++)); do
         log "run $run/$RUNS  drain   1 herald on SQLite $(fmt "$D_RATE") sends/s | $D_CPU | wire $D_WIRE =" \
             "accounted $D_COUNTED, duplicates $D_DUPLICATES"
         ((D_DUPLICATES == 0)) || fail "the stand-in received $D_DUPLICATES bodies twice (SQLite)"
+        pg_stats_reset
         measure_drain backlog 1
+        pg_stats_report "run $run/$RUNS, 1 instance"
         D_PG+=("$D_RATE")
         log "run $run/$RUNS  drain   1 herald on PostgreSQL $(fmt "$D_RATE") sends/s | $D_CPU | wire $D_WIRE =" \
             "accounted $D_COUNTED, duplicates $D_DUPLICATES"
         DUPS+=("$D_DUPLICATES")
+        pg_stats_reset
         measure_drain backlog 2
+        pg_stats_report "run $run/$RUNS, 2 instances"
         D_TWO+=("$D_RATE")
         DUPS+=("$D_DUPLICATES")
         log "run $run/$RUNS  drain   2 heralds on one PostgreSQL database $(fmt "$D_RATE") sends/s | $D_CPU |" \

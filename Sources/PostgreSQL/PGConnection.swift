@@ -127,7 +127,7 @@ public final class PGConnection {
         _ arguments: [PGValue], sql: String, _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> R
     ) throws -> R {
         if arguments.isEmpty { return body(0, nil) }
-        var buffer: [CChar] = []
+        var buffer: [UInt8] = []
         var offsets: [Int?] = []
         offsets.reserveCapacity(arguments.count)
         for (position, argument) in arguments.enumerated() {
@@ -135,18 +135,20 @@ public final class PGConnection {
                 offsets.append(nil)
                 continue
             }
+            let start = buffer.count
+            buffer.append(contentsOf: text.utf8)
             // Text-format parameters end at the first NUL, which PostgreSQL's text cannot hold either: refuse
             // rather than store a silently shortened value.
-            guard !text.utf8.contains(0) else {
+            guard !buffer[start...].contains(0) else {
                 throw PGError(
                     sqlState: "22021", message: "parameter $\(position + 1) contains a NUL character", sql: sql)
             }
-            offsets.append(buffer.count)
-            buffer.append(contentsOf: text.utf8.map { CChar(bitPattern: $0) })
+            offsets.append(start)
             buffer.append(0)
         }
-        return buffer.withUnsafeBufferPointer { base in
-            let pointers = offsets.map { $0.map { UnsafePointer(base.baseAddress! + $0) } }
+        return buffer.withUnsafeBytes { bytes in
+            let base = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
+            let pointers = offsets.map { $0.map { UnsafePointer(base + $0) } }
             return pointers.withUnsafeBufferPointer { body(Int32(arguments.count), $0.baseAddress) }
         }
     }

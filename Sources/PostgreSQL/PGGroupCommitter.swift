@@ -27,43 +27,70 @@ final class PGGroupCommitter {
 
     // MARK: - One group
 
-    /// Runs `group` in one transaction, each job in a savepoint (a lone job needs none), and answers every job.
-    /// Returns the error when the connection was lost (the writer must reconnect before the next group).
-    private func commit(_ group: [PGWriter.Job], attempt: Int = 1) -> PGError? {
-        do {
-            try begin(durable: group.contains(where: \.durable))
-        } catch {
-            if let lost = Self.lostConnection(error) { return lose(group, lost) }
-            for job in group { job.complete(error) }
+    /// Runs `group` in one transaction and answers every job. Returns the error when the connection was lost (the
+    /// writer must reconnect before the next group).
+    ///
+    /// The jobs run one after the other with nothing between them: a savepoint around each would cost two round
+    /// trips per job (`SAVEPOINT`, `RELEASE`), more than the one statement of a typical job (a batch of outcomes, a
+    /// message). Only when a job fails is the transaction rolled back, and the group played again with every job in
+    /// a savepoint of its own (`commitInSavepoints`), so that the failure stays that job's.
+    private func commit(_ group: [PGWriter.Job]) -> PGError? {
+        guard group.count > 1 else { return commitAlone(group[0]) }
+        if case .answered(let lost) = start(group) { return lost }
+        for (index, job) in group.enumerated() {
+            guard let failure = run(job) else { continue }
+            if let lost = Self.lostConnection(failure) ?? lostIfDisconnected(failure) { return lose(group, lost) }
+            connection.rollbackQuietly()
+            store.forgetEnsuredApps()
+            return commitInSavepoints(group, failed: index, failure: failure)
+        }
+        return finish(group, failures: Array(repeating: nil, count: group.count))
+    }
+
+    /// A job alone needs no savepoint: its failure is the transaction's. Rolls it back, and for a deadlock or a
+    /// serialization failure runs the job again in a new one.
+    private func commitAlone(_ job: PGWriter.Job, attempt: Int = 1) -> PGError? {
+        if case .answered(let lost) = start([job]) { return lost }
+        if let failure = run(job) {
+            connection.rollbackQuietly()
+            store.forgetEnsuredApps()
+            if let lost = Self.lostConnection(failure) ?? lostIfDisconnected(failure) { return lose([job], lost) }
+            if Self.isRetryable(failure), attempt < PGWriter.maxAttempts {
+                return commitAlone(job, attempt: attempt + 1)
+            }
+            job.complete(failure)
             return nil
         }
+        return finish([job], failures: [nil])
+    }
+
+    /// The group again after job `failed` met `failure` (and the transaction was rolled back), each job in its own
+    /// savepoint. The jobs before it run again, seeing what they saw the first time. The failed job itself runs
+    /// again only for a deadlock or a serialization failure (its first attempt counted); any other failure it met
+    /// with the same writes before it, and it is answered with that without being run twice.
+    private func commitInSavepoints(_ group: [PGWriter.Job], failed: Int, failure: Error) -> PGError? {
+        if case .answered(let lost) = start(group) { return lost }
         var failures: [Error?] = []
         failures.reserveCapacity(group.count)
-        if group.count == 1 {
-            // Without a savepoint the job's failure is the transaction's: roll it back, and for a deadlock or a
-            // serialization failure run the job again in a new one.
-            if let failure = run(group[0]) {
-                connection.rollbackQuietly()
-                store.forgetEnsuredApps()
-                if let lost = Self.lostConnection(failure) ?? lostIfDisconnected(failure) { return lose(group, lost) }
-                if Self.isRetryable(failure), attempt < PGWriter.maxAttempts {
-                    return commit(group, attempt: attempt + 1)
-                }
-                group[0].complete(failure)
+        for (index, job) in group.enumerated() {
+            if index == failed && !Self.isRetryable(failure) {
+                failures.append(failure)
+                continue
+            }
+            do {
+                failures.append(try runInSavepoint(job, attempt: index == failed ? 2 : 1))
+            } catch {
+                if let lost = Self.lostConnection(error) ?? lostIfDisconnected(error) { return lose(group, lost) }
+                abandon(group, failures: failures, cause: error)
                 return nil
             }
-            failures.append(nil)
-        } else {
-            for job in group {
-                do {
-                    failures.append(try runInSavepoint(job))
-                } catch {
-                    if let lost = Self.lostConnection(error) ?? lostIfDisconnected(error) { return lose(group, lost) }
-                    abandon(group, failures: failures, cause: error)
-                    return nil
-                }
-            }
         }
+        return finish(group, failures: failures)
+    }
+
+    /// COMMIT, then answers every job: with its own failure, else with nothing (its result), or with the commit's
+    /// error when the commit failed.
+    private func finish(_ group: [PGWriter.Job], failures: [Error?]) -> PGError? {
         do {
             try connection.commit()
         } catch {
@@ -79,6 +106,24 @@ final class PGGroupCommitter {
         }
         for (job, failure) in zip(group, failures) { job.complete(failure) }
         return nil
+    }
+
+    private enum Start {
+        case begun
+        /// BEGIN failed and every job was answered; `lost` when the connection went.
+        case answered(lost: PGError?)
+    }
+
+    /// BEGIN for `group`; when it fails, answers every job of it.
+    private func start(_ group: [PGWriter.Job]) -> Start {
+        do {
+            try begin(durable: group.contains(where: \.durable))
+            return .begun
+        } catch {
+            if let lost = Self.lostConnection(error) { return .answered(lost: lose(group, lost)) }
+            for job in group { job.complete(error) }
+            return .answered(lost: nil)
+        }
     }
 
     /// BEGIN, with `synchronous_commit = off` for this transaction when no job needs its commit flushed. When the
@@ -103,12 +148,12 @@ final class PGGroupCommitter {
         }
     }
 
-    /// Runs one job inside savepoint `herald_job`, again after a deadlock or serialization failure; returns the
-    /// error it threw (its writes undone). Throws when the savepoint itself fails: the transaction is then
-    /// untrustworthy.
-    private func runInSavepoint(_ job: PGWriter.Job) throws -> Error? {
+    /// Runs one job inside savepoint `herald_job`, again after a deadlock or serialization failure (`attempt` is the
+    /// first attempt's number); returns the error it threw (its writes undone). Throws when the savepoint itself
+    /// fails: the transaction is then untrustworthy.
+    private func runInSavepoint(_ job: PGWriter.Job, attempt first: Int) throws -> Error? {
         try connection.run("SAVEPOINT herald_job")
-        var attempt = 1
+        var attempt = first
         while true {
             guard let failure = run(job) else {
                 try connection.run("RELEASE SAVEPOINT herald_job")

@@ -57,12 +57,12 @@ extension PGQueueStore: QueueStore {
 
     /// One `UPDATE … RETURNING` whose sub-select walks the `deliveries_ready` partial index (`app, priority_rank,
     /// next_attempt_at`) in order and skips rows another transaction holds, so concurrent claims (another Herald
-    /// on the same queue) take disjoint rows instead of waiting for each other.
+    /// on the same queue) take disjoint rows instead of waiting for each other (`PGLeaseSQL.leaseReady`).
     public func leaseReady(
         app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
     ) throws -> [ClaimedDelivery] {
         let claimed = try connection.query(
-            Self.leaseReadySQL,
+            PGLeaseSQL.leaseReady,
             [.text(owner), .integer(until), .integer(now), .text(app), .integer(lane.rawValue),
              .integer(Int64(limit))]
         ) { row in
@@ -73,17 +73,6 @@ extension PGQueueStore: QueueStore {
         // RETURNING gives no order guarantee: restore the claim's.
         return claimed.sorted { ($0.next, $0.delivery.id) < ($1.next, $1.delivery.id) }.map(\.delivery)
     }
-
-    /// `leaseReady`'s statement; its plan is tested to walk `deliveries_ready` without a sort.
-    static let leaseReadySQL = """
-        UPDATE deliveries SET state = 'inflight', lease_owner = $1, lease_expires_at = $2, updated_at = $3
-        WHERE id IN (
-            SELECT id FROM deliveries
-            WHERE app = $4 AND priority_rank = $5 AND state = 'queued' AND next_attempt_at <= $3
-            ORDER BY next_attempt_at LIMIT $6
-            FOR UPDATE SKIP LOCKED)
-        RETURNING id, message_id, token, attempts, next_attempt_at
-        """
 
     public func claimedMessage(id: String) throws -> ClaimedMessage? {
         try claimedMessages(ids: [id])[id]
@@ -159,19 +148,14 @@ extension PGQueueStore: QueueStore {
 
     // MARK: Outcomes
     //
-    // Every outcome statement ends with the held-lease guard (`state = 'inflight' AND lease_owner = …`) and says
-    // which row it wrote.
+    // Every outcome statement (`PGLeaseSQL`) finds its row by primary key, ends with the held-lease guard (`state
+    // is 'inflight' AND lease_owner = …`) and says which row it wrote.
 
     public func markDelivered(
         _ id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
         try connection.queryOne(
-            """
-            UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + $1, lease_owner = NULL,
-                lease_expires_at = NULL, fcm_message_id = $2, canonical_token = $3, last_status = $4, updated_at = $5
-            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7
-            RETURNING app, token, message_id
-            """,
+            PGLeaseSQL.markDelivered,
             [.integer(charge), .optional(fcmMessageID), .optional(canonicalToken), .optional(status.map(Int64.init)),
              .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
@@ -184,14 +168,7 @@ extension PGQueueStore: QueueStore {
     ) throws -> [Int64] {
         guard !rows.isEmpty else { return [] }
         let written = Set(try connection.query(
-            """
-            UPDATE deliveries AS d SET state = 'delivered', reason = NULL, attempts = d.attempts + $1,
-                lease_owner = NULL, lease_expires_at = NULL, fcm_message_id = outcome.fcm_message_id,
-                canonical_token = NULL, last_status = outcome.status, updated_at = $2
-            FROM unnest($3::bigint[], $4::text[], $5::int[]) AS outcome (id, fcm_message_id, status)
-            WHERE d.id = outcome.id AND d.state = 'inflight' AND d.lease_owner = $6
-            RETURNING d.id
-            """,
+            PGLeaseSQL.markManyDelivered,
             [.integer(charge), .integer(lease.now), .array(rows.map(\.id)), .array(rows.map(\.fcmMessageID)),
              .array(rows.map { $0.status.map(Int64.init) }), .text(lease.owner)]) { $0.int64(0) })
         return rows.map(\.id).filter { written.contains($0) }
@@ -201,12 +178,7 @@ extension PGQueueStore: QueueStore {
         _ id: Int64, state: DeliveryState, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
         try connection.queryOne(
-            """
-            UPDATE deliveries SET state = $1, reason = $2, attempts = attempts + $3, lease_owner = NULL,
-                lease_expires_at = NULL, last_status = $4, updated_at = $5
-            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7
-            RETURNING app, token, message_id
-            """,
+            PGLeaseSQL.markEnded,
             [.text(state.rawValue), .text(reason.rawValue), .integer(charge), .optional(status.map(Int64.init)),
              .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
@@ -216,12 +188,7 @@ extension PGQueueStore: QueueStore {
         _ id: Int64, at: Int64, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
         try connection.queryOne(
-            """
-            UPDATE deliveries SET state = 'queued', reason = $1, attempts = attempts + $2, next_attempt_at = $3,
-                lease_owner = NULL, lease_expires_at = NULL, last_status = $4, updated_at = $5
-            WHERE id = $6 AND state = 'inflight' AND lease_owner = $7
-            RETURNING app, token, message_id
-            """,
+            PGLeaseSQL.markRetry,
             [.text(reason.rawValue), .integer(charge), .integer(at), .optional(status.map(Int64.init)),
              .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
@@ -229,11 +196,7 @@ extension PGQueueStore: QueueStore {
 
     public func markReleased(_ id: Int64, lease: HeldLease) throws -> LeasedRow? {
         try connection.queryOne(
-            """
-            UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
-            WHERE id = $2 AND state = 'inflight' AND lease_owner = $3
-            RETURNING app, token, message_id
-            """,
+            PGLeaseSQL.markReleased,
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
@@ -253,10 +216,7 @@ extension PGQueueStore: QueueStore {
     public func renewLeases(_ ids: [Int64], owner: String, until: Int64) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         return try connection.run(
-            """
-            UPDATE deliveries SET lease_expires_at = $1
-            WHERE id = ANY($2::bigint[]) AND state = 'inflight' AND lease_owner = $3
-            """, .integer(until), .array(ids), .text(owner))
+            PGLeaseSQL.renewLeases, .integer(until), .array(ids), .text(owner))
     }
 
     /// One statement (SQLite reads the leases first, then updates each under the lease it read): when an owner

@@ -12,17 +12,27 @@ extension PGValue {
 
     /// A `text[]` parameter (`$1::text[]`): each element double-quoted with `"` and `\` escaped, so commas,
     /// braces, spaces and the word NULL inside a value stay text; nil is SQL NULL.
+    ///
+    /// Built in UTF-8 bytes: an outcome batch's message ids go through here for every answer FCM gives.
     public static func array(_ values: [String?]) -> PGValue {
-        let elements = values.map { value -> String in
-            guard let value else { return "NULL" }
-            var quoted = "\""
-            for character in value.unicodeScalars {
-                if character == "\"" || character == "\\" { quoted.unicodeScalars.append("\\") }
-                quoted.unicodeScalars.append(character)
+        let (quote, backslash) = (UInt8(ascii: "\""), UInt8(ascii: "\\"))
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(2 + values.reduce(0) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            guard let value else {
+                bytes.append(contentsOf: "NULL".utf8)
+                continue
             }
-            return quoted + "\""
+            bytes.append(quote)
+            for byte in value.utf8 {
+                if byte == quote || byte == backslash { bytes.append(backslash) }
+                bytes.append(byte)
+            }
+            bytes.append(quote)
         }
-        return .text("{" + elements.joined(separator: ",") + "}")
+        bytes.append(UInt8(ascii: "}"))
+        return .text(String(decoding: bytes, as: UTF8.self))
     }
 
     /// `array(_:)` for a list without NULLs.

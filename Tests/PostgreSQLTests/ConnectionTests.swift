@@ -116,6 +116,17 @@ import PostgreSQLTestSupport
         #expect(try connection.queryOne("SELECT count(*) FROM items") { $0.int(0) } == 0)
     }
 
+    @Test func aTextArrayParameterKeepsEveryElementAsItWas() throws {
+        let values: [String?] = [
+            "plain", #"quote " inside"#, #"back\slash"#, "a,b", "{braces}", "NULL", "", " spaced ", "ümlaut ✓", nil,
+        ]
+        let read = try connection.query(
+            "SELECT element, element IS NULL FROM unnest($1::text[]) WITH ORDINALITY AS a (element, n) ORDER BY n",
+            [.array(values)]
+        ) { $0.bool(1) ? nil : $0.string(0) }
+        #expect(read == values)
+    }
+
     @Test func runReturnsTheRowsChangedAndQueryOneNilForNoRow() throws {
         for name in ["a", "b", "c"] {
             try connection.run("INSERT INTO items (name, count) VALUES ($1, 1)", .text(name))

@@ -154,7 +154,7 @@ private let t0: Int64 = 1_700_000_000_000
         // An empty table would be read sequentially; the point is that the index serves the claim, sorted.
         try connection.execute("SET enable_seqscan = off")
         let plan = try connection.query(
-            "EXPLAIN " + PGQueueStore.leaseReadySQL, ["w", 60_000, 5, "default", 0, 100]
+            "EXPLAIN " + PGLeaseSQL.leaseReady, ["w", 60_000, 5, "default", 0, 100]
         ) { $0.string(0) }.joined(separator: "\n")
         #expect(plan.contains("deliveries_ready"), "plan was: \(plan)")
         #expect(!plan.contains("Sort"), "the claim must not sort: \(plan)")

@@ -94,6 +94,30 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
         #expect(try database.count("SELECT count(*) FROM apps WHERE name IN ('thrown', 'failed-statement')") == 0)
     }
 
+    /// A group runs without savepoints until a job fails; then it is rolled back and played again in savepoints.
+    /// The jobs before the failed one run again and are stored once; the failed job is not run a second time.
+    @Test func aJobFailingInAGroupRunsOnceAndTheJobsBeforeItAreStoredOnce() throws {
+        defer { writer.close() }
+        let runs = Counter()
+        let jobs: [WriterJob<String>] = [
+            { try $0.insertMessage(Self.message("before", key: "b"), now: t0).id },
+            { try $0.insertMessage(Self.message("before", key: "c"), now: t0).id },
+            { store in
+                runs.increment()
+                _ = try store.insertMessage(Self.message("refused"), now: t0)
+                throw Refused()
+            },
+            { try $0.insertMessage(Self.message("after"), now: t0).id },
+        ]
+        let results = group(jobs)
+        #expect(throws: Refused.self) { try results[2].get() }
+        #expect(runs.count == 1)
+        let before = try database.connect().query(
+            "SELECT id FROM messages WHERE app = 'before' ORDER BY idempotency_key") { $0.string(0) }
+        #expect(before == [try results[0].get(), try results[1].get()])
+        #expect(try messageCount(app: "refused") == 0 && messageCount(app: "after") == 1)
+    }
+
     /// A deferred constraint is checked at COMMIT: the whole group is rolled back then, and every job that did
     /// not fail on its own is answered with the commit's error.
     @Test func aFailedCommitAnswersEveryJobWithItsErrorAndStoresNothing() throws {
@@ -205,9 +229,10 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
 
     /// A real deadlock: the writer's job locks row 1 then waits for row 2, which another session holds while it
     /// waits for row 1. The writer, waiting first, is the one PostgreSQL's deadlock check (after `deadlock_timeout`,
-    /// 1 s) aborts; its savepoint rollback frees row 1, the other session commits, and the job's second attempt
-    /// succeeds. On a machine so busy that the other session starts waiting more than a second after the writer,
-    /// the other session's check runs first instead; that round proves nothing and is played again.
+    /// 1 s) aborts; the rollback (of the group, then played again in savepoints) frees row 1, the other session
+    /// commits, and the job's second attempt succeeds. On a machine so busy that the other session starts waiting
+    /// more than a second after the writer, the other session's check runs first instead; that round proves nothing
+    /// and is played again.
     @Test func aRealDeadlockIsRolledBackToTheSavepointAndRetried() throws {
         defer { writer.close() }
         let setup = try database.connect()
