@@ -75,10 +75,10 @@ struct AppScheduler {
 
     var pendingCount: Int { pending.count }
 
-    /// Claim more while fewer than this many claimed requests wait: two concurrencies' worth, so that one window's
-    /// worth is still there to send while the next claim waits its turn at the writer behind the outcomes being
-    /// applied (with one, the window ran dry during every claim: stop-and-wait); with a rate limit no more than
-    /// ~10 s of sending, so claimed rows don't sit on their leases behind the bucket.
+    /// How many claimed requests may wait for a slot: two concurrencies' worth, so that one window's worth is still
+    /// there to send while the next claim waits its turn at the writer behind the outcomes being applied (with one,
+    /// the window ran dry during every claim: stop-and-wait); with a rate limit no more than ~10 s of sending, so
+    /// claimed rows don't sit on their leases behind the bucket.
     var claimBelow: Int {
         guard let rate = app.maxRate else { return 2 * app.concurrency }
         return max(1, min(2 * app.concurrency, Int(rate * 10)))
@@ -268,9 +268,11 @@ struct AppScheduler {
             inFlight += 1
             actions.append(.send(request))
         }
-        if claimLimit == nil, mayHaveReady, pending.count < claimBelow {
-            // Claim up to `claimBelow` waiting requests: rows then wait for a slot about two rounds of answers at
-            // most (and their leases are renewed while they do).
+        if claimLimit == nil, mayHaveReady, pending.count * 2 < claimBelow {
+            // Claim once fewer than half of `claimBelow` wait (one window without a rate limit), up to `claimBelow`:
+            // claims come in large steps rather than one per turn of answers, rows wait for a slot about two rounds
+            // of answers at most (their leases renewed while they do), and a window is still there to send while
+            // the claim waits its turn at the writer.
             let slots = max(1, claimBelow - pending.count)
             let limit = min(
                 options.claimLimit, slots.multipliedReportingOverflow(by: app.provider.maxTargetsPerRequest).partialValue)

@@ -86,6 +86,9 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// writer job instead of each paying for its own.
     private var outbox: [String: Outbox] = [:]
     private var flushScheduled = false
+    /// Outcome writes handed to the writer and not yet answered. While one is there the next waits for it, so the
+    /// answers arriving meanwhile share one writer job (and one statement per kind) instead of one job per turn.
+    private var outcomeWrites = 0
     /// Deliveries this process has leased and whose outcome is not yet committed: waiting for a slot, in flight,
     /// or in the outbox. Their leases are renewed; nothing else's is.
     private var held = Set<Int64>()
@@ -164,7 +167,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         let pools = runtimes.values.map(\.pool)
         DispatchQueue.concurrentPerform(iterations: pools.count) { pools[$0].shutdown(gracePeriod: gracePeriod) }
         queue.sync {}  // completions posted by the pool have been planned
-        queue.sync { flush() }  // and handed to the writer
+        queue.sync { flush(force: true) }  // and handed to the writer
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
     }
 
@@ -305,17 +308,20 @@ public final class DeliveryEngine: @unchecked Sendable {
         // In place: a copy of the app's box taken out and put back would copy its growing list of updates for
         // every answer of the turn.
         outbox[app, default: Outbox()].add(updates, plan: plan)
-        if !flushScheduled {
+        if !flushScheduled && outcomeWrites == 0 {
             flushScheduled = true
             queue.async { self.flush() }
         }
     }
 
-    private func flush() {
+    /// Hands the outbox to the writer, unless an outcome write is already there (its answer flushes again);
+    /// `force` does it anyway, for a read or a shutdown that must come after every outcome decided so far.
+    private func flush(force: Bool = false) {
         flushScheduled = false
-        guard !outbox.isEmpty else { return }
+        guard !outbox.isEmpty, force || outcomeWrites == 0 else { return }
         let boxes = outbox
         outbox = [:]
+        outcomeWrites += 1
         let (owner, metrics) = (self.owner, self.metrics)
         writer.enqueue({ connection -> [String: AppliedOutcomes] in
             let now = Clock.nowMillis()
@@ -332,7 +338,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                 for (app, outcomes) in applied {
                     Self.count(boxes[app]?.updates ?? [], applied: outcomes, app: app, into: metrics)
                 }
-                self.queue.async { self.release(boxes) }
+                self.queue.async { self.written(boxes) }
             case .failure(let error as any StoreError) where error.isTransient:
                 // The database is away (connection lost, disk full): these answers are still true and the rows
                 // still leased to this process, so write them again rather than let the rescuer send them twice.
@@ -340,6 +346,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                     "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
                 ])
                 self.queue.asyncAfter(deadline: .now() + .seconds(1)) {
+                    self.outcomeWrites -= 1
                     self.lastWriteFailure = Clock.nowMillis()
                     self.rewrite(boxes)
                 }
@@ -348,7 +355,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                 Log.error("writing outcomes failed", [
                     "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
                 ])
-                self.queue.async { self.release(boxes) }
+                self.queue.async { self.written(boxes) }
             }
         }
     }
@@ -363,15 +370,15 @@ public final class DeliveryEngine: @unchecked Sendable {
             if let until = failed.gateUntil { box.gateUntil = max(box.gateUntil ?? 0, until) }
             outbox[app] = box
         }
-        if !flushScheduled {
-            flushScheduled = true
-            flush()
-        }
+        flush()
     }
 
-    /// The outcomes of `boxes` are settled: their leases are no longer this process's to renew.
-    private func release(_ boxes: [String: Outbox]) {
+    /// The write of `boxes` is over (committed, or failed for good): their leases are no longer this process's to
+    /// renew, and what gathered in the outbox meanwhile goes next.
+    private func written(_ boxes: [String: Outbox]) {
+        outcomeWrites -= 1
         for box in boxes.values { held.subtract(box.updates.lazy.map(\.id)) }
+        flush()
     }
 
     /// Metrics and the dead-letter log line for a committed batch of outcomes.
@@ -415,8 +422,9 @@ public final class DeliveryEngine: @unchecked Sendable {
         guard !stopping else { return }
         ticks += 1
         let names = Array(runtimes.keys)
-        // Read through the writer, not a reader: it runs after every outcome already queued, so a pause or gate
-        // this process decided is never undone by a read that predates its commit.
+        // Read through the writer, not a reader, after every outcome decided so far: a pause or gate this process
+        // decided is never undone by a read that predates its commit.
+        flush(force: true)
         writer.enqueue({ connection in
             try connection.apps().filter { names.contains($0.name) }.map { state in
                 (state, try connection.nextDue(app: state.name))

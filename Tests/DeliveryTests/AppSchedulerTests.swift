@@ -47,21 +47,27 @@ import Testing
         #expect(app.pump(now: now).claims == [6], "two concurrencies' worth of requests waiting")
         let actions = app.claimed(claim(6), now: now)
         #expect(actions.sent == [1, 2, 3], "one window in flight, oldest first")
-        #expect(actions.claims == [3], "three wait: the next claim fills up to two windows")
+        #expect(actions.claims.isEmpty, "a window still waits")
         #expect(app.inFlight == 3 && app.pendingCount == 3)
+        var random = random
+        let answered = app.answered(actions.sentRequests[0], result: answer(200), now: now, using: &random)
+        #expect(answered.sent == [4])
+        #expect(answered.claims == [4], "less than a window waits: the claim fills up to two windows")
     }
 
     @Test func anAnswerFreesASlotWritesItsOutcomeAndOneClaimRunsAtATime() {
         var app = scheduler(concurrency: 2)
         _ = app.pump(now: now)
-        let claimed = app.claimed(claim(4), now: now)
-        #expect(claimed.claims == [2])
+        let sent = app.claimed(claim(4), now: now).sentRequests
         var random = random
-        let actions = app.answered(claimed.sentRequests[0], result: answer(200), now: now, using: &random)
-        #expect(actions.written == [.delivered(id: 1, fcmMessageID: "sent-1", canonicalToken: nil, status: 200)])
-        #expect(actions.sent == [3])
-        #expect(actions.claims.isEmpty, "the claim asked for has not come back")
-        #expect(app.claimed(claim(2, first: 5), now: now).claims == [1], "one waits: up to two windows again")
+        let first = app.answered(sent[0], result: answer(200), now: now, using: &random)
+        #expect(first.written == [.delivered(id: 1, fcmMessageID: "sent-1", canonicalToken: nil, status: 200)])
+        #expect(first.sent == [3])
+        #expect(first.claims == [3], "one waits, less than a window: up to two windows")
+        let second = app.answered(sent[1], result: answer(200), now: now, using: &random)
+        #expect(second.sent == [4])
+        #expect(second.claims.isEmpty, "the claim asked for has not come back")
+        #expect(app.claimed(claim(3, first: 5), now: now).claims.isEmpty, "three wait: more than a window")
     }
 
     @Test func aShortClaimWaitsForNewRowsInsteadOfAskingAgain() {
