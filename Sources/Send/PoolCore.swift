@@ -3,23 +3,28 @@ import CCurlFixes
 import Glibc
 import Synchronization
 
+/// A request handed to a pool's loop thread (libcurl's or the HTTP/2 client's), with what to call when it ends.
+struct PoolSubmission: Sendable {
+    var request: OutboundRequest
+    var completion: @Sendable (TransportResult, Double) -> Void
+    var submittedAt: Double
+}
+
+/// Where a pool is in its life, as the submitting threads see it.
+enum PoolPhase: Sendable {
+    case running
+    /// `shutdown` was called: nothing new is accepted, in-flight requests may finish until `deadline`
+    /// (monotonic seconds).
+    case draining(deadline: Double)
+    /// The loop has ended and freed what it owned; nothing may touch it any more.
+    case stopped
+}
+
 /// What the submitting threads and the loop thread share: the mailbox, the in-flight count and the loop's
 /// wake-up (an eventfd). Everything else belongs to the loop thread alone.
 final class PoolCore: Sendable {
-    struct Submission: Sendable {
-        var request: OutboundRequest
-        var completion: @Sendable (TransportResult, Double) -> Void
-        var submittedAt: Double
-    }
-
-    enum Phase: Sendable {
-        case running
-        /// `shutdown` was called: nothing new is accepted, in-flight requests may finish until `deadline`
-        /// (monotonic seconds).
-        case draining(deadline: Double)
-        /// The loop has ended and freed the multi handle; nothing may touch it any more.
-        case stopped
-    }
+    typealias Submission = PoolSubmission
+    typealias Phase = PoolPhase
 
     struct Mailbox: Sendable {
         var phase = Phase.running

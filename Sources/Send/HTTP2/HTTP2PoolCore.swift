@@ -5,11 +5,8 @@ import Synchronization
 /// What the submitting threads, the resolver and the loop thread share: the mailbox, the counts and the loop's
 /// wake-up (an eventfd). Everything else belongs to the loop thread alone.
 final class HTTP2PoolCore: Sendable {
-    struct Submission: Sendable {
-        var request: OutboundRequest
-        var completion: @Sendable (TransportResult, Double) -> Void
-        var submittedAt: Double
-    }
+    typealias Submission = PoolSubmission
+    typealias Phase = PoolPhase
 
     /// A host name looked up for a connection that is opening: its addresses, or why there are none.
     struct Resolution: Sendable {
@@ -19,14 +16,6 @@ final class HTTP2PoolCore: Sendable {
 
     struct ResolveError: Error, Sendable {
         var reason: String
-    }
-
-    enum Phase: Sendable {
-        case running
-        /// `shutdown` was called: nothing new is accepted, requests in flight may finish until `deadline`
-        /// (monotonic seconds).
-        case draining(deadline: Double)
-        case stopped
     }
 
     struct Mailbox: Sendable {
