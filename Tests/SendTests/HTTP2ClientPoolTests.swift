@@ -6,38 +6,6 @@ import Testing
 /// Herald's own HTTP/2 client against a real TLS + HTTP/2 server (node's http2 module, 100 streams per connection,
 /// as FCM): what goes on the wire, counted at the server.
 @Suite(.serialized) struct HTTP2ClientPoolTests {
-    /// Submits `total` requests keeping `window` in flight; returns every result, in completion order.
-    private func run(
-        _ pool: HTTP2ClientPool, total: Int, window: Int, request: @escaping @Sendable (Int) -> OutboundRequest
-    ) async -> [TransportResult] {
-        await withCheckedContinuation { continuation in
-            let state = Locked<(submitted: Int, results: [TransportResult])>((0, []))
-            @Sendable func submitNext() {
-                let index = state.withLock { state -> Int? in
-                    guard state.submitted < total else { return nil }
-                    state.submitted += 1
-                    return state.submitted - 1
-                }
-                guard let index else { return }
-                pool.submit(request(index)) { result, _ in
-                    let finished = state.withLock { state -> [TransportResult]? in
-                        state.results.append(result)
-                        return state.results.count == total ? state.results : nil
-                    }
-                    if let finished { continuation.resume(returning: finished) } else { submitNext() }
-                }
-            }
-            for _ in 0..<window { submitNext() }
-        }
-    }
-
-    private func message(_ standIn: H2StandIn, _ index: Int, authorization: String = "Bearer a") -> OutboundRequest {
-        OutboundRequest(
-            url: standIn.sendURL,
-            headers: [("Content-Type", "application/json"), ("Authorization", authorization)],
-            body: Array(#"{"message":{"token":"token-\#(index)"}}"#.utf8))
-    }
-
     private func pool(_ standIn: H2StandIn, connections: Int = 2) -> HTTP2ClientPool {
         HTTP2ClientPool(
             maxConnectionsPerHost: connections, http1Connections: 4, name: "h2-test", caFile: standIn.caFile)
