@@ -87,11 +87,6 @@ public final class HTTPClientPool: Sendable {
     /// where it only starts the shutdown. A second call returns at once.
     public func shutdown(gracePeriod: Double) {
         _ = core.beginDraining(gracePeriod: gracePeriod, now: Clock.monotonicSeconds())
-        guard let thread = thread.withLock({ $0.take() }) else { return }
-        if thread.isCurrent {
-            thread.detach()
-        } else {
-            thread.join()
-        }
+        thread.withLock { $0.take() }?.end()
     }
 }

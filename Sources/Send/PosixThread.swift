@@ -34,6 +34,12 @@ struct PosixThread: Sendable {
     func detach() {
         _ = pthread_detach(id)
     }
+
+    /// Waits for the thread to end, or, called on the thread itself (a pool shut down from one of its own
+    /// completions), lets it end on its own.
+    func end() {
+        if isCurrent { detach() } else { join() }
+    }
 }
 
 private final class ThreadBody {
