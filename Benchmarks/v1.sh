@@ -62,6 +62,7 @@
 #   HERALD_BENCH_FANOUT_TIMEOUT=600  seconds to wait for the fan-out to be delivered before failing
 #   HERALD_BENCH_PERF=0              1: record `perf record -g` of Herald for 10 s at the first delay of run 1 and
 #                                    print the top of `perf report` (needs perf)
+#   HERALD_BENCH_PERF_ARGS="-g -F 999"  perf record's options (--call-graph dwarf follows stacks through libsqlite3)
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go (a real disk)
 #   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
 #   HERALD_BENCH_KEEP=1              keep the work directory
@@ -85,6 +86,7 @@ RAMP=${HERALD_BENCH_RAMP:-2}
 POLL=${HERALD_BENCH_POLL:-0.2}
 H2LOAD_THREADS=${HERALD_BENCH_H2LOAD_THREADS:-1}
 PERF=${HERALD_BENCH_PERF:-0}
+PERF_ARGS=${HERALD_BENCH_PERF_ARGS:--g -F 999}
 FIGURES=${HERALD_BENCH_FIGURES:-rate latency}
 LATENCY_RATE=${HERALD_BENCH_LATENCY_RATE:-1000}
 LATENCY_DURATION=${HERALD_BENCH_LATENCY_DURATION:-20}
@@ -260,7 +262,7 @@ measure_herald() { # $1 template database, $2 perf (1: record)
     "$HERALD" resume default --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
     if (($2 == 1)); then
         sleep "$RAMP"
-        perf record -g -F 999 -p "$HERALD_PID" -o "$WORK/perf.data" -- sleep 10 >/dev/null 2>&1 || log "perf record failed"
+        perf record $PERF_ARGS -p "$HERALD_PID" -o "$WORK/perf.data" -- sleep 10 >/dev/null 2>&1 || log "perf record failed"
     fi
     # Until the backlog is delivered, or HERALD_BENCH_DURATION seconds after the ramp, plus a minute's grace.
     deadline=$(($(date +%s) + RAMP + DURATION + 60))

@@ -53,6 +53,15 @@ public final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// Runs `body` with SQLite's defensive mode off, which otherwise refuses every write to `sqlite_schema` even
+    /// under `PRAGMA writable_schema`: for a migration that edits the schema text in place, and nothing else.
+    func withSchemaWritable<T>(_ body: () throws -> T) rethrows -> T {
+        var ignored: Int32 = 0
+        herald_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DEFENSIVE, 0, &ignored)
+        defer { herald_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DEFENSIVE, 1, &ignored) }
+        return try body()
+    }
+
     /// Runs SQL that takes no arguments and returns no rows (pragmas, DDL, transaction control).
     public func execute(_ sql: String) throws {
         var error: UnsafeMutablePointer<CChar>?

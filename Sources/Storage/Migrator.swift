@@ -35,7 +35,17 @@ public enum Migrator {
             try connection.transaction {
                 // Re-check inside the write lock: another process may have migrated meanwhile.
                 guard try currentVersion(connection) < migration.version else { return }
-                try connection.execute(migration.sql)
+                if migration.sql.contains("writable_schema") {
+                    // The schema text is edited in place (SQLite's procedure for changes that leave every stored
+                    // row valid): a new schema version makes every open connection parse it again.
+                    try connection.withSchemaWritable {
+                        try connection.execute(migration.sql)
+                        let version = try connection.queryOne("PRAGMA schema_version") { $0.int64(0) } ?? 0
+                        try connection.execute("PRAGMA schema_version = \(version + 1)")
+                    }
+                } else {
+                    try connection.execute(migration.sql)
+                }
                 try connection.run(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     .integer(Int64(migration.version)), .text(migration.name), .integer(Clock.nowMillis()))

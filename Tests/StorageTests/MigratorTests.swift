@@ -66,6 +66,56 @@ import Queue
         #expect(!plan.contains("TEMP B-TREE"), "the claim must not sort: \(plan)")
     }
 
+    /// SQLite checks a CHECK `x IN (a, b, c)` of more than two constants by building a temporary b-tree for every
+    /// row it writes (0007 respells them): a claim or an answer must not pay for one. A connection that had parsed
+    /// the old schema sees the new one too.
+    @Test func writingAStateOrAMessageBuildsNoTemporaryBTree() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("herald.db")
+        let migrating = try Connection(path: path)
+        try Migrator.migrate(migrating, upTo: 6)
+        try migrating.execute("""
+            INSERT INTO messages (id, app, payload, target_kind, priority, ttl_seconds, created_at, expires_at)
+            VALUES ('m', 'default', '{}', 'tokens', 'normal', 60, 0, 60000);
+            INSERT INTO deliveries (message_id, app, token, next_attempt_at, updated_at, created_at)
+            VALUES ('m', 'default', 't', 0, 0, 0);
+            """)
+        let open = try Connection(path: path)
+        // Not through the statement cache: an EXPLAIN prepared under the old schema would list the old program.
+        func opcodes(_ connection: Connection, _ sql: String) throws -> [String] {
+            let statement = try Statement(connection: connection, sql: "EXPLAIN \(sql)")
+            var opcodes: [String] = []
+            while try statement.step() { opcodes.append(statement.string(1)) }
+            return opcodes
+        }
+        let update = "UPDATE deliveries SET state = 'inflight' WHERE id = 1"
+        let insert = """
+            INSERT INTO messages (id, app, payload, target_kind, priority, ttl_seconds, created_at, expires_at)
+            VALUES ('n', 'default', '{}', 'topic', 'high', 60, 0, 60000)
+            """
+        #expect(try opcodes(open, update).contains("OpenEphemeral"), "the schema before 0007 builds one")
+
+        #expect(try Migrator.migrate(migrating) == [7])
+        // A connection looks at the schema version when it next reads (EXPLAIN alone does not).
+        #expect(try open.queryOne("SELECT count(*) FROM deliveries") { $0.int(0) } == 1)
+        for connection in [migrating, open] {
+            #expect(try !opcodes(connection, update).contains("OpenEphemeral"))
+            #expect(try !opcodes(connection, insert).contains("OpenEphemeral"))
+        }
+        #expect(try open.queryOne("PRAGMA integrity_check") { $0.string(0) } == "ok")
+
+        // The same values are accepted and refused as before.
+        for state in ["queued", "inflight", "delivered", "dead", "dropped"] {
+            try open.run("UPDATE deliveries SET state = ? WHERE id = 1", .text(state))
+        }
+        #expect(throws: SQLiteError.self) { try open.run("UPDATE deliveries SET state = 'sent' WHERE id = 1") }
+        #expect(throws: SQLiteError.self) {
+            try open.run("UPDATE messages SET target_kind = 'token' WHERE id = 'm'")
+        }
+        try open.execute(insert)
+        #expect(try open.queryOne("SELECT count(*) FROM messages") { $0.int(0) } == 2)
+    }
+
     @Test func newDatabaseFilesAreOwnerOnly() throws {
         let directory = TemporaryDirectory()
         let path = directory.path("herald.db")
