@@ -63,6 +63,8 @@
 #   HERALD_BENCH_PERF=0              1: record `perf record -g` of Herald for 10 s at the first delay of run 1 and
 #                                    print the top of `perf report` (needs perf)
 #   HERALD_BENCH_PERF_ARGS="-g -F 999"  perf record's options (--call-graph dwarf follows stacks through libsqlite3)
+#   HERALD_BENCH_INSTRUCTIONS=0      1: count Herald's instructions per send (`perf stat`, 5 s after the ramp) in
+#                                    each rate run, a steadier figure than CPU time for comparing two builds
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go (a real disk)
 #   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
 #   HERALD_BENCH_KEEP=1              keep the work directory
@@ -87,6 +89,7 @@ POLL=${HERALD_BENCH_POLL:-0.2}
 H2LOAD_THREADS=${HERALD_BENCH_H2LOAD_THREADS:-1}
 PERF=${HERALD_BENCH_PERF:-0}
 PERF_ARGS=${HERALD_BENCH_PERF_ARGS:--g -F 999}
+INSTRUCTIONS=${HERALD_BENCH_INSTRUCTIONS:-0}
 FIGURES=${HERALD_BENCH_FIGURES:-rate latency}
 LATENCY_RATE=${HERALD_BENCH_LATENCY_RATE:-1000}
 LATENCY_DURATION=${HERALD_BENCH_LATENCY_DURATION:-20}
@@ -154,7 +157,7 @@ if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
 fi
 for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
 if wants latency; then command -v wrk >/dev/null || fail "the latency figure needs wrk (apt-get install wrk)"; fi
-if ((PERF == 1)); then command -v perf >/dev/null || fail "HERALD_BENCH_PERF=1 needs perf"; fi
+if ((PERF == 1 || INSTRUCTIONS == 1)); then command -v perf >/dev/null || fail "HERALD_BENCH_PERF=1 and HERALD_BENCH_INSTRUCTIONS=1 need perf"; fi
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
 if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
     log "building: swift build -c release"
@@ -260,9 +263,13 @@ measure_herald() { # $1 template database, $2 perf (1: record)
     poller "$HERALD_PID" "$PORT" >"$polls" &
     POLLER_PID=$!
     "$HERALD" resume default --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
+    H_INSTRUCTIONS=-
     if (($2 == 1)); then
         sleep "$RAMP"
         perf record $PERF_ARGS -p "$HERALD_PID" -o "$WORK/perf.data" -- sleep 10 >/dev/null 2>&1 || log "perf record failed"
+    elif ((INSTRUCTIONS == 1)); then
+        sleep "$RAMP"
+        count_instructions
     fi
     # Until the backlog is delivered, or HERALD_BENCH_DURATION seconds after the ramp, plus a minute's grace.
     deadline=$(($(date +%s) + RAMP + DURATION + 60))
@@ -302,6 +309,20 @@ measure_herald() { # $1 template database, $2 perf (1: record)
             printf "%.1f %.1f %d %d\n", sends / secs, (cpu[b] - cpu[a]) / hz * 1e6 / sends, conn, int(hwm / 1024)
         }' "$polls")"
     rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
+}
+
+# Herald's instructions (user + kernel, `perf stat`) per delivered send over 5 s of the drain: a steadier figure than
+# CPU time on a busy machine, for comparing two builds. Sets H_INSTRUCTIONS (thousands per send).
+count_instructions() {
+    local before after out=$WORK/perf-stat.out
+    before=$(metric "$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")" \
+        'herald_deliveries_total{app="default",outcome="delivered"}')
+    perf stat -x, -e instructions:u,instructions:k -p "$HERALD_PID" -o "$out" -- sleep 5 >/dev/null 2>&1 ||
+        fail "perf stat failed"
+    after=$(metric "$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")" \
+        'herald_deliveries_total{app="default",outcome="delivered"}')
+    ((after > before)) || fail "nothing was delivered while counting instructions"
+    H_INSTRUCTIONS=$(awk -F, -v sends=$((after - before)) '/instructions/ { n += $1 } END { printf "%.1f", n / sends / 1000 }' "$out")
 }
 
 # h2load with Herald's requests in flight, the body and Authorization of Herald's first request. Sets L_RATE.
@@ -552,7 +573,7 @@ for ((run = 1; run <= RUNS; run++)); do
         SESS[$delay]+=" $H_SESSIONS" HWM[$delay]+=" $H_HWM"
         log "run $run/$RUNS  ${delay} ms  herald $(fmt "$H_RATE") sends/s | h2load -c $L_CONNECTIONS -m $STREAMS" \
             "$(fmt "$L_RATE") req/s | ratio $(ratio "$H_RATE" "$L_RATE") | connections: herald held $H_CONN at most," \
-            "stand-in accepted $H_SESSIONS | CPU $H_CPU_US us/send | peak RSS $H_HWM MiB |" \
+            "stand-in accepted $H_SESSIONS | CPU $H_CPU_US us/send, $H_INSTRUCTIONS k instructions/send | peak RSS $H_HWM MiB |" \
             "wire $H_WIRE = accounted $H_COUNTED, duplicates $H_DUPLICATES"
         if ((perf_now == 1)) && [[ -f $WORK/perf.data ]]; then
             log "perf: Herald's CPU by thread, by library, and the top symbols (10 s, $WORK/perf.data):"
