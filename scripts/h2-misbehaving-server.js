@@ -7,11 +7,14 @@
 //
 // MODE: data-on-stream-0, ping-of-7-bytes, push-promise, oversized-frame, bad-hpack, headers-on-idle-stream,
 // window-overflow, interrupted-header-block, rst-refused (REFUSED_STREAM for the first request, then a 200 for
-// every request: a well-behaved one), ping (a PING, then a 200).
+// every request: a well-behaved one), ping (a PING, then a 200), late-settings (its SETTINGS only after 300 ms,
+// allowing 2 concurrent streams; every request answered 200 after 100 ms), no-settings (never sends SETTINGS).
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
-// http://127.0.0.1:S/stats answers {"sessions": N, "requests": N, "frames": [{"type", "flags", "stream", "code"}]}
-// (code: a GOAWAY's or RST_STREAM's error code; for a PING its payload's first byte).
+// http://127.0.0.1:S/stats answers {"sessions": N, "requests": N, "frames": [{"type", "flags", "stream", "code"}],
+// "early": N, "max_open": N} (code: a GOAWAY's or RST_STREAM's error code; for a PING its payload's first byte;
+// early: requests that arrived before the server's SETTINGS; max_open: the most requests open at once on one
+// connection).
 const tls = require('tls');
 const http = require('http');
 const fs = require('fs');
@@ -22,7 +25,7 @@ for (let i = 2; i < process.argv.length; i += 2) {
     if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
     options[name] = process.argv[i + 1];
 }
-const stats = { sessions: 0, requests: 0, frames: [] };
+const stats = { sessions: 0, requests: 0, frames: [], early: 0, max_open: 0 };
 
 const frame = (type, flags, stream, payload) => {
     const header = Buffer.alloc(9);
@@ -46,8 +49,21 @@ const server = tls.createServer({
     let buffered = Buffer.alloc(0);
     let prefaceSeen = false;
     let requests = 0;
+    let settingsSent = false;
+    socket.open = 0;
     socket.on('error', () => {});
-    socket.write(frame(4, 0, 0, Buffer.alloc(0)));
+    let ackOwed = false;
+    if (options.mode === 'late-settings') {
+        // SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 2; the acknowledgement of the client's SETTINGS after them.
+        setTimeout(() => {
+            settingsSent = true;
+            socket.write(frame(4, 0, 0, Buffer.from([0, 3, 0, 0, 0, 2])));
+            if (ackOwed) socket.write(frame(4, 1, 0, Buffer.alloc(0)));
+        }, 300);
+    } else if (options.mode !== 'no-settings') {
+        settingsSent = true;
+        socket.write(frame(4, 0, 0, Buffer.alloc(0)));
+    }
     socket.on('data', (chunk) => {
         buffered = Buffer.concat([buffered, chunk]);
         if (!prefaceSeen) {
@@ -66,10 +82,15 @@ const server = tls.createServer({
             const code = type === 7 ? payload.readUInt32BE(4) : type === 3 ? payload.readUInt32BE(0)
                 : type === 6 ? payload[0] : null;
             stats.frames.push({ type, flags, stream, code });
-            if (type === 4 && !(flags & 1)) socket.write(frame(4, 1, 0, Buffer.alloc(0)));
+            if (type === 4 && !(flags & 1)) {
+                if (settingsSent) socket.write(frame(4, 1, 0, Buffer.alloc(0))); else ackOwed = true;
+            }
             if (type === 1) {
                 requests++;
                 stats.requests++;
+                if (!settingsSent) stats.early++;
+                socket.open++;
+                stats.max_open = Math.max(stats.max_open, socket.open);
                 misbehave(socket, stream, requests);
             }
         }
@@ -91,6 +112,8 @@ function misbehave(socket, stream, requests) {
         return socket.write(requests === 1 ? frame(3, 0, stream, u32(7)) : answer(stream));
     case 'ping':
         return socket.write(Buffer.concat([frame(6, 0, 0, Buffer.from([42, 0, 0, 0, 0, 0, 0, 0])), answer(stream)]));
+    case 'late-settings':
+        return setTimeout(() => { socket.open--; socket.write(answer(stream)); }, 100);
     default:
         console.error(`unknown mode ${options.mode}`);
         process.exit(2);

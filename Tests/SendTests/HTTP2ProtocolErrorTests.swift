@@ -69,6 +69,44 @@ import Testing
         #expect(frames.contains { $0.type == 1 && $0.stream == 1 })
     }
 
+    /// A server may allow fewer streams than FCM's 100: no request goes out before its SETTINGS say how many, and
+    /// never more at once than they allow.
+    @Test func requestsWaitForTheServersSettingsAndKeepToItsStreamLimit() async throws {
+        let server = try H2StandIn(["--mode", "late-settings"], script: "scripts/h2-misbehaving-server.js")
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let statuses = await withTaskGroup(of: Int?.self) { group in
+            for index in 0..<6 {
+                group.addTask {
+                    await send(pool, OutboundRequest(url: server.baseURL + "/\(index)", body: Array("{}".utf8))).0.status
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+
+        #expect(statuses == Array(repeating: 200, count: 6))
+        let stats = try await server.statsObject()
+        #expect(stats["requests"] as? Int == 6)
+        #expect(stats["early"] as? Int == 0, "requests before the server's SETTINGS")
+        #expect(stats["max_open"] as? Int == 2, "the server allows 2 streams at once")
+        #expect(stats["sessions"] as? Int == 1)
+    }
+
+    /// A server that never sends its SETTINGS never gets a request: the connection fails at the connect timeout.
+    @Test func aServerThatNeverSendsSettingsFailsAtTheConnectTimeout() async throws {
+        let server = try H2StandIn(["--mode", "no-settings"], script: "scripts/h2-misbehaving-server.js")
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        var request = OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8))
+        request.connectTimeoutMillis = 500
+        let (result, _) = await send(pool, request)
+
+        #expect(result.failureReason == "timeout", "\(result)")
+        #expect(try await server.statsObject()["requests"] as? Int == 0)
+    }
+
     // MARK: - Helpers
 
     struct Frame {

@@ -109,7 +109,7 @@ extension HTTP2Connection {
             sawServerSettings = true
             HTTP2Frame.writeSettingsAck(into: &output)
             loop.markForFlush(self)
-            // More streams, perhaps: requests waiting for one may take them.
+            // The first SETTINGS open the connection to requests; later ones may allow more streams.
             loop.connectionOpened(self)
         case .pushPromise:
             throw .connection(.protocolError, "PUSH_PROMISE, push being disabled")

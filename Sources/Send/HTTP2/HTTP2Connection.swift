@@ -79,12 +79,17 @@ final class HTTP2Connection {
         self.connectDeadline = connectDeadline
     }
 
-    var isOpening: Bool { state == .resolving || state == .connecting || state == .handshaking }
+    /// Until the server's SETTINGS arrive a connection carries no request: they may allow fewer streams than
+    /// FCM's 100, and a stream over the server's limit may be refused as a protocol error (RFC 9113 §5.1.2).
+    /// The connect timeout covers the wait.
+    var isOpening: Bool {
+        state == .resolving || state == .connecting || state == .handshaking || (state == .open && !sawServerSettings)
+    }
 
     /// Streams it may carry at once: FCM's 100, or fewer if the server's SETTINGS say so.
     var capacity: Int { min(HTTPClientPool.streamsPerConnection, peerMaxConcurrentStreams) }
 
-    var hasRoom: Bool { state == .open && !goingAway && streams.count < capacity }
+    var hasRoom: Bool { state == .open && sawServerSettings && !goingAway && streams.count < capacity }
 
     // MARK: - Opening
 
@@ -173,7 +178,7 @@ final class HTTP2Connection {
     }
 
     /// TLS is up: HTTP/2 if ALPN chose it, else the origin goes to HTTP/1.1. The client's preface, SETTINGS and
-    /// connection window go out at once (section 3.4); requests may follow them before the server's SETTINGS.
+    /// connection window go out at once (section 3.4); requests follow the server's SETTINGS (`isOpening`).
     private func established() {
         guard let ssl else { return }
         var selected: UnsafePointer<UInt8>?
@@ -194,7 +199,6 @@ final class HTTP2Connection {
         state = .open
         watch(1)
         loop.markForFlush(self)
-        loop.connectionOpened(self)
     }
 
     // MARK: - I/O
@@ -310,6 +314,10 @@ final class HTTP2Connection {
         guard state == .open else { return }
         HTTP2Frame.writeGoAway(lastStream: 0, code: error.code, into: &output)
         if blockedWriteLength == 0 { writeOutput() }
+        guard sawServerSettings else {
+            // Still opening (no request on it): a failed opening, so the next one waits a second.
+            return fail(opening: "protocol error: \(error)")
+        }
         close(failing: "reset", reason: "protocol error: \(error)")
     }
 

@@ -19,7 +19,7 @@ final class HTTP2Origin {
         self.port = port
     }
 
-    /// Connections still resolving, connecting or in their TLS handshake.
+    /// Connections still resolving, connecting, in their TLS handshake or waiting for the server's SETTINGS.
     var opening: Int {
         connections.reduce(0) { $0 + ($1.isOpening ? 1 : 0) }
     }
