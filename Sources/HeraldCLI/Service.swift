@@ -140,7 +140,8 @@ extension Service {
         guard !stopping.isSet else { return }
         let metrics = self.metrics
         readers.enqueue({ connection in
-            try connection.snapshot { try connection.appStatuses(now: Clock.nowMillis()) }
+            // The gauges need no last-minute counts (`herald_deliveries_total` has them).
+            try connection.snapshot { try connection.appStatuses(now: Clock.nowMillis(), lastMinute: false) }
         }) { result in
             if case .success(let apps) = result {
                 let now = Clock.nowMillis()

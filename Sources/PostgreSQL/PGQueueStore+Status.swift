@@ -6,7 +6,7 @@ extension PGQueueStore {
     /// Every app's switches, backlog and last-minute finishes, each figure read from one of the partial indexes
     /// (no table scan), so it answers quickly at millions of rows. Call inside `snapshot` for figures that agree
     /// with each other.
-    public func appStatuses(now: Int64) throws -> [AppStatus] {
+    public func appStatuses(now: Int64, lastMinute: Bool) throws -> [AppStatus] {
         let since = now - 60_000
         return try AppStatus.assemble(
             connection.query(PGStatusSQL.apps) {
@@ -15,10 +15,11 @@ extension PGQueueStore {
                     pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4))
             },
             inflight: countsByApp(PGStatusSQL.inflight, []), dead: countsByApp(PGStatusSQL.dead, []),
-            deadSince: countsByApp(PGStatusSQL.deadSince, [.integer(since)]),
-            finishedSince: connection.query(PGStatusSQL.finishedSince, [.integer(since)]) {
-                (app: $0.string(0), state: $0.string(1), count: $0.int(2))
-            },
+            deadSince: lastMinute ? countsByApp(PGStatusSQL.deadSince, [.integer(since)]) : [:],
+            finishedSince: lastMinute
+                ? connection.query(PGStatusSQL.finishedSince, [.integer(since)]) {
+                    (app: $0.string(0), state: $0.string(1), count: $0.int(2))
+                } : [],
             now: now,
             backlog: { app in try connection.queryOne(PGStatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } },
             nextDue: { try nextDue(app: $0) })

@@ -5,7 +5,7 @@ extension Connection {
 
     /// Every app's switches, backlog and last-minute finishes, from index range scans only (no table scan), so it
     /// answers quickly at millions of rows. Call inside `snapshot` for figures that agree with each other.
-    public func appStatuses(now: Int64) throws -> [AppStatus] {
+    public func appStatuses(now: Int64, lastMinute: Bool) throws -> [AppStatus] {
         let since = now - 60_000
         return try AppStatus.assemble(
             query(StatusSQL.apps) {
@@ -14,10 +14,11 @@ extension Connection {
                     pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4))
             },
             inflight: countsByApp(StatusSQL.inflight, []), dead: countsByApp(StatusSQL.dead, []),
-            deadSince: countsByApp(StatusSQL.deadSince, [.integer(since)]),
-            finishedSince: query(StatusSQL.finishedSince, [.integer(since)]) {
-                (app: $0.string(0), state: $0.string(1), count: $0.int(2))
-            },
+            deadSince: lastMinute ? countsByApp(StatusSQL.deadSince, [.integer(since)]) : [:],
+            finishedSince: lastMinute
+                ? query(StatusSQL.finishedSince, [.integer(since)]) {
+                    (app: $0.string(0), state: $0.string(1), count: $0.int(2))
+                } : [],
             now: now,
             backlog: { app in try queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } },
             nextDue: { try nextDue(app: $0) })

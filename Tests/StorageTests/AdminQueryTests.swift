@@ -84,7 +84,7 @@ private let day: Int64 = 86_400_000
         try finish("dead-old", "dead", reason: "InvalidRegistration", at: now - 5 * 60_000)
         try finish("s-ok", "delivered", at: now - 10)
 
-        let statuses = try connection.snapshot { try connection.appStatuses(now: now) }
+        let statuses = try connection.snapshot { try connection.appStatuses(now: now, lastMinute: true) }
         #expect(statuses.map(\.name) == ["default", "second"])
         let main = statuses[0]
         #expect(main.queued == 3)
@@ -102,7 +102,7 @@ private let day: Int64 = 86_400_000
     @Test func statusHasNoOldestReadyWhenNothingIsDueYet() throws {
         try enqueue(["a"], at: t0)
         try connection.run("UPDATE deliveries SET next_attempt_at = ?", .integer(t0 + 60_000))
-        let status = try #require(try connection.appStatuses(now: t0 + 1000).first)
+        let status = try #require(try connection.appStatuses(now: t0 + 1000, lastMinute: true).first)
         #expect(status.queued == 1 && status.ready == 0 && status.oldestReadySince == nil)
     }
 
@@ -111,7 +111,7 @@ private let day: Int64 = 86_400_000
         try enqueue(["b"], app: "second", at: t0)
         try connection.pauseApp("default", reason: "401 from FCM", now: t0 + 5)
         try connection.closeGate("second", until: t0 + 9000)
-        let statuses = try connection.appStatuses(now: t0 + 10)
+        let statuses = try connection.appStatuses(now: t0 + 10, lastMinute: true)
         #expect(statuses[0].paused && statuses[0].pauseReason == "401 from FCM" && statuses[0].pausedAt == t0 + 5)
         #expect(!statuses[1].paused && statuses[1].gateUntil == t0 + 9000)
     }
