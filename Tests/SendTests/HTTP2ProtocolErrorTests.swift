@@ -13,8 +13,7 @@ import Testing
 
     @Test(arguments: connectionErrors)
     func aConnectionErrorEndsTheConnectionWithGoAway(_ mode: String, _ code: UInt32) async throws {
-        let server = try H2StandIn(["--mode", mode], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        let (server, pool) = try misbehaving(mode)
         defer { pool.shutdown(gracePeriod: 0) }
 
         var request = OutboundRequest(url: server.baseURL + "/v1/projects/p/messages:send", body: Array("{}".utf8))
@@ -30,8 +29,7 @@ import Testing
     }
 
     @Test func aRefusedStreamIsSentAgainAndAnswered() async throws {
-        let server = try H2StandIn(["--mode", "rst-refused"], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        let (server, pool) = try misbehaving("rst-refused")
         defer { pool.shutdown(gracePeriod: 0) }
 
         let (result, _) = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
@@ -43,8 +41,7 @@ import Testing
     }
 
     @Test func aPingIsAnsweredWithItsPayload() async throws {
-        let server = try H2StandIn(["--mode", "ping"], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        let (server, pool) = try misbehaving("ping")
         defer { pool.shutdown(gracePeriod: 0) }
 
         let (result, _) = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
@@ -55,8 +52,7 @@ import Testing
     }
 
     @Test func theClientSendsItsPrefaceSettingsAndWindowFirst() async throws {
-        let server = try H2StandIn(["--mode", "ping"], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        let (server, pool) = try misbehaving("ping")
         defer { pool.shutdown(gracePeriod: 0) }
 
         _ = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
@@ -72,14 +68,14 @@ import Testing
     /// A server may allow fewer streams than FCM's 100: no request goes out before its SETTINGS say how many, and
     /// never more at once than they allow.
     @Test func requestsWaitForTheServersSettingsAndKeepToItsStreamLimit() async throws {
-        let server = try H2StandIn(["--mode", "late-settings"], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        let (server, pool) = try misbehaving("late-settings")
         defer { pool.shutdown(gracePeriod: 0) }
 
         let statuses = await withTaskGroup(of: Int?.self) { group in
             for index in 0..<6 {
                 group.addTask {
-                    await send(pool, OutboundRequest(url: server.baseURL + "/\(index)", body: Array("{}".utf8))).0.status
+                    let request = OutboundRequest(url: server.baseURL + "/\(index)", body: Array("{}".utf8))
+                    return await send(pool, request).result.status
                 }
             }
             return await group.reduce(into: []) { $0.append($1) }
@@ -95,8 +91,7 @@ import Testing
 
     /// A server that never sends its SETTINGS never gets a request: the connection fails at the connect timeout.
     @Test func aServerThatNeverSendsSettingsFailsAtTheConnectTimeout() async throws {
-        let server = try H2StandIn(["--mode", "no-settings"], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        let (server, pool) = try misbehaving("no-settings")
         defer { pool.shutdown(gracePeriod: 0) }
 
         var request = OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8))
@@ -108,6 +103,13 @@ import Testing
     }
 
     // MARK: - Helpers
+
+    /// The misbehaving server in `mode`, and a pool of one connection to it.
+    private func misbehaving(_ mode: String) throws -> (H2StandIn, HTTP2ClientPool) {
+        let server = try H2StandIn(["--mode", mode], script: "scripts/h2-misbehaving-server.js")
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        return (server, pool)
+    }
 
     struct Frame {
         var type: Int
