@@ -32,7 +32,10 @@ enum StatusCommand {
         let connection = try openExistingDatabase(parsed)
         let now = Clock.nowMillis()
         let (apps, totals) = try connection.snapshot {
-            (try connection.appStatuses(now: now, lastMinute: true), parsed.flag("totals") ? try connection.queueDepth() : nil)
+            (
+                try connection.appStatuses(now: now, lastMinute: true),
+                parsed.flag("totals") ? try connection.queueDepth() : nil
+            )
         }
         if parsed.flag("json") {
             var members: [(String, JSON)] = [("at", .int(now)), ("apps", .array(apps.map { json($0, now: now) }))]
