@@ -9,6 +9,8 @@ final class PGGroupCommitter {
     private let queue: JobQueue<PGWriter.Job>
     private let link: PGWriterLink
     private var connection: PGConnection { store.connection }
+    /// The open durable group's transaction id: asked after a COMMIT whose answer was lost (`settle`).
+    private var transactionID: Int64?
 
     init(store: PGQueueStore, queue: JobQueue<PGWriter.Job>, link: PGWriterLink) {
         self.store = store
@@ -95,9 +97,20 @@ final class PGGroupCommitter {
             try connection.commit()
         } catch {
             store.forgetEnsuredApps()
+            let lost = Self.lostConnection(error) ?? lostIfDisconnected(error)
+            if lost != nil, let committed = settle() {
+                // Reconnected, and the server said what became of the group.
+                Log.warn("the connection broke during COMMIT; reconnected, and the server says the group was "
+                    + (committed ? "committed" : "rolled back"), ["jobs": .int(Int64(group.count))])
+                let rolledBack = PGError(
+                    sqlState: "08006",
+                    message: "the connection to PostgreSQL broke during COMMIT and the server rolled the "
+                        + "transaction back; nothing of this write was stored", isConnectionLost: true)
+                for (job, failure) in zip(group, failures) { job.complete(committed ? failure : failure ?? rolledBack) }
+                return nil
+            }
             Log.error("group commit failed", ["error": .string("\(error)"), "jobs": .int(Int64(group.count))])
             // Lost during COMMIT: whether it committed is unknown, which the error says.
-            let lost = Self.lostConnection(error) ?? lostIfDisconnected(error)
             if let lost { link.markLost(lost) }
             // A job that failed on its own keeps its own error.
             for (job, failure) in zip(group, failures) { job.complete(failure ?? error) }
@@ -126,6 +139,26 @@ final class PGGroupCommitter {
         }
     }
 
+    /// After a COMMIT whose answer the broken connection lost: one reconnection, and the server's word on the
+    /// group's transaction (`txid_status`). Nil when that cannot be had (the server is away, the group was not
+    /// durable so its id was not asked): the jobs are then told that the commit is unknown.
+    private func settle() -> Bool? {
+        guard let transactionID else { return nil }
+        do {
+            try connection.reset()
+            let status = try connection.queryOne("SELECT txid_status($1)", [.integer(transactionID)]) {
+                $0.optionalString(0)
+            }
+            switch status {
+            case "committed": return true
+            case "aborted": return false
+            default: return nil
+            }
+        } catch {
+            return nil
+        }
+    }
+
     /// BEGIN, with `synchronous_commit = off` for this transaction when no job needs its commit flushed. When the
     /// connection turns out to have broken while the writer was idle (a server restart, an idle-session timeout),
     /// nothing of the group has run: one reset and a second BEGIN cost it nothing.
@@ -137,6 +170,7 @@ final class PGGroupCommitter {
             store.forgetEnsuredApps()
         }
         let sql = durable ? "BEGIN" : "BEGIN; SET LOCAL synchronous_commit = off"
+        transactionID = nil
         do {
             try connection.execute(sql)
         } catch let error as PGError where error.isConnectionLost {
@@ -146,6 +180,9 @@ final class PGGroupCommitter {
             ])
             try connection.execute(sql)
         }
+        // A durable group's id, so that a COMMIT whose answer is lost can be settled (`settle`): an answer to
+        // ingest must not say "not stored" of a message that was.
+        if durable { transactionID = try connection.queryOne("SELECT txid_current()") { $0.int64(0) } }
     }
 
     /// Runs one job inside savepoint `herald_job`, again after a deadlock or serialization failure (`attempt` is the

@@ -15,7 +15,10 @@ import Support
 /// commits with `synchronous_commit = off`.
 ///
 /// When the connection breaks during a group, the server rolls the group back: every job of it is answered with a
-/// transient `PGError` (ingest answers 503 with Retry-After), and the thread reconnects with backoff. Until it is
+/// transient `PGError` (ingest answers 503 with Retry-After), and the thread reconnects with backoff. When it breaks
+/// during the COMMIT itself, the group may have committed: the thread reconnects at once and asks the server
+/// (`txid_status` of the group's transaction, taken after BEGIN for durable groups) and answers with what it says;
+/// only when the server cannot be reached then is the answer "unknown" (a transient error saying so). Until it is
 /// back, jobs are answered at once with a transient error instead of waiting for a server that may be gone for
 /// minutes. A connection found broken before a group starts (the server restarted while the writer was idle) is
 /// reset at once, costing the group nothing when that works.

@@ -316,6 +316,25 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
         #expect(writer.isConnected)
     }
 
+    /// A COMMIT whose answer is lost with the connection: the writer reconnects and asks the server what became of
+    /// the group, and answers with that (here: stored) rather than "unknown", which ingest would answer 503 and a
+    /// client would send again, storing the message twice.
+    @Test func aCommitWhoseAnswerIsLostIsSettledWithTheServer() throws {
+        defer { writer.close() }
+        let dropper = try CommitDropper(upstream: database.url)
+        let proxied = try PGWriter(url: dropper.url)
+        defer { proxied.close() }
+
+        try dropper.arm()
+        let id = try proxied.write { try $0.insertMessage(Self.message(key: "once"), now: t0).id }
+
+        #expect(try dropper.dropped() == 1, "the COMMIT's answer was lost")
+        #expect(try database.count("SELECT count(*) FROM messages WHERE id = $1", [.text(id)]) == 1)
+        _ = try proxied.write { try $0.insertMessage(Self.message(), now: t0) }
+        #expect(try messageCount() == 2)
+        #expect(proxied.isConnected)
+    }
+
     @Test func aConnectionBrokenWhileIdleIsResetForTheNextWriteWithItsSettings() throws {
         defer { writer.close() }
         try writer.write { $0.ttlZeroWindowMillis = 1234 }
@@ -422,5 +441,62 @@ private final class DeadlockingSession: Sendable {
     func finish() -> PGError? {
         finished.wait()
         return failure.all.first
+    }
+}
+
+/// `scripts/pg-commit-dropper.js` under node, in front of the test server: armed, it loses the answer to the next
+/// COMMIT (closing both sides of that connection), so the transaction commits and the client never hears it.
+private final class CommitDropper {
+    let url: String
+    private let process: Process
+    private let state: String
+
+    init(upstream: String) throws {
+        guard var components = URLComponents(string: upstream), let upstreamPort = components.port else {
+            throw PGError(message: "not a URL with a port: the test server's")
+        }
+        state = FileManager.default.temporaryDirectory.appendingPathComponent("pg-dropper-\(UUID().uuidString)").path
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "node", TestServer.packageRoot.appendingPathComponent("scripts/pg-commit-dropper.js").path,
+            "--upstream-port", String(upstreamPort), "--state", state,
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // The first line is {"port": P}.
+        var line: [UInt8] = []
+        while let byte = output.fileHandleForReading.readData(ofLength: 1).first, byte != UInt8(ascii: "\n") {
+            line.append(byte)
+        }
+        guard let port = (try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Int])?["port"] else {
+            throw PGError(message: "the commit dropper did not start: \(String(decoding: line, as: UTF8.self))")
+        }
+        components.port = port
+        // The proxy reads the server's messages from the first byte: no SSL or GSS negotiation before them.
+        components.queryItems = [URLQueryItem(name: "sslmode", value: "disable"),
+                                 URLQueryItem(name: "gssencmode", value: "disable")]
+        url = components.string ?? ""
+    }
+
+    deinit {
+        process.terminate()
+        try? FileManager.default.removeItem(atPath: state)
+    }
+
+    /// Arms it, and waits until it says so.
+    func arm() throws {
+        kill(process.processIdentifier, SIGUSR1)
+        for _ in 0..<500 where try current()["armed"] as? Bool != true { usleep(10_000) }
+        guard try current()["armed"] as? Bool == true else { throw PGError(message: "the commit dropper did not arm") }
+    }
+
+    /// COMMIT answers it has lost so far.
+    func dropped() throws -> Int { try current()["dropped"] as? Int ?? -1 }
+
+    private func current() throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: state))
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
     }
 }
