@@ -335,6 +335,45 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
         #expect(proxied.isConnected)
     }
 
+    /// The connection lost while the COMMIT was still running (a deferred trigger holds it): the server rolled the
+    /// group back, and the writer, having asked, says so — nothing stored — rather than "unknown".
+    @Test func aCommitCutOffBeforeItTookIsSettledAsNotStored() throws {
+        defer { writer.close() }
+        let admin = try database.connect()
+        _ = try admin.execute("""
+            CREATE FUNCTION herald_test_slow_commit() RETURNS trigger LANGUAGE plpgsql
+                AS $$ BEGIN PERFORM pg_sleep(5); RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON messages DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION herald_test_slow_commit();
+            """)
+        let answers = Collected<Result<String, Error>>()
+        let answered = DispatchSemaphore(value: 0)
+        writer.enqueue({ try $0.insertMessage(Self.message(), now: t0).id }) { result in
+            answers.append(result)
+            answered.signal()
+        }
+        // The writer's COMMIT waits in the trigger: end its session there.
+        var ended = false
+        for _ in 0..<500 where !ended {
+            ended = try admin.queryOne(
+                """
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND query = 'COMMIT' AND state = 'active'
+                """) { $0.bool(0) } ?? false
+            if !ended { usleep(10_000) }
+        }
+        #expect(ended, "the writer's COMMIT was found waiting")
+        answered.wait()
+
+        let error = answers.all.first?.failureError as? PGError
+        #expect(error?.message.contains("rolled the transaction back") == true, "\(String(describing: error))")
+        #expect(error?.isTransient == true)
+        #expect(try messageCount() == 0)
+        _ = try admin.execute("DROP TRIGGER slow_commit ON messages")
+        _ = try writer.write { try $0.insertMessage(Self.message(), now: t0) }
+        #expect(try messageCount() == 1)
+    }
+
     @Test func aConnectionBrokenWhileIdleIsResetForTheNextWriteWithItsSettings() throws {
         defer { writer.close() }
         try writer.write { $0.ttlZeroWindowMillis = 1234 }
