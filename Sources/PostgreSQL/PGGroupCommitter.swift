@@ -169,20 +169,20 @@ final class PGGroupCommitter {
             connection.rollbackQuietly()
             store.forgetEnsuredApps()
         }
-        let sql = durable ? "BEGIN" : "BEGIN; SET LOCAL synchronous_commit = off"
-        transactionID = nil
+        // A durable group's transaction id comes with its BEGIN (one round trip), so that a COMMIT whose answer is
+        // lost can be settled (`settle`): an answer to ingest must not say "not stored" of a message that was.
+        let sql = durable ? "BEGIN; SELECT txid_current()" : "BEGIN; SET LOCAL synchronous_commit = off"
+        let begun: PGResult
         do {
-            try connection.execute(sql)
+            begun = try connection.execute(sql)
         } catch let error as PGError where error.isConnectionLost {
             try connection.reset()
             Log.info("reconnected to PostgreSQL (the connection had broken while idle)", [
                 "server": .string(connection.redactedURL), "error": .string(error.message),
             ])
-            try connection.execute(sql)
+            begun = try connection.execute(sql)
         }
-        // A durable group's id, so that a COMMIT whose answer is lost can be settled (`settle`): an answer to
-        // ingest must not say "not stored" of a message that was.
-        if durable { transactionID = try connection.queryOne("SELECT txid_current()") { $0.int64(0) } }
+        transactionID = durable ? begun.map { $0.int64(0) }.first : nil
     }
 
     /// Runs one job inside savepoint `herald_job`, again after a deadlock or serialization failure (`attempt` is the
