@@ -32,7 +32,7 @@ import Testing
         let (server, pool) = try misbehaving("rst-refused")
         defer { pool.shutdown(gracePeriod: 0) }
 
-        let (result, _) = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
+        let (result, _) = await send(pool, request(to: server))
 
         #expect(result.status == 200)
         #expect(result.body == "{}")
@@ -44,7 +44,7 @@ import Testing
         let (server, pool) = try misbehaving("ping")
         defer { pool.shutdown(gracePeriod: 0) }
 
-        let (result, _) = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
+        let (result, _) = await send(pool, request(to: server))
 
         #expect(result.status == 200)
         let acks = try await framesOnceSettled(server) { $0.type == 6 && $0.flags & 1 == 1 }.filter { $0.type == 6 }
@@ -55,7 +55,7 @@ import Testing
         let (server, pool) = try misbehaving("ping")
         defer { pool.shutdown(gracePeriod: 0) }
 
-        _ = await send(pool, OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8)))
+        _ = await send(pool, request(to: server))
 
         let frames = try await framesOnceSettled(server) { $0.type == 6 }
         // SETTINGS, WINDOW_UPDATE for the connection, then the server's SETTINGS acknowledged, the request.
@@ -74,8 +74,7 @@ import Testing
         let statuses = await withTaskGroup(of: Int?.self) { group in
             for index in 0..<6 {
                 group.addTask {
-                    let request = OutboundRequest(url: server.baseURL + "/\(index)", body: Array("{}".utf8))
-                    return await send(pool, request).result.status
+                    await send(pool, request(to: server, path: "/\(index)")).result.status
                 }
             }
             return await group.reduce(into: []) { $0.append($1) }
@@ -94,15 +93,20 @@ import Testing
         let (server, pool) = try misbehaving("no-settings")
         defer { pool.shutdown(gracePeriod: 0) }
 
-        var request = OutboundRequest(url: server.baseURL + "/x", body: Array("{}".utf8))
-        request.connectTimeoutMillis = 500
-        let (result, _) = await send(pool, request)
+        var outbound = request(to: server)
+        outbound.connectTimeoutMillis = 500
+        let (result, _) = await send(pool, outbound)
 
         #expect(result.failureReason == "timeout", "\(result)")
         #expect(try await server.statsObject()["requests"] as? Int == 0)
     }
 
     // MARK: - Helpers
+
+    /// A request of `{}` to the server.
+    private func request(to server: H2StandIn, path: String = "/x") -> OutboundRequest {
+        OutboundRequest(url: server.baseURL + path, body: Array("{}".utf8))
+    }
 
     /// The misbehaving server in `mode`, and a pool of one connection to it.
     private func misbehaving(_ mode: String) throws -> (H2StandIn, HTTP2ClientPool) {
