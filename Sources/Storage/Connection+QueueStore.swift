@@ -1,3 +1,4 @@
+import CSQLite
 import Queue
 import Support
 
@@ -6,24 +7,33 @@ import Support
 extension Connection: QueueStore {
     // MARK: - Claim
 
-    /// One `UPDATE … RETURNING` on the `deliveries_ready` partial index (`app, priority_rank, next_attempt_at`).
+    /// A `SELECT` on the `deliveries_ready` partial index (`app, priority_rank, next_attempt_at`), then one
+    /// `UPDATE` of the rows it found by rowid. (`UPDATE … WHERE id IN (SELECT … LIMIT) RETURNING …` did the same
+    /// with an ephemeral table of the ids and another of the rows returned: ~2k more instructions per row.) Both
+    /// run in the writer's transaction, so nothing can take the rows in between.
     public func leaseReady(
         app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
     ) throws -> [ClaimedDelivery] {
-        let claimed = try query(
+        let ready = try query(
+            """
+            SELECT id, message_id, token, attempts FROM deliveries
+            WHERE app = ? AND priority_rank = ? AND state = 'queued' AND next_attempt_at <= ?
+            ORDER BY next_attempt_at LIMIT ?
+            """,
+            [.text(app), .integer(lane.rawValue), .integer(now), .integer(Int64(limit))]
+        ) { ClaimedDelivery(id: $0.int64(0), messageID: $0.string(1), token: $0.string(2), attempts: $0.int(3)) }
+        guard !ready.isEmpty else { return [] }
+        let leased = try run(
             """
             UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
-            WHERE id IN (
-                SELECT id FROM deliveries
-                WHERE app = ? AND priority_rank = ? AND state = 'queued' AND next_attempt_at <= ?
-                ORDER BY next_attempt_at LIMIT ?)
-            RETURNING id, message_id, token, attempts
+            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'
             """,
-            [.text(owner), .integer(until), .integer(now), .text(app), .integer(lane.rawValue), .integer(now),
-             .integer(Int64(limit))]
-        ) { ClaimedDelivery(id: $0.int64(0), messageID: $0.string(1), token: $0.string(2), attempts: $0.int(3)) }
-        // RETURNING gives no order guarantee: restore the claim order (ids grow with next_attempt_at for new rows).
-        return claimed.sorted { $0.id < $1.id }
+            [.text(owner), .integer(until), .integer(now), .text(JSON.array(ready.map { .int($0.id) }).serialized())])
+        guard leased == ready.count else {
+            throw SQLiteError(
+                code: SQLITE_INTERNAL, message: "leased \(leased) of the \(ready.count) ready deliveries just read")
+        }
+        return ready
     }
 
     public func claimedMessage(id: String) throws -> ClaimedMessage? {
@@ -135,24 +145,42 @@ extension Connection: QueueStore {
             row: Self.leasedRow)
     }
 
-    /// One `UPDATE … FROM json_each` for the batch: a scan of the JSON array and a rowid look-up per element.
+    /// One `UPDATE … FROM json_each` per status in the batch (all 200 in practice). The outcomes go in as one
+    /// JSON object, `{"<id>": "<FCM message id>" | null, …}`: `json_each` hands over each key and value as plain
+    /// SQL values, where an array of `[id, name, status]` triples cost three `->>` parses per row (~6k
+    /// instructions per row more).
     public func markDelivered(
         _ rows: [(id: Int64, fcmMessageID: String?, status: Int?)], charge: Int64, lease: HeldLease
     ) throws -> [Int64] {
-        let outcomes = JSON.array(rows.map { row in
-            .array([.int(row.id), row.fcmMessageID.map(JSON.string) ?? .null, row.status.map(JSON.int) ?? .null])
-        })
-        return try query(
-            """
-            UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
-                lease_expires_at = NULL, fcm_message_id = outcome.value ->> 1, canonical_token = NULL,
-                last_status = outcome.value ->> 2, updated_at = ?
-            FROM json_each(?) AS outcome
-            WHERE deliveries.id = outcome.value ->> 0 AND deliveries.state = 'inflight'
-                AND deliveries.lease_owner = ?
-            RETURNING deliveries.id
-            """,
-            [.integer(charge), .integer(lease.now), .text(outcomes.serialized()), .text(lease.owner)]) { $0.int64(0) }
+        var byStatus: [Int?: [(id: Int64, fcmMessageID: String?, status: Int?)]] = [:]
+        for row in rows { byStatus[row.status, default: []].append(row) }
+        var written: [Int64] = []
+        written.reserveCapacity(rows.count)
+        for (status, rows) in byStatus {
+            var outcomes: [UInt8] = [UInt8(ascii: "{")]
+            outcomes.reserveCapacity(rows.count * 64)
+            for (index, row) in rows.enumerated() {
+                if index > 0 { outcomes.append(UInt8(ascii: ",")) }
+                outcomes.append(UInt8(ascii: "\""))
+                outcomes += String(row.id).utf8
+                outcomes += "\":".utf8
+                if let name = row.fcmMessageID { appendJSONString(name, to: &outcomes) } else { outcomes += "null".utf8 }
+            }
+            outcomes.append(UInt8(ascii: "}"))
+            written += try query(
+                """
+                UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
+                    lease_expires_at = NULL, fcm_message_id = outcome.value, canonical_token = NULL,
+                    last_status = ?, updated_at = ?
+                FROM json_each(?) AS outcome
+                WHERE deliveries.id = CAST(outcome.key AS INTEGER) AND deliveries.state = 'inflight'
+                    AND deliveries.lease_owner = ?
+                RETURNING deliveries.id
+                """,
+                [.integer(charge), .optional(status.map(Int64.init)), .integer(lease.now),
+                 .text(String(decoding: outcomes, as: UTF8.self)), .text(lease.owner)]) { $0.int64(0) }
+        }
+        return written
     }
 
     public func markEnded(
