@@ -86,6 +86,12 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// writer job instead of each paying for its own.
     private var outbox: [String: Outbox] = [:]
     private var flushScheduled = false
+    /// When the last outcome write was handed to the writer (`DispatchTime` nanoseconds).
+    private var lastFlush: UInt64 = 0
+    /// Outcome writes start at least this far apart. A commit rewrites every page it touches and syncs the WAL
+    /// whatever it carries, so at FCM's rate fewer, fuller commits cost less per send; an answer waits at most this
+    /// much longer before it is stored (its row stays leased and renewed meanwhile). Claims do not wait for it.
+    private static let flushSpacingNanos: UInt64 = 20_000_000
     /// Outcome writes handed to the writer and not yet answered. While one is there the next waits for it, so the
     /// answers arriving meanwhile share one writer job (and one statement per kind) instead of one job per turn.
     private var outcomeWrites = 0
@@ -308,9 +314,18 @@ public final class DeliveryEngine: @unchecked Sendable {
         // In place: a copy of the app's box taken out and put back would copy its growing list of updates for
         // every answer of the turn.
         outbox[app, default: Outbox()].add(updates, plan: plan)
-        if !flushScheduled && outcomeWrites == 0 {
-            flushScheduled = true
+        scheduleFlush()
+    }
+
+    /// A flush once the previous outcome write is answered and `flushSpacingNanos` after it started.
+    private func scheduleFlush() {
+        guard !flushScheduled, outcomeWrites == 0, !outbox.isEmpty else { return }
+        flushScheduled = true
+        let due = DispatchTime(uptimeNanoseconds: lastFlush + Self.flushSpacingNanos)
+        if due <= .now() {
             queue.async { self.flush() }
+        } else {
+            queue.asyncAfter(deadline: due) { self.flush() }
         }
     }
 
@@ -322,6 +337,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         let boxes = outbox
         outbox = [:]
         outcomeWrites += 1
+        lastFlush = DispatchTime.now().uptimeNanoseconds
         let (owner, metrics) = (self.owner, self.metrics)
         writer.enqueue({ connection -> [String: AppliedOutcomes] in
             let now = Clock.nowMillis()
@@ -378,7 +394,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     private func written(_ boxes: [String: Outbox]) {
         outcomeWrites -= 1
         for box in boxes.values { held.subtract(box.updates.lazy.map(\.id)) }
-        flush()
+        scheduleFlush()
     }
 
     /// Metrics and the dead-letter log line for a committed batch of outcomes.
