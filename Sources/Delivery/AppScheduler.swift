@@ -122,15 +122,20 @@ struct AppScheduler {
             write(claim.deliveries.map { .release(id: $0.id) }, plan: nil, into: &actions)
             return actions
         }
-        var order: [String] = []
-        var byMessage: [String: [ClaimedDelivery]] = [:]
-        for delivery in claim.deliveries {
-            if byMessage[delivery.messageID] == nil { order.append(delivery.messageID) }
-            byMessage[delivery.messageID, default: []].append(delivery)
-        }
-        for id in order {
-            guard let message = claim.messages[id], let deliveries = byMessage[id] else { continue }
-            pending.append(contentsOf: app.provider.requests(for: message, deliveries: deliveries, now: now))
+        // A message's deliveries come together in a claim (one due time, consecutive ids): each run of them goes
+        // to the provider at once, found without hashing every delivery's message id. (Runs of one message split
+        // by another's, as retries can be, only make more legacy multicast requests than needed.)
+        let deliveries = claim.deliveries
+        var start = deliveries.startIndex
+        while start < deliveries.endIndex {
+            let id = deliveries[start].messageID
+            var end = start + 1
+            while end < deliveries.endIndex, deliveries[end].messageID == id { end += 1 }
+            if let message = claim.messages[id] {
+                pending.append(contentsOf: app.provider.requests(
+                    for: message, deliveries: Array(deliveries[start..<end]), now: now))
+            }
+            start = end
         }
         pump(now: now, into: &actions)
         return actions

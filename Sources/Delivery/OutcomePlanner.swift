@@ -20,8 +20,12 @@ public enum OutcomePlanner {
         fallbackGateMillis: Int64, now: Int64, using random: inout some RandomNumberGenerator
     ) -> OutcomePlan {
         var plan = OutcomePlan()
-        let message = request.message
-        for (delivery, outcome) in zip(request.deliveries, classification.outcomes) {
+        plan.updates.reserveCapacity(request.deliveries.count)
+        // By index, and the message's fields only where a retry needs them: a copy of a delivery or of the message
+        // is a retain and a release of each of its strings, for every answer.
+        for index in 0..<min(request.deliveries.count, classification.outcomes.count) {
+            let delivery = (id: request.deliveries[index].id, attempts: request.deliveries[index].attempts)
+            let outcome = classification.outcomes[index]
             switch outcome {
             case .delivered(let fcmMessageID, let canonicalToken):
                 plan.updates.append(.delivered(
@@ -36,7 +40,8 @@ public enum OutcomePlanner {
                 let slow = if case .retrySlow = outcome { true } else { false }
                 let decision = policy.next(
                     attempts: delivery.attempts + 1, slow: slow, retryAfterUntil: classification.retryAfterUntil,
-                    ttlSeconds: message.ttlSeconds, expiresAt: message.expiresAt, now: now, using: &random)
+                    ttlSeconds: request.message.ttlSeconds, expiresAt: request.message.expiresAt, now: now,
+                    using: &random)
                 switch decision {
                 case .retry(let at): plan.updates.append(.retry(id: delivery.id, at: at, reason: reason, status: status))
                 case .dead(let deadReason): plan.updates.append(.dead(id: delivery.id, reason: deadReason, status: status))
