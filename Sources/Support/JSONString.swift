@@ -20,7 +20,8 @@ public func appendJSONString(_ string: String, to output: inout String) {
 private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
 private func appendJSONString(utf8: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-    output.reserveCapacity(output.count + utf8.count + 2)
+    // No `reserveCapacity` here: asked for exactly what one more string needs, an array grows by that much
+    // instead of doubling, and a document of many strings is copied over and over.
     output.append(UInt8(ascii: "\""))
     // Copy runs that need no escaping in one call; most strings are one run.
     var runStart = 0
