@@ -64,6 +64,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         var requestSeries: [String: Metrics.Series] = [:]
         /// The HTTP version FCM last answered over, to log when it shows or changes.
         var httpVersion: String?
+        /// Requests sent during this turn of `queue`, handed to the pool together at its end.
+        var outgoing: [RequestTransport.Submission] = []
 
         var app: App { scheduler.app }
 
@@ -248,8 +250,11 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
     }
 
+    /// Queues `request` for the pool at the end of this turn of `queue`, with the turn's other requests: the pool's
+    /// thread is woken once for them all, not once per request (each wake-up a syscall and a context switch).
     private func send(_ request: PreparedRequest, on runtime: Runtime) {
-        runtime.pool.submit(request.outbound) { result, seconds in
+        if runtime.outgoing.isEmpty { queue.async { self.submitOutgoing(of: runtime) } }
+        runtime.outgoing.append((request.outbound, { result, seconds in
             // The pool completes a turn's answers one after another on its thread: the first of them schedules
             // one job on the queue that handles every answer gathered by then, instead of a job per answer.
             let first = self.answers.withLock { answers in
@@ -257,7 +262,13 @@ public final class DeliveryEngine: @unchecked Sendable {
                 return answers.count == 1
             }
             if first { self.queue.async { self.handleAnswers() } }
-        }
+        }))
+    }
+
+    private func submitOutgoing(of runtime: Runtime) {
+        let requests = runtime.outgoing
+        runtime.outgoing.removeAll(keepingCapacity: true)
+        runtime.pool.submit(requests)
     }
 
     private struct Answer: @unchecked Sendable {

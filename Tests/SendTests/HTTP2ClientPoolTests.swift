@@ -266,6 +266,39 @@ import Testing
         #expect(try await standIn.stats().requests == 0)
     }
 
+    @Test func requestsSubmittedTogetherEachGetTheirOwnAnswerOnce() async throws {
+        let standIn = try H2StandIn(["--delay-ms", "5"])
+        let pool = pool(standIn)
+        let requests = (0..<250).map { index in
+            OutboundRequest(url: standIn.baseURL + "/echo", headers: [], body: Array("body-\(index)".utf8))
+        }
+
+        let answers = await sendTogether(pool, requests)
+
+        #expect(answers.count == requests.count)
+        #expect(answers.allSatisfy { index, result in result.status == 200 && result.body == "body-\(index)" })
+        #expect(pool.inFlight == 0)
+        pool.shutdown(gracePeriod: 0)
+        let late = await sendTogether(pool, Array(requests.prefix(3)))
+        #expect(late.count == 3 && late.values.allSatisfy { $0.failureReason == "cancelled" })
+    }
+
+    /// Submits `requests` in one call; every answer by the request's index (a second answer would trap).
+    private func sendTogether(_ pool: HTTP2ClientPool, _ requests: [OutboundRequest]) async -> [Int: TransportResult] {
+        await withCheckedContinuation { continuation in
+            let answers = Locked<[Int: TransportResult]>([:])
+            pool.submit(requests.enumerated().map { index, request in
+                (request, { result, _ in
+                    let all = answers.withLock { answers -> [Int: TransportResult]? in
+                        precondition(answers.updateValue(result, forKey: index) == nil, "\(index) answered twice")
+                        return answers.count == requests.count ? answers : nil
+                    }
+                    if let all { continuation.resume(returning: all) }
+                })
+            })
+        }
+    }
+
     @Test func shutdownCancelsWhatIsInFlight() async throws {
         let standIn = try H2StandIn(["--delay-ms", "5000"])
         let pool = pool(standIn)

@@ -64,6 +64,17 @@ public final class HTTP2ClientPool: RequestTransport {
         }
     }
 
+    /// One mailbox update and at most one wake-up of the loop for all of them.
+    public func submit(_ requests: [Submission]) {
+        let now = Clock.monotonicSeconds()
+        let submissions = requests.map {
+            HTTP2PoolCore.Submission(request: $0.request, completion: $0.completion, submittedAt: now)
+        }
+        if !core.post(submissions) {
+            for submission in submissions { submission.completion(.failure(reason: "cancelled"), 0) }
+        }
+    }
+
     public var connections: Int {
         core.openConnections.load(ordering: .relaxed) + (core.fallback.withLock { $0 }?.connections ?? 0)
     }

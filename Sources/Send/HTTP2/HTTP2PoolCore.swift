@@ -68,6 +68,22 @@ final class HTTP2PoolCore: Sendable {
         }
     }
 
+    /// Queues `submissions` together unless the pool is shutting down; wakes the loop once, after the lock is let
+    /// go (a loop woken while the poster still held it would only wait for it).
+    func post(_ submissions: [Submission]) -> Bool {
+        guard !submissions.isEmpty else { return true }
+        let onLoopThread = loopThread.load(ordering: .relaxed) == UInt(pthread_self())
+        let (posted, wake) = mailbox.withLock { mailbox -> (Bool, Bool) in
+            guard case .running = mailbox.phase else { return (false, false) }
+            let wasEmpty = mailbox.submissions.isEmpty && mailbox.resolutions.isEmpty
+            mailbox.submissions += submissions
+            inFlight.add(submissions.count, ordering: .relaxed)
+            return (true, wasEmpty && !onLoopThread)
+        }
+        if wake { herald_wakeup_signal(wakeup) }
+        return posted
+    }
+
     func post(_ resolution: Resolution) {
         mailbox.withLock { mailbox in
             mailbox.resolutions.append(resolution)
