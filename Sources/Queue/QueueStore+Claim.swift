@@ -55,7 +55,13 @@ extension QueueStore {
     /// - a token reported `NotRegistered` (and not registered again since) is dropped as `NotRegistered`.
     /// Doing this at claim time rather than when FCM answered keeps ingest free of a random-key index on tokens.
     func reconcileClaimed(_ result: inout ClaimResult, app: String, owner: String, now: Int64) throws {
-        let anyTombstones = try hasTombstones()
+        // What FCM said about the claimed tokens, in one look-up rather than a statement per delivery; a chain of
+        // replacements is followed token by token below.
+        let known = try hasTombstones()
+            ? tombstones(app: app, tokens: result.deliveries.compactMap { delivery in
+                result.messages[delivery.messageID]?.targetKind == "tokens" ? delivery.token : nil
+            })
+            : [:]
         var drops: [DeliveryUpdate] = []
         for index in result.deliveries.indices {
             let delivery = result.deliveries[index]
@@ -66,9 +72,9 @@ extension QueueStore {
                 drops.append(.dropped(id: delivery.id, reason: .collapsed, status: nil))
                 continue
             }
-            guard anyTombstones, message.targetKind == "tokens" else { continue }
+            guard !known.isEmpty, message.targetKind == "tokens" else { continue }
             var token = delivery.token
-            var tombstone = try self.tombstone(app: app, token: token)
+            var tombstone = known[token]
             for _ in 0..<8 {  // a chain of replacements, bounded against a cycle
                 guard let found = tombstone, found.kind == .replaced, let next = found.replacement, next != token
                 else { break }
