@@ -134,20 +134,6 @@ extension PGQueueStore: QueueStore {
         } ?? nil
     }
 
-    public func tombstones(app: String, tokens: [String]) throws -> [String: TokenTombstone] {
-        guard !tokens.isEmpty else { return [:] }
-        var found: [String: TokenTombstone] = [:]
-        _ = try connection.query(
-            "SELECT token, kind, replacement FROM token_tombstones WHERE app = $1 AND token = ANY($2)",
-            [.text(app), .array(tokens)]
-        ) { row in
-            if let kind = TokenTombstone.Kind(rawValue: row.string(1)) {
-                found[row.string(0)] = TokenTombstone(kind: kind, replacement: row.optionalString(2))
-            }
-        }
-        return found
-    }
-
     public func messageTargets(_ messageID: String, token: String, besides deliveryID: Int64) throws -> Bool {
         try connection.queryOne(
             "SELECT 1 FROM deliveries WHERE message_id = $1 AND token = $2 AND id <> $3 LIMIT 1",

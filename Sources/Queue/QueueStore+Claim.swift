@@ -55,13 +55,7 @@ extension QueueStore {
     /// - a token reported `NotRegistered` (and not registered again since) is dropped as `NotRegistered`.
     /// Doing this at claim time rather than when FCM answered keeps ingest free of a random-key index on tokens.
     func reconcileClaimed(_ result: inout ClaimResult, app: String, owner: String, now: Int64) throws {
-        // What FCM said about the claimed tokens, in one look-up rather than a statement per delivery; a chain of
-        // replacements is followed token by token below.
-        let known = try hasTombstones()
-            ? tombstones(app: app, tokens: result.deliveries.compactMap { delivery in
-                result.messages[delivery.messageID]?.targetKind == "tokens" ? delivery.token : nil
-            })
-            : [:]
+        let anyTombstones = try hasTombstones()
         var drops: [DeliveryUpdate] = []
         for index in result.deliveries.indices {
             let delivery = result.deliveries[index]
@@ -72,9 +66,9 @@ extension QueueStore {
                 drops.append(.dropped(id: delivery.id, reason: .collapsed, status: nil))
                 continue
             }
-            guard !known.isEmpty, message.targetKind == "tokens" else { continue }
+            guard anyTombstones, message.targetKind == "tokens" else { continue }
             var token = delivery.token
-            var tombstone = known[token]
+            var tombstone = try self.tombstone(app: app, token: token)
             for _ in 0..<8 {  // a chain of replacements, bounded against a cycle
                 guard let found = tombstone, found.kind == .replaced, let next = found.replacement, next != token
                 else { break }

@@ -35,8 +35,6 @@ public protocol QueueStore: AnyObject {
     /// Whether any token has a tombstone (a cheap check that skips every per-row look-up when none has).
     func hasTombstones() throws -> Bool
     func tombstone(app: String, token: String) throws -> TokenTombstone?
-    /// The tombstones of those of `tokens` that have one in `app`, by token: one look-up for a whole claim.
-    func tombstones(app: String, tokens: [String]) throws -> [String: TokenTombstone]
     /// Whether `messageID` has a delivery to `token` other than `deliveryID`.
     func messageTargets(_ messageID: String, token: String, besides deliveryID: Int64) throws -> Bool
     /// Points a leased delivery at another token (a canonical id).

@@ -108,22 +108,6 @@ extension Connection: QueueStore {
         } ?? nil
     }
 
-    public func tombstones(app: String, tokens: [String]) throws -> [String: TokenTombstone] {
-        guard !tokens.isEmpty else { return [:] }
-        var found: [String: TokenTombstone] = [:]
-        _ = try query(
-            """
-            SELECT token, kind, replacement FROM token_tombstones
-            WHERE app = ? AND token IN (SELECT value FROM json_each(?))
-            """, [.text(app), .text(JSON.array(tokens.map(JSON.string)).serialized())]
-        ) { row in
-            if let kind = TokenTombstone.Kind(rawValue: row.string(1)) {
-                found[row.string(0)] = TokenTombstone(kind: kind, replacement: row.optionalString(2))
-            }
-        }
-        return found
-    }
-
     public func messageTargets(_ messageID: String, token: String, besides deliveryID: Int64) throws -> Bool {
         try queryOne(
             "SELECT 1 FROM deliveries WHERE message_id = ? AND token = ? AND id != ? LIMIT 1",

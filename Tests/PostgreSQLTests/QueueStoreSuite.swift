@@ -378,22 +378,6 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(claimed.dropped == 1)
     }
 
-    @Test(arguments: Engine.allCases) func aClaimsTombstonesAreLookedUpTogetherInItsApp(_ engine: Engine) throws {
-        let queue = try Queue(engine)
-        let first = try queue.enqueue(["gone", "old", "fine"])
-        try queue.answer(first, [
-            "gone": { .dropped(id: $0, reason: .notRegistered, status: 200) },
-            "old": { .delivered(id: $0, fcmMessageID: "m", canonicalToken: "new", status: 200) },
-        ])
-        let found = try queue.store.write { try $0.tombstones(app: "default", tokens: ["gone", "old", "fine", "x"]) }
-        #expect(found == [
-            "gone": TokenTombstone(kind: .deleted, replacement: nil),
-            "old": TokenTombstone(kind: .replaced, replacement: "new"),
-        ])
-        #expect(try queue.store.write { try $0.tombstones(app: "other", tokens: ["gone", "old"]) }.isEmpty)
-        #expect(try queue.store.write { try $0.tombstones(app: "default", tokens: []) }.isEmpty)
-    }
-
     @Test(arguments: Engine.allCases) func aRefusedMessageDeadLettersEveryQueuedDeliveryOfIt(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let message = try queue.enqueue(["a", "b", "c"])
