@@ -283,14 +283,45 @@ public final class DeliveryEngine: @unchecked Sendable {
             defer { answers.removeAll(keepingCapacity: true) }
             return answers
         }
+        var tally = RequestTally()
         for answer in batch {
-            completed(answer.request, result: answer.result, seconds: answer.seconds, on: answer.runtime)
+            completed(answer.request, result: answer.result, seconds: answer.seconds, on: answer.runtime, tally: &tally)
+        }
+        record(tally)
+    }
+
+    /// `herald_fcm_requests_total{app,code}` and the request durations of one turn's answers, added to the metrics
+    /// at the turn's end: a lock and a few look-ups per turn instead of per answer.
+    private struct RequestTally {
+        var requests: [Key: Int] = [:]
+        var seconds: [Double] = []
+
+        struct Key: Hashable {
+            var runtime: ObjectIdentifier
+            var code: String
         }
     }
 
-    private func completed(_ request: PreparedRequest, result: TransportResult, seconds: Double, on runtime: Runtime) {
+    private func record(_ tally: RequestTally) {
+        for (key, count) in tally.requests {
+            guard let runtime = runtimes.values.first(where: { ObjectIdentifier($0) == key.runtime }) else { continue }
+            let series = runtime.requestSeries[key.code] ?? {
+                let series = metrics.series("herald_fcm_requests_total", ["app": runtime.app.name, "code": key.code])
+                runtime.requestSeries[key.code] = series
+                return series
+            }()
+            metrics.increment(series, by: Double(count))
+        }
+        metrics.observe(requestSeconds, seconds: tally.seconds)
+    }
+
+    private func completed(
+        _ request: PreparedRequest, result: TransportResult, seconds: Double, on runtime: Runtime,
+        tally: inout RequestTally
+    ) {
         if case .response(let status, _, _, let version) = result {
-            count(code: String(status), seconds: seconds, on: runtime)
+            tally.requests[RequestTally.Key(runtime: ObjectIdentifier(runtime), code: String(status)), default: 0] += 1
+            tally.seconds.append(seconds)
             if version != runtime.httpVersion {
                 runtime.httpVersion = version
                 Log.info("fcm answers", [
@@ -303,20 +334,10 @@ public final class DeliveryEngine: @unchecked Sendable {
                 "deliveries": .int(Int64(request.deliveries.count)), "seconds": .double(seconds),
             ])
         } else if case .failure(let reason) = result, reason != "cancelled" {
-            count(code: reason, seconds: seconds, on: runtime)
+            tally.requests[RequestTally.Key(runtime: ObjectIdentifier(runtime), code: reason), default: 0] += 1
+            tally.seconds.append(seconds)
         }
         perform(runtime.scheduler.answered(request, result: result, now: Clock.nowMillis(), using: &random), on: runtime)
-    }
-
-    /// `herald_fcm_requests_total{app,code}` and the request's duration.
-    private func count(code: String, seconds: Double, on runtime: Runtime) {
-        let series = runtime.requestSeries[code] ?? {
-            let series = metrics.series("herald_fcm_requests_total", ["app": runtime.app.name, "code": code])
-            runtime.requestSeries[code] = series
-            return series
-        }()
-        metrics.increment(series)
-        metrics.observe(requestSeconds, seconds: seconds)
     }
 
     /// Queues updates (and the app switches of `plan`) for the next flush, which commits every app's outbox in one

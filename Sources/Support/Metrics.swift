@@ -92,6 +92,18 @@ public final class Metrics: Sendable {
         }
     }
 
+    /// Many observations of one series under one lock.
+    public func observe(_ series: Series, seconds: [Double]) {
+        guard !seconds.isEmpty else { return }
+        let buckets = seconds.map { value in Self.buckets.firstIndex(where: { value <= $0 }) }
+        state.withLock { state in
+            // Taken out and put back once for the batch, not looked up per observation.
+            var histogram = state.histograms[series.name]?[series.key] ?? Histogram()
+            for (value, bucket) in zip(seconds, buckets) { histogram.record(value, in: bucket) }
+            state.histograms[series.name, default: [:]][series.key] = histogram
+        }
+    }
+
     /// The value of one series, for tests and the CLI.
     public func value(_ name: String, _ labels: KeyValuePairs<String, String> = [:]) -> Double? {
         let key = Self.labelText(labels)

@@ -56,6 +56,21 @@ import Testing
         #expect(lines.contains(#"latency_seconds_count{app="a"} 2"#))
     }
 
+    @Test func aBatchOfObservationsCountsAsEachOfThem() {
+        let families: [Metrics.Family] = [.init("latency_seconds", .histogram, "Latency.")]
+        let (one, batch) = (Metrics(families), Metrics(families))
+        let samples = [0.004, 0.2, 100, 0.004]
+        one.observe("latency_seconds", ["app": "a"], seconds: 0.05)
+        for sample in samples { one.observe("latency_seconds", ["app": "a"], seconds: sample) }
+        batch.observe("latency_seconds", ["app": "a"], seconds: 0.05)
+        batch.observe(batch.series("latency_seconds", ["app": "a"]), seconds: samples)
+        batch.observe(batch.series("latency_seconds", ["app": "a"]), seconds: [])
+
+        #expect(batch.render() == one.render())
+        #expect(batch.render().contains(#"latency_seconds_bucket{app="a",le="0.005"} 2"#))
+        #expect(batch.render().contains(#"latency_seconds_count{app="a"} 5"#))
+    }
+
     @Test func replacingAGaugeDropsSeriesThatVanished() {
         let metrics = Metrics([.init("depth", .gauge, "Depth.")])
         metrics.replace("depth", with: [(["state": "queued"], 2), (["state": "dead"], 1)])
