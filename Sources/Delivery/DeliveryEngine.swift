@@ -300,6 +300,11 @@ public final class DeliveryEngine: @unchecked Sendable {
             var runtime: ObjectIdentifier
             var code: String
         }
+
+        mutating func add(_ runtime: Runtime, code: String, seconds: Double) {
+            requests[Key(runtime: ObjectIdentifier(runtime), code: code), default: 0] += 1
+            self.seconds.append(seconds)
+        }
     }
 
     private func record(_ tally: RequestTally) {
@@ -320,8 +325,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         tally: inout RequestTally
     ) {
         if case .response(let status, _, _, let version) = result {
-            tally.requests[RequestTally.Key(runtime: ObjectIdentifier(runtime), code: String(status)), default: 0] += 1
-            tally.seconds.append(seconds)
+            tally.add(runtime, code: String(status), seconds: seconds)
             if version != runtime.httpVersion {
                 runtime.httpVersion = version
                 Log.info("fcm answers", [
@@ -334,8 +338,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                 "deliveries": .int(Int64(request.deliveries.count)), "seconds": .double(seconds),
             ])
         } else if case .failure(let reason) = result, reason != "cancelled" {
-            tally.requests[RequestTally.Key(runtime: ObjectIdentifier(runtime), code: reason), default: 0] += 1
-            tally.seconds.append(seconds)
+            tally.add(runtime, code: reason, seconds: seconds)
         }
         perform(runtime.scheduler.answered(request, result: result, now: Clock.nowMillis(), using: &random), on: runtime)
     }
