@@ -131,6 +131,12 @@ import Testing
         #expect(run.stdout.split(separator: "\n").allSatisfy { $0.count <= 120 }, "help lines over 120 columns")
     }
 
+    @Test func theGaugesWaitLongerWhenCountingTheBacklogTakesLong() {
+        #expect(Service.gaugeRefreshDelay(took: 0.05) == Service.gaugeRefreshSeconds)
+        #expect(Service.gaugeRefreshDelay(took: 0.5) == Service.gaugeRefreshSeconds)
+        #expect(Service.gaugeRefreshDelay(took: 3) == 60)
+    }
+
     @Test func theCommandListNamesEveryAdminCommand() throws {
         let run = try herald(["--help"])
         #expect(run.status == 0)
