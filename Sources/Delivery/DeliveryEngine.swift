@@ -379,7 +379,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             var applied: [String: AppliedOutcomes] = [:]
             for (app, box) in boxes {
                 applied[app] = try connection.apply(box.updates, owner: owner, now: now)
-                if let reason = box.pauseReason { try connection.pauseApp(app, reason: reason, now: now) }
+                if let reason = box.pauseReason { _ = try connection.pauseApp(app, reason: reason, now: now) }
                 if let until = box.gateUntil { try connection.closeGate(app, until: until) }
             }
             return applied
@@ -501,7 +501,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             let rescue = Clock.nowMillis() - lastWriteFailure >= lease / 2
             writer.enqueue(durable: false, { connection -> Int in
                 let now = Clock.nowMillis()
-                try connection.renewLeases(ids, owner: owner, until: now + lease)
+                _ = try connection.renewLeases(ids, owner: owner, leaseMillis: lease, now: now)
                 return rescue ? try connection.rescueExpiredLeases(now: now) : 0
             }) { result in
                 switch result {

@@ -13,10 +13,18 @@
 ///   expression). With `state = 'inflight'` the planner prefers that index whenever the statistics say that
 ///   nothing is in flight (they were taken while the queue was idle or paused, which is usual), and every outcome
 ///   read every leased row: about 2,000 of them per statement, once per batch of answers, at full speed.
+///
+/// Leases run on the lease clock (`PGQueueStore.LeaseClock`): each lease statement takes it as a parameter that is
+/// the caller's time, or NULL for the database's own, `databaseNow`.
 enum PGLeaseSQL {
-    /// Leases: `$1` owner, `$2` lease end, `$3` now, `$4` app, `$5` priority rank, `$6` limit.
+    /// The database's clock in Unix milliseconds, the same for every row of a statement.
+    static let databaseNow = "(extract(epoch FROM statement_timestamp()) * 1000)::bigint"
+
+    /// Leases: `$1` owner, `$2` lease length (ms), `$3` now, `$4` app, `$5` priority rank, `$6` limit, `$7` lease
+    /// clock.
     static let leaseReady = """
-        UPDATE deliveries SET state = 'inflight', lease_owner = $1, lease_expires_at = $2, updated_at = $3
+        UPDATE deliveries SET state = 'inflight', lease_owner = $1,
+            lease_expires_at = coalesce($7::bigint, \(databaseNow)) + $2::bigint, updated_at = $3
         WHERE id = ANY(ARRAY(
             SELECT id FROM deliveries
             WHERE app = $4 AND priority_rank = $5 AND state = 'queued' AND next_attempt_at <= $3
@@ -68,9 +76,15 @@ enum PGLeaseSQL {
         RETURNING app, token, message_id
         """
 
-    /// Renews `$3`'s leases on the ids `$2` until `$1`.
+    /// Renews `$3`'s leases on the ids `$2` for `$1` ms from `$4`, the lease clock.
     static let renewLeases = """
-        UPDATE deliveries SET lease_expires_at = $1
+        UPDATE deliveries SET lease_expires_at = coalesce($4::bigint, \(databaseNow)) + $1::bigint
         WHERE id = ANY($2::bigint[]) AND state || '' = 'inflight' AND lease_owner = $3
+        """
+
+    /// Takes back every lease that ran out by `$2`, the lease clock; `$1` now.
+    static let rescueExpiredLeases = """
+        UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
+        WHERE state = 'inflight' AND lease_expires_at <= coalesce($2::bigint, \(databaseNow))
         """
 }

@@ -21,6 +21,8 @@ public final class PGQueueStore {
     public let connection: PGConnection
     /// How long a `time_to_live: 0` message may wait for its one attempt (SQLite's `Connection` has the same).
     public var ttlZeroWindowMillis: Int64 = defaultTTLZeroWindowMillis
+    /// The clock leases are stamped, renewed and found expired on.
+    public var leaseClock = LeaseClock.database
     /// Apps known to have an `apps` row, so ingest inserts it once per store rather than once per message.
     private var ensuredApps: Set<String> = []
 
@@ -38,6 +40,21 @@ public final class PGQueueStore {
             forgetEnsuredApps()
             throw error
         }
+    }
+
+    /// Whose clock leases run on.
+    public enum LeaseClock: Sendable {
+        /// PostgreSQL's (`statement_timestamp()`): instances sharing the queue agree on when a lease runs out
+        /// whatever their own clocks say. NTP keeps clocks within milliseconds, but a VM restored from a snapshot
+        /// or a host without it may be minutes off, and an instance ahead would take back live leases: duplicates.
+        case database
+        /// The `now` each call is given, as on SQLite: for tests that move time forward by hand.
+        case caller
+    }
+
+    /// The lease clock as a statement parameter: NULL stands for the database's.
+    private func leaseTime(_ now: Int64) -> PGValue {
+        leaseClock == .caller ? .integer(now) : .null
     }
 
     /// Forgets which apps have an `apps` row. Call after any rollback, of a whole transaction or to a savepoint:
@@ -59,12 +76,12 @@ extension PGQueueStore: QueueStore {
     /// next_attempt_at`) in order and skips rows another transaction holds, so concurrent claims (another Herald
     /// on the same queue) take disjoint rows instead of waiting for each other (`PGLeaseSQL.leaseReady`).
     public func leaseReady(
-        app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
+        app: String, lane: PriorityLane, limit: Int, owner: String, leaseMillis: Int64, now: Int64
     ) throws -> [ClaimedDelivery] {
         let claimed = try connection.query(
             PGLeaseSQL.leaseReady,
-            [.text(owner), .integer(until), .integer(now), .text(app), .integer(lane.rawValue),
-             .integer(Int64(limit))]
+            [.text(owner), .integer(leaseMillis), .integer(now), .text(app), .integer(lane.rawValue),
+             .integer(Int64(limit)), leaseTime(now)]
         ) { row in
             (next: row.int64(4),
              delivery: ClaimedDelivery(id: row.int64(0), messageID: row.string(1), token: row.string(2),
@@ -213,10 +230,10 @@ extension PGQueueStore: QueueStore {
 
     /// The ids go in as one `bigint[]`, so any number of them is one prepared statement.
     @discardableResult
-    public func renewLeases(_ ids: [Int64], owner: String, until: Int64) throws -> Int {
+    public func renewLeases(_ ids: [Int64], owner: String, leaseMillis: Int64, now: Int64) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         return try connection.run(
-            PGLeaseSQL.renewLeases, .integer(until), .array(ids), .text(owner))
+            PGLeaseSQL.renewLeases, .integer(leaseMillis), .array(ids), .text(owner), leaseTime(now))
     }
 
     /// One statement (SQLite reads the leases first, then updates each under the lease it read): when an owner
@@ -224,11 +241,7 @@ extension PGQueueStore: QueueStore {
     /// row's newest version, so a lease renewed in time, or a row already finished, is left alone.
     @discardableResult
     public func rescueExpiredLeases(now: Int64) throws -> Int {
-        try connection.run(
-            """
-            UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
-            WHERE state = 'inflight' AND lease_expires_at <= $1
-            """, .integer(now))
+        try connection.run(PGLeaseSQL.rescueExpiredLeases, .integer(now), leaseTime(now))
     }
 
     /// Only for a database this process alone uses: where several Heralds share the queue, the other owners'

@@ -13,7 +13,7 @@ extension QueueStore {
         if let state = result.app, state.paused || state.gateUntil > now { return result }
         for lane in PriorityLane.allCases where result.deliveries.count < limit {
             result.deliveries += try leaseReady(
-                app: app, lane: lane, limit: limit - result.deliveries.count, owner: owner, until: now + leaseMillis,
+                app: app, lane: lane, limit: limit - result.deliveries.count, owner: owner, leaseMillis: leaseMillis,
                 now: now)
         }
         var messageIDs: [String] = []

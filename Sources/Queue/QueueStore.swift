@@ -17,11 +17,11 @@ public protocol QueueStore: AnyObject {
 
     // MARK: Claim
 
-    /// Leases up to `limit` ready rows (`queued`, due at `now`) of `app` in one lane until `until`, the oldest
-    /// `next_attempt_at` first, and returns them oldest first (SQLite approximates that by id, which grows with
-    /// creation; PostgreSQL sorts by `next_attempt_at, id`).
+    /// Leases up to `limit` ready rows (`queued`, due at `now`) of `app` in one lane for `leaseMillis` on the
+    /// engine's lease clock (see `renewLeases`), the oldest `next_attempt_at` first, and returns them in that order
+    /// (PostgreSQL sorts its `RETURNING` by `next_attempt_at, id`).
     func leaseReady(
-        app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
+        app: String, lane: PriorityLane, limit: Int, owner: String, leaseMillis: Int64, now: Int64
     ) throws -> [ClaimedDelivery]
     /// What the sender needs of a message; nil when it is gone.
     func claimedMessage(id: String) throws -> ClaimedMessage?
@@ -65,10 +65,15 @@ public protocol QueueStore: AnyObject {
 
     // MARK: Leases
 
-    /// Extends to `until` the leases `owner` still holds on `ids`; returns how many.
-    func renewLeases(_ ids: [Int64], owner: String, until: Int64) throws -> Int
-    /// Returns to `queued` every row whose lease expired before `now`, each only if still under the very lease
-    /// that was read; returns how many.
+    // A lease is stamped, renewed and found expired on one clock, the engine's lease clock. SQLite, which one
+    // process uses at a time, takes the `now` it is given. PostgreSQL, shared by instances whose clocks may
+    // disagree, uses its own (`PGQueueStore.leaseClock`), so an instance whose clock runs ahead never takes back
+    // another's live lease, and one whose clock lags never stamps a lease that looks expired to the others.
+
+    /// Extends the leases `owner` still holds on `ids` to `leaseMillis` from now; returns how many.
+    func renewLeases(_ ids: [Int64], owner: String, leaseMillis: Int64, now: Int64) throws -> Int
+    /// Returns to `queued` every row whose lease expired by now, each only if still under the very lease that was
+    /// read; returns how many.
     func rescueExpiredLeases(now: Int64) throws -> Int
     /// Returns to `queued` every lease not held by `owner`; returns how many.
     func releaseForeignLeases(owner: String, now: Int64) throws -> Int

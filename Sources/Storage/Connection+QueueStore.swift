@@ -12,7 +12,7 @@ extension Connection: QueueStore {
     /// with an ephemeral table of the ids and another of the rows returned: ~2k more instructions per row.) Both
     /// run in the writer's transaction, so nothing can take the rows in between.
     public func leaseReady(
-        app: String, lane: PriorityLane, limit: Int, owner: String, until: Int64, now: Int64
+        app: String, lane: PriorityLane, limit: Int, owner: String, leaseMillis: Int64, now: Int64
     ) throws -> [ClaimedDelivery] {
         let ready = try query(
             """
@@ -28,7 +28,8 @@ extension Connection: QueueStore {
             UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
             WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'
             """,
-            [.text(owner), .integer(until), .integer(now), .text(JSON.array(ready.map { .int($0.id) }).serialized())])
+            [.text(owner), .integer(now + leaseMillis), .integer(now),
+             .text(JSON.array(ready.map { .int($0.id) }).serialized())])
         guard leased == ready.count else {
             throw SQLiteError(
                 code: SQLITE_INTERNAL, message: "leased \(leased) of the \(ready.count) ready deliveries just read")
@@ -248,13 +249,13 @@ extension Connection: QueueStore {
 
     /// The ids go in as one JSON array (`json_each`), so any number of them is one prepared statement.
     @discardableResult
-    public func renewLeases(_ ids: [Int64], owner: String, until: Int64) throws -> Int {
+    public func renewLeases(_ ids: [Int64], owner: String, leaseMillis: Int64, now: Int64) throws -> Int {
         guard !ids.isEmpty else { return 0 }
         return try run(
             """
             UPDATE deliveries SET lease_expires_at = ?
             WHERE id IN (SELECT value FROM json_each(?)) AND state = 'inflight' AND lease_owner = ?
-            """, .integer(until), .text(JSON.array(ids.map(JSON.int)).serialized()), .text(owner))
+            """, .integer(now + leaseMillis), .text(JSON.array(ids.map(JSON.int)).serialized()), .text(owner))
     }
 
     @discardableResult

@@ -58,7 +58,7 @@ private let t0: Int64 = 1_700_000_000_000
             (PGLeaseSQL.markEnded, ["dead", "MaxAttempts", 1, 500, now, 5, "w"]),
             (PGLeaseSQL.markRetry, ["Unavailable", 1, .integer(t0 + 60_000), 503, now, 5, "w"]),
             (PGLeaseSQL.markReleased, [now, 5, "w"]),
-            (PGLeaseSQL.renewLeases, [.integer(t0 + 60_000), .array([Int64(5), 6, 7]), "w"]),
+            (PGLeaseSQL.renewLeases, [60_000, .array([Int64(5), 6, 7]), "w", nil]),
         ]
         for (sql, arguments) in statements {
             let plan = try plan(connection, sql, arguments, mode: mode)
@@ -69,11 +69,20 @@ private let t0: Int64 = 1_700_000_000_000
     }
 
     @Test(arguments: ["force_generic_plan", "force_custom_plan"])
+    func theRescuerReadsOnlyTheLeasesThroughTheirIndex(mode: String) throws {
+        let (schema, connection) = try connectionToBusyQueue()
+        _ = schema
+        let plan = try plan(connection, PGLeaseSQL.rescueExpiredLeases, [.integer(t0 + 2), nil], mode: mode)
+        #expect(plan.contains("deliveries_inflight"), "\(plan)")
+        #expect(!plan.contains("Seq Scan on deliveries"), "\(plan)")
+    }
+
+    @Test(arguments: ["force_generic_plan", "force_custom_plan"])
     func theClaimUpdatesTheRowsItLockedByPrimaryKey(mode: String) throws {
         let (schema, connection) = try connectionToBusyQueue()
         _ = schema
         let plan = try plan(
-            connection, PGLeaseSQL.leaseReady, ["w2", .integer(t0 + 60_000), .integer(t0 + 2), "default", 1, 100],
+            connection, PGLeaseSQL.leaseReady, ["w2", 60_000, .integer(t0 + 2), "default", 1, 100, nil],
             mode: mode)
         #expect(plan.contains("deliveries_ready"), "\(plan)")
         #expect(plan.contains("LockRows"), "\(plan)")

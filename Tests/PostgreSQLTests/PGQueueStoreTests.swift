@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Storage
+import Support
 import Synchronization
 import Testing
 
@@ -149,12 +150,57 @@ private let t0: Int64 = 1_700_000_000_000
         return (original, try #require(answer.withLock { $0 }))
     }
 
+    /// Two instances whose clocks are twenty minutes apart, each passing its own time as `now`, agree on when a
+    /// lease runs out: PostgreSQL's clock stamps, renews and expires it (`PGQueueStore.LeaseClock.database`).
+    @Test func leasesRunOnTheDatabasesClockWhateverTheInstancesClocksSay() throws {
+        let (slow, fast) = (try store(), try store())
+        let local = Clock.nowMillis()
+        let (slowNow, fastNow) = (local - 600_000, local + 600_000)
+        try slow.write {
+            _ = try $0.insertMessage(NewMessage(app: "default", payload: "{}", target: .tokens(["a", "b"])),
+                                     now: slowNow - 60_000)
+        }
+        func databaseNow() throws -> Int64 {
+            try #require(try slow.connection.queryOne("SELECT " + PGLeaseSQL.databaseNow) { $0.int64(0) })
+        }
+        func expiry(_ id: Int64) throws -> Int64? {
+            try slow.connection.queryOne(
+                "SELECT lease_expires_at FROM deliveries WHERE id = $1", [.integer(id)]) { $0.optionalInt64(0) } ?? nil
+        }
+
+        // The slow instance leases `a` for a minute: a minute of the database's clock, not of its own.
+        var before = try databaseNow()
+        let a = try #require(try slow.write {
+            try $0.claim(app: "default", limit: 1, owner: "slow", leaseMillis: 60_000, now: slowNow)
+        }.deliveries.first?.id)
+        var after = try databaseNow()
+        #expect(try expiry(a).map { (before + 60_000...after + 60_000).contains($0) } == true)
+
+        // The fast instance's rescuer, ten minutes past that minute by its own clock, leaves the live lease alone.
+        #expect(try fast.write { try $0.rescueExpiredLeases(now: fastNow) } == 0)
+
+        // A renewal by the slow instance is again a minute from the database's now.
+        before = try databaseNow()
+        #expect(try slow.write { try $0.renewLeases([a], owner: "slow", leaseMillis: 60_000, now: slowNow) } == 1)
+        after = try databaseNow()
+        #expect(try expiry(a).map { (before + 60_000...after + 60_000).contains($0) } == true)
+
+        // A lease that has run out is taken back even by the slow instance, whose clock says it has ten minutes
+        // left; the live one stays.
+        let b = try #require(try fast.write {
+            try $0.claim(app: "default", limit: 1, owner: "fast", leaseMillis: 0, now: fastNow)
+        }.deliveries.first?.id)
+        #expect(try slow.write { try $0.rescueExpiredLeases(now: slowNow) } == 1)
+        #expect(try expiry(b) == nil)
+        #expect(try expiry(a) != nil)
+    }
+
     @Test func theClaimWalksTheReadyIndexWithoutSorting() throws {
         let connection = try schema.connect()
         // An empty table would be read sequentially; the point is that the index serves the claim, sorted.
         try connection.execute("SET enable_seqscan = off")
         let plan = try connection.query(
-            "EXPLAIN " + PGLeaseSQL.leaseReady, ["w", 60_000, 5, "default", 0, 100]
+            "EXPLAIN " + PGLeaseSQL.leaseReady, ["w", 60_000, 5, "default", 0, 100, nil]
         ) { $0.string(0) }.joined(separator: "\n")
         #expect(plan.contains("deliveries_ready"), "plan was: \(plan)")
         #expect(!plan.contains("Sort"), "the claim must not sort: \(plan)")

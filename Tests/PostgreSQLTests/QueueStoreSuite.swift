@@ -239,7 +239,7 @@ private let t0: Int64 = 1_700_000_000_000
         let queue = try Queue(engine)
         try queue.enqueue(["a", "b", "c"], at: t0)
         let ids = try queue.claim(lease: 1_000, now: t0).deliveries.map(\.id)
-        try queue.store.write { _ = try $0.renewLeases([ids[0], ids[2]], owner: "w1", until: t0 + 5_000) }
+        try queue.store.write { _ = try $0.renewLeases([ids[0], ids[2]], owner: "w1", leaseMillis: 5_000, now: t0) }
         // b's lease ran out at t0 + 1 s and the rescuer took it back: its success is not written; a and c (renewed)
         // are, with id and status.
         #expect(try queue.store.write { try $0.rescueExpiredLeases(now: t0 + 1_500) } == 1)
@@ -292,8 +292,10 @@ private let t0: Int64 = 1_700_000_000_000
         let queue = try Queue(engine)
         try queue.insert(["a", "b"], at: t0)
         let ids = try queue.claim(lease: 1_000, now: t0).deliveries.map(\.id)
-        #expect(try queue.store.write { try $0.renewLeases([ids[0]], owner: "w1", until: t0 + 2_000) } == 1)
-        #expect(try queue.store.write { try $0.renewLeases([ids[1]], owner: "someone-else", until: t0 + 2_000) } == 0)
+        #expect(try queue.store.write { try $0.renewLeases([ids[0]], owner: "w1", leaseMillis: 2_000, now: t0) } == 1)
+        #expect(
+            try queue.store.write { try $0.renewLeases([ids[1]], owner: "someone-else", leaseMillis: 2_000, now: t0) }
+                == 0)
         #expect(try queue.store.write { try $0.rescueExpiredLeases(now: t0 + 1_500) } == 1)
         // The renewed row's answer still lands; the rescued one's late answer does not.
         let applied = try queue.apply(
@@ -309,7 +311,9 @@ private let t0: Int64 = 1_700_000_000_000
         let queue = try Queue(engine)
         try queue.insert(["a", "b", "c"], at: t0)
         let ids = try queue.claim(lease: 1_000, now: t0).deliveries.map(\.id)
-        #expect(try queue.store.write { try $0.renewLeases([ids[0], ids[1]], owner: "w1", until: t0 + 2_000) } == 2)
+        #expect(
+            try queue.store.write { try $0.renewLeases([ids[0], ids[1]], owner: "w1", leaseMillis: 2_000, now: t0) }
+                == 2)
         #expect(try queue.store.write { try $0.rescueExpiredLeases(now: t0 + 1_500) } == 1, "c's lease ran out")
         let applied = try queue.apply(
             [
@@ -561,7 +565,7 @@ private let t0: Int64 = 1_700_000_000_000
     func theSameKeyForAnFIDOrAV1MessageOfTheSameTextIsAConflict(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let first = NewMessage(app: "default", idempotencyKey: "k", payload: "{}", target: .tokens(["x"]))
-        try queue.store.insert(first, now: t0)
+        _ = try queue.store.insert(first, now: t0)
         var fid = first
         fid.tokenField = .fid
         var v1 = first

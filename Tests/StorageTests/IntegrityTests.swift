@@ -155,9 +155,10 @@ private let t0: Int64 = 1_700_000_000_000
         try insert(["a", "b"], at: t0)
         let claimed = try claim(lease: 1_000, now: t0)
         let ids = claimed.deliveries.map(\.id)
-        let renewed = try writer.write { try $0.renewLeases([ids[0]], owner: "w1", until: t0 + 2_000) }
+        let renewed = try writer.write { try $0.renewLeases([ids[0]], owner: "w1", leaseMillis: 2_000, now: t0) }
         #expect(renewed == 1)
-        #expect(try writer.write { try $0.renewLeases([ids[1]], owner: "someone-else", until: t0 + 2_000) } == 0)
+        #expect(
+            try writer.write { try $0.renewLeases([ids[1]], owner: "someone-else", leaseMillis: 2_000, now: t0) } == 0)
         let rescued = try writer.write { try $0.rescueExpiredLeases(now: t0 + 1_500) }
         #expect(rescued == 1)
         // The renewed row's answer still lands; the rescued one's late answer does not.

@@ -113,7 +113,7 @@ import Queue
 
     @Test func cancellingDropsOnlyQueuedDeliveries() throws {
         let accepted = try insert(NewMessage(app: "default", payload: "{}", target: .tokens(["a", "b"])))
-        try writer.write { try $0.run("UPDATE deliveries SET state = 'delivered' WHERE token = 'a'") }
+        try writer.write { _ = try $0.run("UPDATE deliveries SET state = 'delivered' WHERE token = 'a'") }
         let cancelled = try writer.write { try $0.cancelMessage(id: accepted.id, now: 5) }
         #expect(cancelled == 1)
         let states = try writer.write { try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason ?? "")" } }
