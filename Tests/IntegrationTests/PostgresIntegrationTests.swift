@@ -105,8 +105,10 @@ import Testing
     @Test func losingTheDatabaseMidRunAnswers503AndDeliveryResumesWithoutLossOrDuplicates() async throws {
         let database = try TestDatabase()
         let simulator = try SimulatorProcess()
-        try await simulator.control(#"{"slow_rate": 1.0, "slow_ms": 150}"#)
-        let herald = try serve(database, simulator, ["--concurrency", "2"], lease: "2m")
+        // Every answer takes a second, so the requests that reached FCM before the database went away are
+        // answered during the outage even on a machine too loaded to cut the database off quickly.
+        try await simulator.control(#"{"slow_rate": 1.0, "slow_ms": 1000}"#)
+        let herald = try serve(database, simulator, ["--concurrency", "10"], lease: "2m")
         var ids: [String] = []
         for index in 0..<30 {
             let reply = try await herald.request("POST", "/v1/messages", body: #"{"to": "tok-\#(index)"}"#)
