@@ -88,8 +88,9 @@ extension PGQueueStore {
 
     /// The deliveries and, in the same statement, each target's collapse head pointing at its new delivery: the
     /// newest message with the key supersedes older ones still queued for the target while it will reach the
-    /// device (the claim decides, `CollapseHead.supersedes`). A head whose delivery ends dead or dropped is deleted
-    /// by the schema's `collapse_head_ends` trigger. A target named twice gets the head of its last delivery.
+    /// device (the claim decides, `CollapseHead.supersedes`). A head whose dead or dropped delivery is deleted goes
+    /// with it (the schema's `collapse_head_removed` trigger). A target named twice gets the head of its last
+    /// delivery.
     private func insertDeliveriesWithCollapseHeads(
         _ targets: [String], messageID: String, app: String, rank: Int64, collapseKey: String, now: Int64
     ) throws -> Int {

@@ -158,8 +158,8 @@ public enum PriorityLane: Int64, Sendable, CaseIterable {
 /// The newest message with a `collapse_key` to one target, as the claim reads it.
 public struct CollapseHead: Sendable, Equatable {
     public var messageID: String
-    /// Its delivery's state; nil when the row is gone (pruned: it was delivered, since a head that ends dead or
-    /// dropped stops being one).
+    /// Its delivery's state; nil when the row is gone (pruned: it was delivered, since deleting a dead or dropped
+    /// row deletes its head too, the schema's `collapse_head_removed` trigger).
     public var state: DeliveryState?
     public var expiresAt: Int64?
 

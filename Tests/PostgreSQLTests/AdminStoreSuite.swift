@@ -427,6 +427,27 @@ private let day: Int64 = 86_400_000
         } == (0, 0))
     }
 
+    /// A collapse head stays while its row does (the claim reads the row's state); deleting a dead or dropped row
+    /// deletes its head, deleting a delivered one (a head that reached the device) does not.
+    @Test(arguments: Engine.allCases) func headsGoWithTheirDeadOrDroppedRowsOnly(_ engine: Engine) throws {
+        let admin = try Admin(engine)
+        for (token, key) in [("h-dead", "k1"), ("h-dropped", "k2"), ("h-delivered", "k3")] {
+            try admin.enqueue([token], collapseKey: key, at: t0)
+        }
+        try admin.finish("h-dead", "dead", reason: "InvalidRegistration", at: t0 + 1)
+        try admin.finish("h-dropped", "dropped", reason: "NotRegistered", at: t0 + 1)
+        try admin.finish("h-delivered", "delivered", at: t0 + 1)
+        #expect(try admin.count("SELECT count(*) FROM collapse_heads") == 3)
+
+        let store = admin.store
+        #expect(try store.transaction { try store.pruneFinishedDeliveries(updatedBefore: t0 + 2, limit: 100) } == 2)
+        #expect(try store.transaction {
+            try store.purgeDeadLetters(DeadLetterFilter(), now: t0 + 2, limit: 100)
+        }.deliveries == 1)
+        #expect(try admin.count("SELECT count(*) FROM deliveries") == 0)
+        #expect(try admin.underTest.strings("SELECT token FROM collapse_heads") == ["h-delivered"])
+    }
+
     @Test(arguments: Engine.allCases) func purgeGoesInBoundedBatchesAndHonoursTheFilter(_ engine: Engine) throws {
         let admin = try Admin(engine)
         try admin.enqueue(["a", "b", "c", "d"], at: t0)
