@@ -117,6 +117,7 @@ import Testing
         // FCM holds its answers (the process stopped) while the database goes away, so the requests at FCM now are
         // answered during the outage however slowly this test gets here.
         kill(simulator.process.processIdentifier, SIGSTOP)
+        defer { kill(simulator.process.processIdentifier, SIGCONT) }  // should the test end early
 
         // The database goes away: no new session may start, and Herald's are ended.
         let admin = try PGConnection(url: try TestServer.url())
