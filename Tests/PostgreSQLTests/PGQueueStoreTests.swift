@@ -24,6 +24,7 @@ private let t0: Int64 = 1_700_000_000_000
         return PGQueueStore(connection: connection)
     }
 
+    @discardableResult
     private func enqueue(_ store: PGQueueStore, tokens count: Int, key: String? = nil) throws -> AcceptedMessage {
         try store.write {
             try $0.insertMessage(

@@ -20,6 +20,7 @@ private let t0: Int64 = 1_700_000_000_000
             app: "default", payload: "{}", target: .tokens(tokens), priority: priority, ttlSeconds: ttl), now: now).id }
     }
 
+    @discardableResult
     private func claim(limit: Int = 100, owner: String = "w1", now: Int64) throws -> ClaimResult {
         try writer.write { try $0.claim(app: "default", limit: limit, owner: owner, leaseMillis: 60_000, now: now) }
     }
@@ -91,7 +92,7 @@ private let t0: Int64 = 1_700_000_000_000
     @Test func releaseReturnsALeaseWithoutChargingAnAttempt() throws {
         try enqueue(["a"], at: t0)
         let id = try #require(try claim(now: t0).deliveries.first?.id)
-        try writer.write { try $0.apply([.release(id: id)], owner: "w1", now: t0 + 1) }
+        _ = try writer.write { try $0.apply([.release(id: id)], owner: "w1", now: t0 + 1) }
         let row = try writer.write { try $0.queryOne("SELECT state, attempts, lease_owner FROM deliveries") { "\($0.string(0)) \($0.int(1)) \($0.optionalString(2) ?? "-")" } }
         #expect(row == "queued 0 -")
     }
