@@ -279,8 +279,8 @@ struct AppScheduler {
             // of answers at most (their leases renewed while they do), and a window is still there to send while
             // the claim waits its turn at the writer.
             let slots = max(1, claimBelow - pending.count)
-            let limit = min(
-                options.claimLimit, slots.multipliedReportingOverflow(by: app.provider.maxTargetsPerRequest).partialValue)
+            let targets = slots.multipliedReportingOverflow(by: app.provider.maxTargetsPerRequest).partialValue
+            let limit = min(options.claimLimit, targets)
             claimLimit = limit
             actions.append(.claim(limit: limit))
         }

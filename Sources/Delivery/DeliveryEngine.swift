@@ -144,7 +144,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         for runtime in runtimes.values.sorted(by: { $0.app.name < $1.app.name }) {
             Log.info("sending", [
                 "app": .string(runtime.app.name), "concurrency": .int(Int64(runtime.app.concurrency)),
-                "max_connections": .int(Int64(runtime.app.provider.maxConnections(concurrency: runtime.app.concurrency))),
+                "max_connections":
+                    .int(Int64(runtime.app.provider.maxConnections(concurrency: runtime.app.concurrency))),
                 "max_rate": runtime.app.maxRate.map { .double($0) } ?? .string("unlimited"),
             ])
         }
@@ -214,7 +215,9 @@ public final class DeliveryEngine: @unchecked Sendable {
         case .resumed:
             Log.info("app resumed", ["app": .string(app)])
         case .gateClosed(let until, let status):
-            Log.warn("app gate closed", ["app": .string(app), "until_ms": .int(until), "status": .int(Int64(status ?? 0))])
+            Log.warn("app gate closed", [
+                "app": .string(app), "until_ms": .int(until), "status": .int(Int64(status ?? 0)),
+            ])
         }
     }
 
@@ -239,7 +242,8 @@ public final class DeliveryEngine: @unchecked Sendable {
                 ])
             }
             if claim.dropped > 0 {
-                metrics.increment("herald_deliveries_total", ["app": app, "outcome": "dropped"], by: Double(claim.dropped))
+                metrics.increment(
+                    "herald_deliveries_total", ["app": app, "outcome": "dropped"], by: Double(claim.dropped))
             }
             held.formUnion(claim.deliveries.lazy.map(\.id))
             perform(runtime.scheduler.claimed(claim, now: Clock.nowMillis()), on: runtime)
@@ -340,7 +344,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         } else if case .failure(let reason) = result, reason != "cancelled" {
             tally.add(runtime, code: reason, seconds: seconds)
         }
-        perform(runtime.scheduler.answered(request, result: result, now: Clock.nowMillis(), using: &random), on: runtime)
+        let actions = runtime.scheduler.answered(request, result: result, now: Clock.nowMillis(), using: &random)
+        perform(actions, on: runtime)
     }
 
     /// Queues updates (and the app switches of `plan`) for the next flush, which commits every app's outbox in one
@@ -433,7 +438,9 @@ public final class DeliveryEngine: @unchecked Sendable {
     }
 
     /// Metrics and the dead-letter log line for a committed batch of outcomes.
-    private static func count(_ updates: [DeliveryUpdate], applied: AppliedOutcomes, app: String, into metrics: Metrics) {
+    private static func count(
+        _ updates: [DeliveryUpdate], applied: AppliedOutcomes, app: String, into metrics: Metrics
+    ) {
         let written = Set(applied.updated)
         var outcomes: [String: Int] = [:]
         var deadReasons: [String: Int] = [:]

@@ -43,8 +43,10 @@ public enum OutcomePlanner {
                     ttlSeconds: request.message.ttlSeconds, expiresAt: request.message.expiresAt, now: now,
                     using: &random)
                 switch decision {
-                case .retry(let at): plan.updates.append(.retry(id: delivery.id, at: at, reason: reason, status: status))
-                case .dead(let deadReason): plan.updates.append(.dead(id: delivery.id, reason: deadReason, status: status))
+                case .retry(let at):
+                    plan.updates.append(.retry(id: delivery.id, at: at, reason: reason, status: status))
+                case .dead(let deadReason):
+                    plan.updates.append(.dead(id: delivery.id, reason: deadReason, status: status))
                 }
             case .pauseApp(let reason):
                 plan.updates.append(.release(id: delivery.id))

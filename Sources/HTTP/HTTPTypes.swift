@@ -85,13 +85,18 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A JSON body (already encoded) with `Content-Type: application/json`.
-    public static func json(_ status: Int, _ body: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+    public static func json(
+        _ status: Int, _ body: String, headers: [(name: String, value: String)] = []
+    ) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(body.utf8))
     }
 
     /// A plain-text body with `Content-Type: text/plain; charset=utf-8`.
-    public static func text(_ status: Int, _ body: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers, body: Array(body.utf8))
+    public static func text(
+        _ status: Int, _ body: String, headers: [(name: String, value: String)] = []
+    ) -> HTTPResponse {
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers, body: Array(body.utf8))
     }
 
     /// The standard reason phrase for a status code.

@@ -240,8 +240,9 @@ public final class IngestAPI: HTTPHandler {
         case .failure(let failure): return responder.respond(error(failure))
         case .success(let valid): registration = valid
         }
-        writer.enqueue({ try $0.upsertToken(token, app: registration.app, user: registration.user, now: Clock.nowMillis()) }) {
-            result in
+        writer.enqueue({
+            try $0.upsertToken(token, app: registration.app, user: registration.user, now: Clock.nowMillis())
+        }) { result in
             switch result {
             case .success(let (record, created)):
                 responder.respond(.json(created ? 201 : 200, Self.tokenJSON(record).serialized()))
@@ -433,7 +434,8 @@ func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
 }
 
 extension IncomingMessage {
-    /// The storage form (also what `herald send` stores): payload as JSON text, users expanded later inside the ingest transaction.
+    /// The storage form (also what `herald send` stores): payload as JSON text, users expanded later inside the
+    /// ingest transaction.
     public func stored(idempotencyKey: String?) -> NewMessage {
         let target: StoredTarget
         switch self.target {
@@ -465,12 +467,16 @@ enum TokenRegistration {
         }
         var app = "default"
         if let value = object["app"] {
-            guard let name = value.stringValue, !name.isEmpty else { return invalid("\"app\" must be a non-empty string") }
+            guard let name = value.stringValue, !name.isEmpty else {
+                return invalid("\"app\" must be a non-empty string")
+            }
             app = name
         }
         var user: String?
         if let value = object["user"], value != .null {
-            guard let name = value.stringValue, !name.isEmpty else { return invalid("\"user\" must be a non-empty string") }
+            guard let name = value.stringValue, !name.isEmpty else {
+                return invalid("\"user\" must be a non-empty string")
+            }
             user = name
         }
         return .success((app, user))

@@ -22,7 +22,8 @@ public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
             guard code != 0 else { break }
             var buffer = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(code, &buffer, buffer.count)
-            details.append(String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            let text = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
+            details.append(String(decoding: text, as: UTF8.self))
         }
         return CryptoError(operation, detail: details.last ?? "")
     }

@@ -171,7 +171,9 @@ extension PGQueueStore {
     }
 
     /// Registers `token` for `app` and `user`, or moves it to them.
-    public func upsertToken(_ token: String, app: String, user: String?, now: Int64) throws -> (TokenRecord, created: Bool) {
+    public func upsertToken(
+        _ token: String, app: String, user: String?, now: Int64
+    ) throws -> (TokenRecord, created: Bool) {
         let existing = try self.token(token)
         try connection.run(
             """

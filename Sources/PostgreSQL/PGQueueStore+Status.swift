@@ -21,7 +21,9 @@ extension PGQueueStore {
                     (app: $0.string(0), state: $0.string(1), count: $0.int(2))
                 } : [],
             now: now,
-            backlog: { app in try connection.queryOne(PGStatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } },
+            backlog: { app in
+                try connection.queryOne(PGStatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) }
+            },
             nextDue: { try nextDue(app: $0) })
     }
 

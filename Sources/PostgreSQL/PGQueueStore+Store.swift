@@ -45,9 +45,10 @@ extension PGQueueStore: Store {
             """, [.text(id)]
         ) {
             DeliveryRecord(
-                id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)), reason: $0.optionalString(3),
-                attempts: $0.int(4), nextAttemptAt: $0.int64(5), fcmMessageID: $0.optionalString(6),
-                canonicalToken: $0.optionalString(7), lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
+                id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)),
+                reason: $0.optionalString(3), attempts: $0.int(4), nextAttemptAt: $0.int64(5),
+                fcmMessageID: $0.optionalString(6), canonicalToken: $0.optionalString(7),
+                lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
         }
         return record
     }

@@ -12,15 +12,18 @@ extension Connection {
     }
 
     public func appState(_ name: String) throws -> AppState? {
-        try queryOne("SELECT name, paused, pause_reason, gate_until FROM apps WHERE name = ?", [.text(name)]) {
-            AppState(name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2), gateUntil: $0.int64(3))
-        }
+        try queryOne(
+            "SELECT name, paused, pause_reason, gate_until FROM apps WHERE name = ?", [.text(name)], row: Self.appState)
     }
 
     public func apps() throws -> [AppState] {
-        try query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name") {
-            AppState(name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2), gateUntil: $0.int64(3))
-        }
+        try query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name", row: Self.appState)
+    }
+
+    /// An `apps` row read as `name, paused, pause_reason, gate_until`.
+    private static func appState(_ row: Statement) -> AppState {
+        AppState(name: row.string(0), paused: row.int(1) != 0, pauseReason: row.optionalString(2),
+                 gateUntil: row.int64(3))
     }
 
     /// Pauses `app`; returns false when it was already paused.
@@ -36,7 +39,10 @@ extension Connection {
     @discardableResult
     public func resumeApp(_ app: String) throws -> Bool {
         try run(
-            "UPDATE apps SET paused = 0, pause_reason = NULL, paused_at = NULL, gate_until = 0 WHERE name = ? AND paused = 1",
+            """
+            UPDATE apps SET paused = 0, pause_reason = NULL, paused_at = NULL, gate_until = 0
+            WHERE name = ? AND paused = 1
+            """,
             .text(app)) > 0
     }
 

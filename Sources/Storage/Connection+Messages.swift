@@ -71,7 +71,8 @@ extension Connection {
     {
         let insert = try statement(
             """
-            INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+            INSERT INTO deliveries
+                (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
             VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)
             """)
         for target in targets {
@@ -94,7 +95,8 @@ extension Connection {
     {
         try run(
             """
-            INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+            INSERT INTO deliveries
+                (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
             SELECT ?1, ?2, token, 'queued', ?3, ?3, ?4, ?3 FROM tokens
             WHERE rowid IN (
                 SELECT rowid FROM tokens WHERE app = ?2 AND user IN (SELECT value FROM json_each(?5))
@@ -124,8 +126,8 @@ extension Connection {
         guard
             var record = try queryOne(
                 """
-                SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at,
-                       format, token_field
+                SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at,
+                       expires_at, format, token_field
                 FROM messages WHERE id = ?
                 """, [.text(id)],
                 row: {
@@ -145,9 +147,10 @@ extension Connection {
             """, [.text(id)]
         ) {
             DeliveryRecord(
-                id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)), reason: $0.optionalString(3),
-                attempts: $0.int(4), nextAttemptAt: $0.int64(5), fcmMessageID: $0.optionalString(6),
-                canonicalToken: $0.optionalString(7), lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
+                id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)),
+                reason: $0.optionalString(3), attempts: $0.int(4), nextAttemptAt: $0.int64(5),
+                fcmMessageID: $0.optionalString(6), canonicalToken: $0.optionalString(7),
+                lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
         }
         return record
     }

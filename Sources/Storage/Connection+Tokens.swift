@@ -2,7 +2,9 @@ import Queue
 
 extension Connection {
     /// Registers `token` for `app` and `user`, or updates its app and user. Returns the row and whether it is new.
-    public func upsertToken(_ token: String, app: String, user: String?, now: Int64) throws -> (TokenRecord, created: Bool) {
+    public func upsertToken(
+        _ token: String, app: String, user: String?, now: Int64
+    ) throws -> (TokenRecord, created: Bool) {
         let existing = try self.token(token)
         try run(
             """

@@ -131,7 +131,8 @@ public final class Metrics: Sendable {
                 }
             } else {
                 for (labels, value) in (snapshot.values[family.name] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                    text += labels.isEmpty ? "\(family.name) \(Self.number(value))\n" : "\(family.name){\(labels)} \(Self.number(value))\n"
+                    let series = labels.isEmpty ? family.name : "\(family.name){\(labels)}"
+                    text += "\(series) \(Self.number(value))\n"
                 }
             }
         }
@@ -170,7 +171,8 @@ extension Metrics {
             Family("herald_ingested_messages_total", .counter, "Messages accepted and committed, per app."),
             Family("herald_deliveries_total", .counter,
                    "Delivery attempts by outcome (delivered, retry, dead, dropped, released), per app."),
-            Family("herald_fcm_requests_total", .counter, "Requests to FCM by HTTP status or transport failure, per app."),
+            Family("herald_fcm_requests_total", .counter,
+                   "Requests to FCM by HTTP status or transport failure, per app."),
             Family("herald_fcm_request_seconds", .histogram, "Duration of requests to FCM."),
             Family("herald_fcm_connections", .gauge, "Connections open to FCM, per app (refreshed every second)."),
             Family("herald_queue_depth", .gauge, "Deliveries per app and state (refreshed every few seconds)."),

@@ -28,7 +28,9 @@ enum Linux {
     }
 
     /// Waits for events into `buffer` (room for `capacity` events); returns how many arrived.
-    static func epollWait(_ epoll: CInt, _ buffer: EventBuffer, capacity: Int, timeoutMillis: CInt) throws(IOError) -> Int {
+    static func epollWait(
+        _ epoll: CInt, _ buffer: EventBuffer, capacity: Int, timeoutMillis: CInt
+    ) throws(IOError) -> Int {
         while true {
             let count = epoll_wait(epoll, buffer, CInt(capacity), timeoutMillis)
             if count >= 0 { return Int(count) }

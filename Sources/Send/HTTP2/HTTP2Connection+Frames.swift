@@ -99,7 +99,9 @@ extension HTTP2Connection {
         case .priority, .unknown:
             break
         case .rstStream(let stream, let code):
-            guard opened(stream) else { throw .connection(.protocolError, "RST_STREAM on stream \(stream), never opened") }
+            guard opened(stream) else {
+                throw .connection(.protocolError, "RST_STREAM on stream \(stream), never opened")
+            }
             if let ended = streams.removeValue(forKey: stream) {
                 loop.streamEnded(ended, code == .refusedStream ? .refused : .reset, on: self)
             }
@@ -155,7 +157,8 @@ extension HTTP2Connection {
                     return
                 }
                 if let stream, stream.keeps(name) {
-                    stream.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+                    stream.headers.append(
+                        (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
                 }
             }
         } catch {
@@ -164,7 +167,9 @@ extension HTTP2Connection {
         guard let stream else { return }
         if stream.headersDone {
             // Trailers end the stream; the fields are not kept.
-            guard endStream else { throw HTTP2ProtocolError(code: .protocolError, stream: id, reason: "trailers without END_STREAM") }
+            guard endStream else {
+                throw HTTP2ProtocolError(code: .protocolError, stream: id, reason: "trailers without END_STREAM")
+            }
         } else {
             guard !malformed, status >= 100 else {
                 throw HTTP2ProtocolError(code: .protocolError, stream: id, reason: "a response without a valid :status")
@@ -294,7 +299,8 @@ extension HTTP2Connection {
         goingAway = true
         if code != .noError {
             Log.warn("fcm connection going away", [
-                "pool": .string(loop.core.name), "code": .string(code.description), "streams": .int(Int64(streams.count)),
+                "pool": .string(loop.core.name), "code": .string(code.description),
+                "streams": .int(Int64(streams.count)),
             ])
         }
         // Highest first, so that each goes back to the front of the queue before the lower ones: order kept.

@@ -39,7 +39,8 @@ final class HTTP2Loop {
     private var lastTarget: HTTPSTarget?
     /// `lastTarget`'s origin once looked up (its key is a new string each time it is made).
     private var lastOrigin: HTTP2Origin?
-    /// The last `keptResponseHeaders` converted to bytes, and what they gave: every request of an app asks for the same.
+    /// The last `keptResponseHeaders` converted to bytes, and what they gave: every request of an app asks for the
+    /// same.
     private var lastKept: [String]?
     private var lastKeptNames: [[UInt8]]?
 
@@ -194,7 +195,9 @@ final class HTTP2Loop {
         }
         // Each connection still opening will take up to 100 of those left waiting; open more only for the rest.
         var uncovered = origin.waiting.count - origin.opening * HTTPClientPool.streamsPerConnection
-        while uncovered > 0 && origin.connections.count < core.maxConnectionsPerHost && now >= origin.noConnectionsBefore {
+        while uncovered > 0 && origin.connections.count < core.maxConnectionsPerHost
+            && now >= origin.noConnectionsBefore
+        {
             open(origin, for: origin.waiting.first!, now: now)
             uncovered -= HTTPClientPool.streamsPerConnection
         }
@@ -315,7 +318,8 @@ final class HTTP2Loop {
         guard !stream.finished else { return }
         switch end {
         case .response:
-            finish(stream, .response(status: stream.status, headers: stream.headers, body: stream.body, httpVersion: "2"))
+            finish(
+                stream, .response(status: stream.status, headers: stream.headers, body: stream.body, httpVersion: "2"))
         case .refused where stream.refusals < Self.maxRefusals:
             stream.refusals += 1
             stream.resetForResend()
@@ -346,7 +350,9 @@ final class HTTP2Loop {
                     finish(stream, .failure(reason: "timeout"))
                 }
                 // Gone away and done: nothing more will come on it.
-                if connection.goingAway && connection.streams.isEmpty { connection.close(failing: "reset", reason: nil) }
+                if connection.goingAway && connection.streams.isEmpty {
+                    connection.close(failing: "reset", reason: nil)
+                }
             }
         }
     }

@@ -22,7 +22,8 @@ struct HTTPSTarget: Equatable {
             return nil
         }
         let rest = bytes[8...]
-        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        let authorityEnd =
+            rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? rest.endIndex
         let authority = rest[rest.startIndex..<authorityEnd]
         guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")) else { return nil }
@@ -55,7 +56,8 @@ struct HTTPSTarget: Equatable {
         host = String(decoding: hostPart, as: UTF8.self)
         self.port = port
         self.authority = String(decoding: authority, as: UTF8.self)
-        path = pathPart.isEmpty ? "/" : (pathPart.first == UInt8(ascii: "?") ? "/" : "") + String(decoding: pathPart, as: UTF8.self)
+        let leadingSlash = pathPart.first == UInt8(ascii: "?") ? "/" : ""
+        path = pathPart.isEmpty ? "/" : leadingSlash + String(decoding: pathPart, as: UTF8.self)
     }
 
     /// The key connections are shared under.

@@ -9,7 +9,8 @@ struct SocketAddress: Sendable {
     /// Looks `host` up off the caller's thread (`getaddrinfo` blocks on DNS) and calls `completion` there with its
     /// TCP addresses, in the resolver's order of preference. An IP address is not looked up: it is its own answer.
     static func resolve(
-        host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], HTTP2PoolCore.ResolveError>) -> Void
+        host: String, port: Int,
+        completion: @escaping @Sendable (Result<[SocketAddress], HTTP2PoolCore.ResolveError>) -> Void
     ) {
         if let numeric = try? lookUp(host: host, port: port, numericOnly: true) {
             completion(.success(numeric))

@@ -25,7 +25,8 @@ extension HTTP2Frame {
         case .priority:
             try onStream(stream, "PRIORITY")
             guard payload.count == 5 else {
-                throw HTTP2ProtocolError(code: .frameSizeError, stream: stream, reason: "PRIORITY of \(payload.count) bytes")
+                throw HTTP2ProtocolError(
+                    code: .frameSizeError, stream: stream, reason: "PRIORITY of \(payload.count) bytes")
             }
             return .priority(stream: stream)
         case .rstStream:
@@ -36,7 +37,9 @@ extension HTTP2Frame {
             try onConnection(stream, "SETTINGS")
             let ack = flags & Flags.ack != 0
             guard !ack || payload.isEmpty else { throw .connection(.frameSizeError, "SETTINGS ACK with a payload") }
-            guard payload.count % 6 == 0 else { throw .connection(.frameSizeError, "SETTINGS of \(payload.count) bytes") }
+            guard payload.count % 6 == 0 else {
+                throw .connection(.frameSizeError, "SETTINGS of \(payload.count) bytes")
+            }
             var parameters: [HTTP2Setting] = []
             for offset in stride(from: 0, to: payload.count, by: 6) {
                 let setting = HTTP2Setting(
@@ -51,13 +54,17 @@ extension HTTP2Frame {
         case .ping:
             try onConnection(stream, "PING")
             guard payload.count == 8 else { throw .connection(.frameSizeError, "PING of \(payload.count) bytes") }
-            return .ping(ack: flags & Flags.ack != 0, payload: UInt64(uint32(payload, 0)) << 32 | UInt64(uint32(payload, 4)))
+            let opaque = UInt64(uint32(payload, 0)) << 32 | UInt64(uint32(payload, 4))
+            return .ping(ack: flags & Flags.ack != 0, payload: opaque)
         case .goAway:
             try onConnection(stream, "GOAWAY")
             guard payload.count >= 8 else { throw .connection(.frameSizeError, "GOAWAY of \(payload.count) bytes") }
-            return .goAway(lastStream: uint32(payload, 0) & 0x7FFF_FFFF, code: HTTP2ErrorCode(rawValue: uint32(payload, 4)))
+            return .goAway(
+                lastStream: uint32(payload, 0) & 0x7FFF_FFFF, code: HTTP2ErrorCode(rawValue: uint32(payload, 4)))
         case .windowUpdate:
-            guard payload.count == 4 else { throw .connection(.frameSizeError, "WINDOW_UPDATE of \(payload.count) bytes") }
+            guard payload.count == 4 else {
+                throw .connection(.frameSizeError, "WINDOW_UPDATE of \(payload.count) bytes")
+            }
             let increment = Int(uint32(payload, 0) & 0x7FFF_FFFF)
             guard increment > 0 else {
                 throw HTTP2ProtocolError(code: .protocolError, stream: stream, reason: "WINDOW_UPDATE of 0")

@@ -20,7 +20,8 @@ extension HTTP2Frame {
     }
 
     static func writeSettings(_ parameters: [HTTP2Setting], into output: inout [UInt8]) {
-        writeHeader(Header(length: 6 * parameters.count, type: Kind.settings.rawValue, flags: 0, stream: 0), into: &output)
+        writeHeader(
+            Header(length: 6 * parameters.count, type: Kind.settings.rawValue, flags: 0, stream: 0), into: &output)
         for parameter in parameters {
             output.append(UInt8(parameter.id >> 8))
             output.append(UInt8(truncatingIfNeeded: parameter.id))
@@ -76,7 +77,8 @@ extension HTTP2Frame {
         stream: UInt32, data: UnsafeRawBufferPointer, endStream: Bool, into output: inout [UInt8]
     ) {
         writeHeader(
-            Header(length: data.count, type: Kind.data.rawValue, flags: endStream ? Flags.endStream : 0, stream: stream),
+            Header(
+                length: data.count, type: Kind.data.rawValue, flags: endStream ? Flags.endStream : 0, stream: stream),
             into: &output)
         output.append(contentsOf: data)
     }
