@@ -31,7 +31,9 @@ enum AppSwitchCommand {
         let app = try appName(parsed)
         let reason = parsed.value("reason") ?? "paused by an operator"
         let connection = try openExistingDatabase(parsed)
-        let changed = try connection.transaction { try connection.pauseApp(app, reason: reason, now: Clock.nowMillis()) }
+        let changed = try connection.transaction {
+            try connection.pauseApp(app, reason: reason, now: Clock.nowMillis())
+        }
         report(parsed, app: app, paused: true, changed: changed)
         return 0
     }
@@ -71,7 +73,8 @@ enum AppSwitchCommand {
 
     private static func report(_ parsed: Arguments, app: String, paused: Bool, changed: Bool) {
         if parsed.flag("json") {
-            print(JSON.object([("app", .string(app)), ("paused", .bool(paused)), ("changed", .bool(changed))]).serialized())
+            let answer = JSON.object([("app", .string(app)), ("paused", .bool(paused)), ("changed", .bool(changed))])
+            print(answer.serialized())
         } else if changed {
             print(paused ? "\(app): paused" : "\(app): resumed")
         } else {

@@ -16,17 +16,21 @@ public enum HeraldCLI {
     static let commands: [Command] = [
         Command(name: "serve", summary: "run the ingest API and the delivery workers", run: ServeCommand.run),
         Command(name: "migrate", summary: "create or upgrade the database schema, then exit", run: MigrateCommand.run),
-        Command(name: "status", summary: "queue depth, oldest ready, in flight, dead letters, paused apps, rates", run: StatusCommand.run),
+        Command(name: "status", summary: "queue depth, oldest ready, in flight, dead letters, paused apps, rates",
+                run: StatusCommand.run),
         Command(name: "send", summary: "queue one message given as JSON (argument or stdin)", run: SendCommand.run),
         Command(name: "message", summary: "show a message and each of its deliveries", run: MessageCommand.run),
         Command(name: "dead", summary: "list, show, requeue or purge dead letters", run: DeadCommand.run),
         Command(name: "pause", summary: "stop sending for an app until it is resumed", run: AppSwitchCommand.pause),
         Command(name: "resume", summary: "resume sending for a paused app", run: AppSwitchCommand.resume),
         Command(name: "tokens", summary: "list, show, add or delete registered tokens", run: TokensCommand.run),
-        Command(name: "token-events", summary: "the feed of tokens deleted or replaced by FCM's answers", run: TokenEventsCommand.run),
-        Command(name: "prune", summary: "delete old delivered and dropped deliveries (never dead letters)", run: PruneCommand.run),
+        Command(name: "token-events", summary: "the feed of tokens deleted or replaced by FCM's answers",
+                run: TokenEventsCommand.run),
+        Command(name: "prune", summary: "delete old delivered and dropped deliveries (never dead letters)",
+                run: PruneCommand.run),
         Command(name: "backup", summary: "write an online, consistent copy of the database", run: BackupCommand.run),
-        Command(name: "fcm-sim", summary: "run the FCM simulator (for tests, demos and benchmarks)", run: SimulatorCommand.run),
+        Command(name: "fcm-sim", summary: "run the FCM simulator (for tests, demos and benchmarks)",
+                run: SimulatorCommand.run),
         Command(name: "help", summary: "show help for a command", run: { arguments in
             guard let name = arguments.first else {
                 print(usage)
@@ -94,7 +98,8 @@ public enum HeraldCLI {
 /// `herald migrate [--db PATH|URL]`
 enum MigrateCommand {
     static func run(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(arguments, options: [.init(name: "db", takesValue: true), .init(name: "help", takesValue: false)])
+        let parsed = try Arguments(
+            arguments, options: [.init(name: "db", takesValue: true), .init(name: "help", takesValue: false)])
         if parsed.flag("help") {
             print("""
                 Usage: herald migrate [--db PATH|URL]
@@ -112,7 +117,9 @@ enum MigrateCommand {
                 """)
             return 0
         }
-        guard parsed.positional.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(parsed.positional[0])") }
+        guard parsed.positional.isEmpty else {
+            throw Arguments.UsageError(description: "unexpected argument \(parsed.positional[0])")
+        }
         let location = DatabaseLocation(parsed)
         let (before, applied, latest): (Int, [Int], Int)
         switch location {
@@ -128,7 +135,8 @@ enum MigrateCommand {
         }
         print(applied.isEmpty
             ? "\(location): schema is at version \(before), nothing to do"
-            : "\(location): applied \(applied.map(String.init).joined(separator: ", ")); schema is at version \(latest)")
+            : "\(location): applied \(applied.map(String.init).joined(separator: ", ")); "
+                + "schema is at version \(latest)")
         return 0
     }
 }

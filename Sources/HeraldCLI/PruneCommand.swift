@@ -33,7 +33,8 @@ enum PruneCommand {
 
     static func run(_ arguments: [String]) throws -> Int32 {
         let parsed = try Arguments(
-            arguments, options: Arguments.Option.common + [.value("older-than"), .value("events-older-than"), .flag("dry-run")])
+            arguments,
+            options: Arguments.Option.common + [.value("older-than"), .value("events-older-than"), .flag("dry-run")])
         if parsed.flag("help") {
             print(help)
             return 0

@@ -8,7 +8,8 @@ import Support
 /// `herald serve`: the ingest API (and, from the delivery stage on, the workers) until SIGTERM or SIGINT.
 enum ServeCommand {
     static func run(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(arguments, options: ServeConfiguration.options + [.init(name: "help", takesValue: false)])
+        let parsed = try Arguments(
+            arguments, options: ServeConfiguration.options + [.init(name: "help", takesValue: false)])
         if parsed.flag("help") {
             print(help)
             return 0

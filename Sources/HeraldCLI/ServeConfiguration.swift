@@ -157,7 +157,9 @@ struct ServeConfiguration: Sendable {
         func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int {
             let text = try raw(name) ?? ""
             guard let value = Int(text), range.contains(value) else {
-                throw Invalid(description: "--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+                throw Invalid(
+                    description: "--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), "
+                        + "got \"\(text)\"")
             }
             return value
         }
@@ -199,7 +201,8 @@ struct ServeConfiguration: Sendable {
         var maxRate: Double?
         if let text = try given("max-rate") {
             guard let value = Double(text), value.isFinite, (Self.maxRateRange).contains(value) else {
-                throw Invalid(description: "--max-rate must be a number of sends per second in 0.01...1000000, got \"\(text)\"")
+                throw Invalid(
+                    description: "--max-rate must be a number of sends per second in 0.01...1000000, got \"\(text)\"")
             }
             maxRate = value
         }
@@ -406,7 +409,8 @@ struct ServeConfiguration: Sendable {
             var appConcurrency = concurrency
             if let number = item["concurrency"] {
                 guard let value = number.int64Value, (1...10_000).contains(value) else {
-                    throw Invalid(description: "apps[\(index)] \"\(name)\": concurrency must be an integer in 1...10000")
+                    throw Invalid(
+                        description: "apps[\(index)] \"\(name)\": concurrency must be an integer in 1...10000")
                 }
                 appConcurrency = Int(value)
             }

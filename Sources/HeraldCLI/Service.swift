@@ -73,7 +73,8 @@ final class Service: Sendable {
                 provider = V1Provider(app: app.name, account: account, projectID: projectID, endpoint: app.endpoint,
                                       tokenURI: tokenURI, tokenPool: tokenPool)
                 Log.info("fcm v1 app", [
-                    "app": .string(app.name), "project": .string(projectID), "client_email": .string(account.clientEmail),
+                    "app": .string(app.name), "project": .string(projectID),
+                    "client_email": .string(account.clientEmail),
                     "endpoint": .string(app.endpoint), "token_uri": .string(tokenURI),
                 ])
             } else {
@@ -186,7 +187,9 @@ extension Service {
                 trimmed += count
                 if count == 0 { break }
             }
-            if trimmed > 0 { Log.info("trimmed token events and reconciliation bookkeeping", ["rows": .int(Int64(trimmed))]) }
+            if trimmed > 0 {
+                Log.info("trimmed token events and reconciliation bookkeeping", ["rows": .int(Int64(trimmed))])
+            }
         } catch {
             Log.warn("trimming token events failed", ["error": .string("\(error)")])
         }

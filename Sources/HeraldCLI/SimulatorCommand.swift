@@ -15,7 +15,9 @@ enum SimulatorCommand {
         var index = 0
         while index < arguments.count {
             if arguments[index] == "--listen" {
-                guard index + 1 < arguments.count else { throw Arguments.UsageError(description: "--listen needs a value") }
+                guard index + 1 < arguments.count else {
+                    throw Arguments.UsageError(description: "--listen needs a value")
+                }
                 listenText = arguments[index + 1]
                 index += 2
             } else if arguments[index].hasPrefix("--listen=") {
