@@ -13,15 +13,15 @@ extension Connection {
 
     public func appState(_ name: String) throws -> AppState? {
         try queryOne(
-            "SELECT name, paused, pause_reason, gate_until FROM apps WHERE name = ?", [.text(name)], row: Self.appState)
+            "SELECT name, paused, pause_reason, gate_until FROM apps WHERE name = ?", [.text(name)], row: Self.appRow)
     }
 
     public func apps() throws -> [AppState] {
-        try query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name", row: Self.appState)
+        try query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name", row: Self.appRow)
     }
 
     /// An `apps` row read as `name, paused, pause_reason, gate_until`.
-    private static func appState(_ row: Statement) -> AppState {
+    private static func appRow(_ row: Statement) -> AppState {
         AppState(name: row.string(0), paused: row.int(1) != 0, pauseReason: row.optionalString(2),
                  gateUntil: row.int64(3))
     }
