@@ -8,8 +8,8 @@ private let t0: Int64 = 1_700_000_000_000
 
 /// The queue's behaviour through `QueueStore`, the same test code on every engine (`Engine`): claim order and
 /// lanes, paused and gated apps, expiry, leases, outcomes and what they do to the token registry, reconciliation
-/// at claim, collapse_key and idempotency. Ported from StorageTests' DeliveryStoreTests, ReconcileTests and
-/// IntegrityTests, with their assertions.
+/// at claim, collapse_key, idempotency and the bookkeeping retention trims. SQLite's only tests of these rules: they
+/// run in the PostgreSQL pass of `scripts/test`, which starts the server the other engine needs.
 @Suite struct QueueStoreSuite {
     /// One engine's store with the helpers the tests share.
     final class Queue {
@@ -534,6 +534,39 @@ private let t0: Int64 = 1_700_000_000_000
         let heads = try queue.store.strings("SELECT token || ' ' || CAST(delivery_id AS TEXT) FROM collapse_heads")
         let last = try queue.store.strings("SELECT CAST(max(id) AS TEXT) FROM deliveries")
         #expect(heads == ["T " + (last.first ?? "?")])
+    }
+
+    // MARK: - Bookkeeping retention
+
+    @Test(arguments: Engine.allCases) func trimmingTheFeedKeepsDeadTokensDead(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try queue.enqueue(["dead"], at: t0)
+        let claimed = try #require(try queue.claim(now: t0 + 1).deliveries.first)
+        try queue.apply([.dropped(id: claimed.id, reason: .notRegistered, status: 200)], now: t0 + 2)
+        let later = try queue.enqueue(["dead"], at: t0 + 10)
+        let store = queue.store.database
+        #expect(try store.transaction { try store.pruneTokenEvents(before: t0 + 100, limit: 100) } == 1)
+        #expect(try queue.events().isEmpty)
+        let reclaim = try queue.claim(now: t0 + 20)
+        #expect(reclaim.deliveries.isEmpty && reclaim.dropped == 1)
+        #expect(try queue.state(of: later) == "dropped/NotRegistered")
+        #expect(try queue.state(of: first) == "dropped/NotRegistered")
+    }
+
+    @Test(arguments: Engine.allCases)
+    func bookkeepingOlderThanTheLongestTTLIsTrimmedWithoutChangingOutcomes(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let older = try queue.enqueue(["T"], collapseKey: "score", ttl: 2_419_200, at: t0)
+        let newer = try queue.enqueue(["T"], collapseKey: "score", ttl: 2_419_200, at: t0 + 1)
+        let claimed = try #require(try queue.claim(now: t0 + 2).deliveries.first { $0.messageID == newer })
+        try queue.apply([.delivered(id: claimed.id, fcmMessageID: "m", canonicalToken: nil, status: 200)], now: t0 + 3)
+        #expect(try queue.state(of: older) == "dropped/Collapsed")
+        let store = queue.store.database
+        // Nothing is old enough to be trimmed yet.
+        #expect(try store.transaction { try store.pruneReconciliationState(now: t0 + 10, limit: 100) } == 0)
+        let horizon = t0 + 1 + reconciliationHorizonMillis + 1
+        #expect(try store.transaction { try store.pruneReconciliationState(now: horizon, limit: 100) } == 1)
+        #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM collapse_heads") == ["0"])
     }
 
     // MARK: - Idempotency-Key
