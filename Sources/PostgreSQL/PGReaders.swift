@@ -11,33 +11,19 @@ import Storage
 /// read that finds its connection broken (the server restarted) is run once more on a reset connection; it fails
 /// with a transient `PGError` only when the server cannot be reached again.
 public final class PGReaders: StoreReaders {
-    private let queue = JobQueue<@Sendable (PGQueueStore) -> Void>()
-    private let finished: [Rendezvous<Void>]
+    private let threads: ReaderThreads<PGQueueStore>
 
     /// Opens `count` connections to a database the writer has already migrated and starts their threads.
     /// - Throws: `PGError` naming the server (password masked) when it cannot be reached or refuses the login.
     public init(url: String, count: Int = 2, connectTimeoutSeconds: Int = 10) throws {
-        var finished: [Rendezvous<Void>] = []
-        var stores: [UncheckedBox<PGQueueStore>] = []
         // Every connection first, so a server that refuses the login leaves no thread behind.
-        for _ in 0..<max(1, count) {
+        let stores = try (0..<max(1, count)).map { _ in
             let connection = try PGConnection(
                 url: url, connectTimeoutSeconds: connectTimeoutSeconds, applicationName: "herald-reader")
             try Self.makeReadOnly(connection)
-            stores.append(UncheckedBox(PGQueueStore(connection: connection)))
+            return PGQueueStore(connection: connection)
         }
-        for (index, box) in stores.enumerated() {
-            let done = Rendezvous<Void>()
-            let thread = Thread { [queue] in
-                Thread.current.name = "herald-pg-reader\(index)"
-                let store = box.take()
-                while let job = queue.popBatch(limit: 1).first { job(store) }
-                done.fulfil(.success(()))
-            }
-            thread.start()
-            finished.append(done)
-        }
-        self.finished = finished
+        threads = ReaderThreads(name: "herald-pg-reader", resources: stores)
     }
 
     /// Runs `work` on a reader thread; `completion` gets its result there.
@@ -53,7 +39,7 @@ public final class PGReaders: StoreReaders {
         _ work: @escaping @Sendable (PGQueueStore) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
-        let accepted = queue.push { store in completion(Self.read(work, on: store)) }
+        let accepted = threads.submit { store in completion(Self.read(work, on: store)) }
         if !accepted { completion(.failure(PGError(sqlState: "08003", message: "the PostgreSQL readers are closed"))) }
     }
 
@@ -65,10 +51,7 @@ public final class PGReaders: StoreReaders {
     }
 
     /// Lets queued reads finish and closes the connections.
-    public func close() {
-        queue.close()
-        for done in finished { try? done.wait() }
-    }
+    public func close() { threads.close() }
 
     /// Runs `work`, resetting a connection known to be broken first, and once more on a reset connection when
     /// the connection broke under it.

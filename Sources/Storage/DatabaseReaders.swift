@@ -6,30 +6,12 @@ import Support
 /// Read-only connections, each owned by its own thread, taking jobs from one queue. WAL lets them read
 /// while the writer writes; the HTTP loops never run a query themselves.
 public final class DatabaseReaders: StoreReaders {
-    private let queue = JobQueue<@Sendable (Connection) -> Void>()
-    private let finished: [Rendezvous<Void>]
+    private let threads: ReaderThreads<Connection>
 
     /// Opens `count` read-only connections to a database the writer has already created and migrated.
     public init(path: String, count: Int = 2) throws {
-        var finished: [Rendezvous<Void>] = []
-        for index in 0..<max(1, count) {
-            let connection = try Connection(path: path, mode: .readOnly)
-            let box = UncheckedBox(connection)
-            let done = Rendezvous<Void>()
-            let thread = Thread { [queue] in
-                Thread.current.name = "herald-reader\(index)"
-                let connection = box.take()
-                while true {
-                    let jobs = queue.popBatch(limit: 1)
-                    guard let job = jobs.first else { break }
-                    job(connection)
-                }
-                done.fulfil(.success(()))
-            }
-            thread.start()
-            finished.append(done)
-        }
-        self.finished = finished
+        let connections = try (0..<max(1, count)).map { _ in try Connection(path: path, mode: .readOnly) }
+        threads = ReaderThreads(name: "herald-reader", resources: connections)
     }
 
     /// Runs `work` on a reader thread; `completion` gets its result there.
@@ -45,7 +27,7 @@ public final class DatabaseReaders: StoreReaders {
         _ work: @escaping @Sendable (Connection) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
-        let accepted = queue.push { connection in completion(Result { try work(connection) }) }
+        let accepted = threads.submit { connection in completion(Result { try work(connection) }) }
         if !accepted { completion(.failure(SQLiteError(code: SQLITE_MISUSE, message: "database is closed"))) }
     }
 
@@ -57,8 +39,5 @@ public final class DatabaseReaders: StoreReaders {
     }
 
     /// Lets queued reads finish and closes the connections.
-    public func close() {
-        queue.close()
-        for done in finished { try? done.wait() }
-    }
+    public func close() { threads.close() }
 }

@@ -78,3 +78,37 @@ public final class UncheckedBox<T>: @unchecked Sendable {
         return value!
     }
 }
+
+/// Threads that each own one resource (a read connection) and take jobs from one shared queue: the readers of
+/// both engines.
+public final class ReaderThreads<Resource>: Sendable {
+    private let queue = JobQueue<@Sendable (Resource) -> Void>()
+    private let finished: [Rendezvous<Void>]
+
+    /// Starts a thread per resource, named `name` and its index; each resource is used by its thread only.
+    public init(name: String, resources: [Resource]) {
+        var finished: [Rendezvous<Void>] = []
+        for (index, resource) in resources.enumerated() {
+            let box = UncheckedBox(resource)
+            let done = Rendezvous<Void>()
+            let thread = Thread { [queue] in
+                Thread.current.name = "\(name)\(index)"
+                let resource = box.take()
+                while let job = queue.popBatch(limit: 1).first { job(resource) }
+                done.fulfil(.success(()))
+            }
+            thread.start()
+            finished.append(done)
+        }
+        self.finished = finished
+    }
+
+    /// Queues `job` for the next free thread; false when closed (the job will never run).
+    public func submit(_ job: @escaping @Sendable (Resource) -> Void) -> Bool { queue.push(job) }
+
+    /// Lets queued jobs finish and stops the threads.
+    public func close() {
+        queue.close()
+        for done in finished { try? done.wait() }
+    }
+}
