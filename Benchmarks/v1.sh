@@ -156,7 +156,11 @@ if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
     fi
 fi
 for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
-if wants latency; then command -v wrk >/dev/null || fail "the latency figure needs wrk (apt-get install wrk)"; fi
+if wants latency && ! command -v wrk >/dev/null; then
+    need_root wrk
+    log "installing wrk (the latency figure's load generator; not a dependency of Herald)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
 if ((PERF == 1 || INSTRUCTIONS == 1)); then command -v perf >/dev/null || fail "HERALD_BENCH_PERF=1 and HERALD_BENCH_INSTRUCTIONS=1 need perf"; fi
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
 if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
