@@ -159,6 +159,7 @@ for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/nu
 if wants latency && ! command -v wrk >/dev/null; then
     need_root wrk
     log "installing wrk (the latency figure's load generator; not a dependency of Herald)"
+    apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null
 fi
 if ((PERF == 1 || INSTRUCTIONS == 1)); then command -v perf >/dev/null || fail "HERALD_BENCH_PERF=1 and HERALD_BENCH_INSTRUCTIONS=1 need perf"; fi
