@@ -239,7 +239,9 @@ final class ScriptedProvider: Provider {
         let retryAfter = result.header("retry-after").flatMap { Int64($0) }.map { now + $0 * 1000 }
         switch result {
         case .response(200, _, _, _):
-            return Classification(outcomes: request.deliveries.map { .delivered(fcmMessageID: "sent-\($0.id)", canonicalToken: nil) })
+            return Classification(outcomes: request.deliveries.map {
+                .delivered(fcmMessageID: "sent-\($0.id)", canonicalToken: nil)
+            })
         case .response(401, _, _, _):
             return Classification(outcomes: Array(repeating: .pauseApp(reason: .unauthorized), count: count))
         case .response(429, _, _, _):

@@ -62,7 +62,8 @@ import Testing
         #expect(message.collapseKey == "c")
         #expect(try v1(#"{"message":{"token":"t","android":{"priority":"NORMAL"}}}"#).get().priority == "normal")
         #expect(try v1(#"{"message":{"token":"t","webpush":{"headers":{"Urgency":"high"}}}}"#).get().priority == "high")
-        let both = #"{"message":{"token":"t","android":{"priority":"normal"},"webpush":{"headers":{"Urgency":"high"}}}}"#
+        let both = #"{"message":{"token":"t","android":{"priority":"normal"},"#
+            + #""webpush":{"headers":{"Urgency":"high"}}}}"#
         #expect(try v1(both).get().priority == "normal", "android's priority comes first")
     }
 

@@ -9,7 +9,8 @@ import Testing
 /// When the writer falls behind, ingest says so at once instead of queueing without bound.
 @Suite struct WriterBacklogTests {
     @Test func aBehindWriterGets503WithRetryAfterAndNothingIsStored() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-backlog-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-backlog-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("herald.db").path
@@ -27,7 +28,8 @@ import Testing
         #expect(writer.backlog == 2)
 
         let responder = Capture()
-        api.handle(HTTPRequest(method: "POST", target: "/v1/messages", body: Array(#"{"to":"a"}"#.utf8)), responder: responder)
+        api.handle(HTTPRequest(method: "POST", target: "/v1/messages", body: Array(#"{"to":"a"}"#.utf8)),
+                   responder: responder)
         let refused = try #require(responder.response)
         #expect(refused.status == 503)
         #expect(refused.headers.contains { $0.name == "Retry-After" })

@@ -5,13 +5,15 @@ import Testing
 
 /// The real `herald serve` delivering to a real `herald fcm-sim`, both on ephemeral loopback ports.
 @Suite struct DeliveryIntegrationTests {
-    static let officialAliases = ["--server-key", serverKey, "--alias", "8=unavail-1-8", "--alias", "15=invalid-15", "--alias", "23=canon-23-to-32",
+    static let officialAliases = ["--server-key", serverKey, "--alias", "8=unavail-1-8", "--alias", "15=invalid-15",
+                                  "--alias", "23=canon-23-to-32",
                                   "--alias", "42=notreg-42"]
 
     static let serverKey = "sim-key-SECRET-0123"
 
     func serve(_ simulator: SimulatorProcess, directory: URL? = nil) throws -> HeraldProcess {
-        try HeraldProcess(directory: directory, arguments: ["--fcm-key", Self.serverKey, "--fcm-endpoint", simulator.endpoint])
+        try HeraldProcess(directory: directory,
+                          arguments: ["--fcm-key", Self.serverKey, "--fcm-endpoint", simulator.endpoint])
     }
 
     @Test func officialSixTokenExampleEndsInTheRightStates() async throws {
@@ -91,7 +93,8 @@ import Testing
         let expiresAt = try #require(message["expires_at"] as? Int)
         let requests = try await simulator.requests()
         #expect(!requests.isEmpty)
-        #expect(requests.allSatisfy { ($0["at"] as? Int ?? .max) < expiresAt }, "a request was sent after the TTL ran out")
+        #expect(requests.allSatisfy { ($0["at"] as? Int ?? .max) < expiresAt },
+                "a request was sent after the TTL ran out")
     }
 
     @Test func sigkillMidFlightLosesNothing() async throws {
@@ -101,7 +104,8 @@ import Testing
         let herald = try serve(simulator, directory: directory)
         var ids: [String] = []
         for index in 0..<40 {
-            let reply = try await herald.request("POST", "/v1/messages", body: #"{"registration_ids": ["a\#(index)", "b\#(index)"]}"#)
+            let reply = try await herald.request("POST", "/v1/messages",
+                                                 body: #"{"registration_ids": ["a\#(index)", "b\#(index)"]}"#)
             ids.append(try #require(reply.json["id"] as? String))
         }
         for _ in 0..<400 where try await simulator.requests().isEmpty { try await Task.sleep(nanoseconds: 25_000_000) }

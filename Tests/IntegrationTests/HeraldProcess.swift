@@ -84,7 +84,9 @@ final class HeraldProcess: @unchecked Sendable {
 }
 
 /// Runs `herald` with `arguments` to completion and returns its exit code and standard error.
-func runHerald(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stderr: String, stdout: String) {
+func runHerald(
+    _ arguments: [String], environment: [String: String] = [:]
+) throws -> (status: Int32, stderr: String, stdout: String) {
     let process = Process()
     process.executableURL = HeraldProcess.executable
     process.arguments = arguments
@@ -99,5 +101,6 @@ func runHerald(_ arguments: [String], environment: [String: String] = [:]) throw
     let errorData = errors.fileHandleForReading.readDataToEndOfFile()
     let outputData = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: errorData, as: UTF8.self), String(decoding: outputData, as: UTF8.self))
+    return (process.terminationStatus, String(decoding: errorData, as: UTF8.self),
+            String(decoding: outputData, as: UTF8.self))
 }

@@ -6,7 +6,8 @@ import Testing
 /// The real server, the real SQLite file: what a backend sees over HTTP, and what lands in the database.
 @Suite struct IngestIntegrationTests {
     /// Reads the database the way an operator would, with a separate connection.
-    func query<T>(_ herald: HeraldProcess, _ sql: String, _ arguments: [SQLValue] = [], row: (Statement) throws -> T) throws -> [T] {
+    func query<T>(_ herald: HeraldProcess, _ sql: String, _ arguments: [SQLValue] = [],
+                  row: (Statement) throws -> T) throws -> [T] {
         let connection = try Connection(path: herald.databasePath, mode: .readOnly)
         return try connection.query(sql, arguments, row: row)
     }
@@ -22,8 +23,12 @@ import Testing
         #expect(reply.json["deliveries"] as? Int == 2)
 
         let messages = try query(herald,
-            "SELECT app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, expires_at - created_at FROM messages WHERE id = ?",
-            [.text(id)]) { [$0.string(0), $0.string(1), $0.string(2), $0.string(3), $0.string(4), $0.string(5), $0.string(6), $0.string(7)] }
+            "SELECT app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, expires_at - created_at "
+                + "FROM messages WHERE id = ?",
+            [.text(id)]) {
+                [$0.string(0), $0.string(1), $0.string(2), $0.string(3), $0.string(4), $0.string(5), $0.string(6),
+                 $0.string(7)]
+            }
         #expect(messages.count == 1)
         let row = try #require(messages.first)
         #expect(row[0] == "default")
@@ -32,13 +37,15 @@ import Testing
         #expect(Array(row[2...]) == ["tokens", "score", "high", "600", "0", "600000"])
 
         let deliveries = try query(herald,
-            "SELECT token, state, attempts, next_attempt_at <= updated_at FROM deliveries WHERE message_id = ? ORDER BY id",
+            "SELECT token, state, attempts, next_attempt_at <= updated_at FROM deliveries "
+                + "WHERE message_id = ? ORDER BY id",
             [.text(id)]) { "\($0.string(0)) \($0.string(1)) \($0.int(2)) \($0.int(3))" }
         #expect(deliveries == ["tok-1 queued 0 1", "tok-2 queued 0 1"])
 
         let shown = try await herald.request("GET", "/v1/messages/\(id)")
         #expect(shown.status == 200)
-        #expect((shown.json["deliveries"] as? [[String: Any]])?.compactMap { $0["token"] as? String } == ["tok-1", "tok-2"])
+        #expect((shown.json["deliveries"] as? [[String: Any]])?.compactMap { $0["token"] as? String }
+            == ["tok-1", "tok-2"])
         #expect((shown.json["counts"] as? [String: Any])?["queued"] as? Int == 2)
         #expect(herald.stop() == 0)
     }
@@ -68,7 +75,8 @@ import Testing
         #expect(reply.status == 400)
         #expect((reply.json["error"] as? [String: Any])?["code"] as? String == "InvalidParameters")
         #expect(reply.text.contains("unknown app"))
-        let batch = try await herald.request("POST", "/v1/messages/batch", body: #"{"messages": [{"to": "a", "app": "nope"}, {"to": "b"}]}"#)
+        let batch = try await herald.request("POST", "/v1/messages/batch",
+                                             body: #"{"messages": [{"to": "a", "app": "nope"}, {"to": "b"}]}"#)
         let results = try #require(batch.json["results"] as? [[String: Any]])
         #expect(results.first?["error"] != nil)
         #expect(results.last?["deliveries"] as? Int == 1)
@@ -78,8 +86,10 @@ import Testing
     @Test func idempotentRepeatReturnsTheFirstAnswer() async throws {
         let herald = try HeraldProcess(paused: true)
         let body = #"{"to": "tok-1", "data": {"n": "1"}}"#
-        let first = try await herald.request("POST", "/v1/messages", body: body, headers: ["Idempotency-Key": "order-42"])
-        let again = try await herald.request("POST", "/v1/messages", body: body, headers: ["Idempotency-Key": "order-42"])
+        let first = try await herald.request("POST", "/v1/messages", body: body,
+                                             headers: ["Idempotency-Key": "order-42"])
+        let again = try await herald.request("POST", "/v1/messages", body: body,
+                                             headers: ["Idempotency-Key": "order-42"])
         #expect(first.status == 202)
         #expect(again.status == 202)
         #expect(again.json["id"] as? String == first.json["id"] as? String)
@@ -113,7 +123,8 @@ import Testing
     @Test func usersAddressingGoesThroughTheTokenRegistry() async throws {
         let herald = try HeraldProcess(paused: true)
         #expect(try await herald.request("PUT", "/v1/tokens/phone", body: #"{"user": "alice"}"#).status == 201)
-        #expect(try await herald.request("PUT", "/v1/tokens/laptop", body: #"{"app": "default", "user": "alice"}"#).status == 201)
+        #expect(try await herald.request("PUT", "/v1/tokens/laptop",
+                                         body: #"{"app": "default", "user": "alice"}"#).status == 201)
         #expect(try await herald.request("PUT", "/v1/tokens/laptop", body: #"{"user": "alice"}"#).status == 200)
         let token = try await herald.request("GET", "/v1/tokens/phone")
         #expect(token.json["user"] as? String == "alice")
@@ -131,7 +142,8 @@ import Testing
 
     @Test func cancelDropsQueuedDeliveries() async throws {
         let herald = try HeraldProcess(paused: true)
-        let id = try #require(try await herald.request("POST", "/v1/messages", body: #"{"to": "x"}"#).json["id"] as? String)
+        let id = try #require(try await herald.request("POST", "/v1/messages",
+                                                       body: #"{"to": "x"}"#).json["id"] as? String)
         let cancelled = try await herald.request("DELETE", "/v1/messages/\(id)")
         #expect(cancelled.status == 200)
         #expect(cancelled.json["cancelled"] as? Int == 1)
@@ -143,9 +155,11 @@ import Testing
     @Test func apiTokenIsRequiredWhenSet() async throws {
         let herald = try HeraldProcess(arguments: ["--sandbox", "--api-token", "s3cret-token"], paused: true)
         #expect(try await herald.request("POST", "/v1/messages", body: #"{"to": "a"}"#).status == 401)
-        let wrong = try await herald.request("POST", "/v1/messages", body: #"{"to": "a"}"#, headers: ["Authorization": "Bearer s3cret-tokeN"])
+        let wrong = try await herald.request("POST", "/v1/messages", body: #"{"to": "a"}"#,
+                                             headers: ["Authorization": "Bearer s3cret-tokeN"])
         #expect(wrong.status == 401)
-        let right = try await herald.request("POST", "/v1/messages", body: #"{"to": "a"}"#, headers: ["Authorization": "Bearer s3cret-token"])
+        let right = try await herald.request("POST", "/v1/messages", body: #"{"to": "a"}"#,
+                                             headers: ["Authorization": "Bearer s3cret-token"])
         #expect(right.status == 202)
         #expect(try await herald.request("GET", "/healthz").status == 200)
         #expect(try await herald.request("GET", "/readyz").status == 200)
@@ -200,7 +214,8 @@ import Testing
         let socket = directory.appendingPathComponent("herald.sock").path
         let process = Process()
         process.executableURL = HeraldProcess.executable
-        process.arguments = ["serve", "--db", directory.appendingPathComponent("h.db").path, "--listen", "unix:\(socket)",
+        process.arguments = ["serve", "--db", directory.appendingPathComponent("h.db").path,
+                             "--listen", "unix:\(socket)",
                              "--sandbox"]
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -244,10 +259,12 @@ import Testing
         let directory = HeraldProcess.makeDirectory()
         let config = directory.appendingPathComponent("herald.json")
         try Data(#"{"durability": "bogus-from-file", "fcm_key": "k"}"#.utf8).write(to: config)
-        let fromFile = try runHerald(["serve", "--config", config.path, "--db", directory.appendingPathComponent("h.db").path])
+        let fromFile = try runHerald(["serve", "--config", config.path,
+                                      "--db", directory.appendingPathComponent("h.db").path])
         #expect(fromFile.status == 2)
         #expect(fromFile.stderr.contains("bogus-from-file"))
-        let fromEnvironment = try runHerald(["serve", "--config", config.path, "--db", directory.appendingPathComponent("h.db").path],
+        let fromEnvironment = try runHerald(["serve", "--config", config.path,
+                                             "--db", directory.appendingPathComponent("h.db").path],
                                             environment: ["HERALD_DURABILITY": "bogus-from-env"])
         #expect(fromEnvironment.stderr.contains("bogus-from-env"))
         let fromFlag = try runHerald(["serve", "--config", config.path, "--durability", "bogus-from-flag",
@@ -269,7 +286,8 @@ import Testing
     @Test func helpDescribesEveryServeFlag() throws {
         let result = try runHerald(["serve", "--help"])
         #expect(result.status == 0)
-        for flag in ["--db", "--listen", "--api-token", "--fcm-endpoint", "--fcm-key", "--concurrency", "--durability", "--sandbox"] {
+        for flag in ["--db", "--listen", "--api-token", "--fcm-endpoint", "--fcm-key", "--concurrency",
+                     "--durability", "--sandbox"] {
             #expect(result.stdout.contains(flag), "help lacks \(flag)")
         }
     }

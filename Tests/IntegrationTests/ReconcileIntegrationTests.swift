@@ -12,9 +12,11 @@ import Testing
         ])
         let users = ["4": "ana", "8": "ben", "15": "cid", "16": "dee", "23": "eve", "42": "fay"]
         for (token, user) in users {
-            #expect(try await herald.request("PUT", "/v1/tokens/\(token)", body: #"{"user": "\#(user)"}"#).status == 201)
+            #expect(try await herald.request("PUT", "/v1/tokens/\(token)",
+                                             body: #"{"user": "\#(user)"}"#).status == 201)
         }
-        let reply = try await herald.request("POST", "/v1/messages", body: #"{"users": ["ana", "ben", "cid", "dee", "eve", "fay"]}"#)
+        let reply = try await herald.request("POST", "/v1/messages",
+                                             body: #"{"users": ["ana", "ben", "cid", "dee", "eve", "fay"]}"#)
         #expect(reply.json["deliveries"] as? Int == 6)
         let id = try #require(reply.json["id"] as? String)
         let settled = HeraldProcess.summary(try await herald.waitUntilSettled(id))
@@ -29,7 +31,8 @@ import Testing
 
         let feed = try await herald.request("GET", "/v1/token-events?after=0&limit=10").json
         let events = (feed["events"] as? [[String: Any]] ?? []).map {
-            "\($0["kind"] as? String ?? "") \($0["token"] as? String ?? "")\(($0["replacement"] as? String).map { " → \($0)" } ?? "")"
+            let replacement = ($0["replacement"] as? String).map { " → \($0)" } ?? ""
+            return "\($0["kind"] as? String ?? "") \($0["token"] as? String ?? "")\(replacement)"
         }
         #expect(events.sorted() == ["deleted 42", "replaced 23 → 32"])
         let next = try #require(feed["next"] as? Int)

@@ -36,7 +36,8 @@ final class SimulatorProcess: @unchecked Sendable {
 
 extension HeraldProcess {
     /// Polls `GET /v1/messages/{id}` until no delivery is queued or in flight (bounded); returns the last answer.
-    func waitUntilSettled(_ id: String, seconds: Double = 60, headers: [String: String] = [:]) async throws -> [String: Any] {
+    func waitUntilSettled(_ id: String, seconds: Double = 60,
+                          headers: [String: String] = [:]) async throws -> [String: Any] {
         let deadline = Date().addingTimeInterval(seconds)
         var last: [String: Any] = [:]
         while Date() < deadline {

@@ -394,7 +394,8 @@ private let t0: Int64 = 1_700_000_000_000
 
     /// Each engine stores a reason as its text (SPEC §4: what users script against), which reads back as the same
     /// reason; an error FCM has no rule for is stored as it came.
-    @Test(arguments: Engine.allCases) func reasonsAreStoredAsTheirTextAndUnknownErrorsVerbatim(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases)
+    func reasonsAreStoredAsTheirTextAndUnknownErrorsVerbatim(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let tokens = ["quota", "status", "new", "transport", "dead-new", "gone", "moved"]
         for token in tokens { try queue.enqueue([token]) }

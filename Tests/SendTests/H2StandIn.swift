@@ -46,7 +46,9 @@ final class H2StandIn: @unchecked Sendable {
         var line: [UInt8] = []
         while true {
             let byte = output.fileHandleForReading.readData(ofLength: 1)
-            guard let first = byte.first else { throw StandInError(description: "the stand-in exited before listening") }
+            guard let first = byte.first else {
+                throw StandInError(description: "the stand-in exited before listening")
+            }
             if first == UInt8(ascii: "\n") { break }
             line.append(first)
         }

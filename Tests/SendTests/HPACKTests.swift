@@ -115,7 +115,8 @@ import Testing
                 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07
                 """,
             table: [
-                ("set-cookie", "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1"), ("content-encoding", "gzip"),
+                ("set-cookie", "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1"),
+                ("content-encoding", "gzip"),
                 ("date", "Mon, 21 Oct 2013 20:13:22 GMT"),
             ],
             tableSize: 215),
@@ -171,7 +172,8 @@ import Testing
     // MARK: - Malformed blocks
 
     @Test(arguments: [
-        ("80", "index 0"), ("be", "index 62 with an empty dynamic table"), ("3fe21f", "size update to 4097, above 4096"),
+        ("80", "index 0"), ("be", "index 62 with an empty dynamic table"),
+        ("3fe21f", "size update to 4097, above 4096"),
         ("823f01", "size update after a field"), ("41", "literal without its value"), ("410f7777", "value cut short"),
         ("ff", "integer cut short"), ("ffffffffffff7f", "integer too large"), ("418103", "Huffman padding of zeros"),
     ])
@@ -210,7 +212,9 @@ import Testing
             block.write(target: target, headers: headers, bodyLength: length, into: &bytes)
             var decoder = HPACKDecoder()
             var fields: [Field] = []
-            try decoder.decode(bytes) { fields.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+            try decoder.decode(bytes) {
+                fields.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self)))
+            }
             #expect(same(fields, [
                 (":method", "POST"), (":scheme", "https"), (":authority", "fcm.example.test:8443"),
                 (":path", "/v1/projects/p/messages:send"), ("content-type", "application/json"),

@@ -55,7 +55,8 @@ import Testing
             }
         }
         #expect(kinds == [
-            "HEADERS end_stream=true end_headers=false", "CONTINUATION end_headers=false", "CONTINUATION end_headers=true",
+            "HEADERS end_stream=true end_headers=false", "CONTINUATION end_headers=false",
+            "CONTINUATION end_headers=true",
         ])
         #expect(joined == block)
     }
@@ -68,7 +69,8 @@ import Testing
         output += [0, 0, 7, 0, HTTP2Frame.Flags.padded, 0, 0, 0, 3, 4] + Array("hi".utf8) + [0, 0, 0, 0]
 
         let frames = try parseAll(output)
-        guard frames.count == 2, case .data(3, let data, 5, true) = frames[0], case .data(3, let padded, 7, false) = frames[1]
+        guard frames.count == 2, case .data(3, let data, 5, true) = frames[0],
+              case .data(3, let padded, 7, false) = frames[1]
         else { Issue.record("\(frames)"); return }
         _ = data
         _ = padded

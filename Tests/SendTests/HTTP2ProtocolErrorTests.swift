@@ -111,7 +111,8 @@ import Testing
     /// The misbehaving server in `mode`, and a pool of one connection to it.
     private func misbehaving(_ mode: String) throws -> (H2StandIn, HTTP2ClientPool) {
         let server = try H2StandIn(["--mode", mode], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile)
+        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test",
+                                   caFile: server.caFile)
         return (server, pool)
     }
 
@@ -129,7 +130,8 @@ import Testing
         for _ in 0..<100 {
             let list = try await server.statsObject()["frames"] as? [[String: Any]] ?? []
             frames = list.map {
-                Frame(type: $0["type"] as? Int ?? -1, flags: $0["flags"] as? Int ?? -1, stream: $0["stream"] as? Int ?? -1,
+                Frame(type: $0["type"] as? Int ?? -1, flags: $0["flags"] as? Int ?? -1,
+                      stream: $0["stream"] as? Int ?? -1,
                       code: $0["code"] as? Int)
             }
             if frames.contains(where: awaited) { break }

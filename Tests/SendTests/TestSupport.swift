@@ -58,7 +58,9 @@ final class Locked<Value: Sendable>: Sendable {
 }
 
 /// One request through `pool`, awaited. A completion that ran twice would trap the checked continuation.
-func send(_ pool: any RequestTransport, _ request: OutboundRequest) async -> (result: TransportResult, seconds: Double) {
+func send(
+    _ pool: any RequestTransport, _ request: OutboundRequest
+) async -> (result: TransportResult, seconds: Double) {
     await withCheckedContinuation { continuation in
         pool.submit(request) { result, seconds in continuation.resume(returning: (result, seconds)) }
     }

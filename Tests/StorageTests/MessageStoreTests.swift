@@ -116,7 +116,9 @@ import Queue
         try writer.write { _ = try $0.run("UPDATE deliveries SET state = 'delivered' WHERE token = 'a'") }
         let cancelled = try writer.write { try $0.cancelMessage(id: accepted.id, now: 5) }
         #expect(cancelled == 1)
-        let states = try writer.write { try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason ?? "")" } }
+        let states = try writer.write {
+            try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason ?? "")" }
+        }
         #expect(states == ["delivered/", "dropped/Cancelled"])
         #expect(try writer.write { try $0.cancelMessage(id: "missing", now: 5) } == nil)
     }
