@@ -6,8 +6,7 @@ import Testing
 /// The real `herald serve` delivering to a real `herald fcm-sim`, both on ephemeral loopback ports.
 @Suite struct DeliveryIntegrationTests {
     static let officialAliases = ["--server-key", serverKey, "--alias", "8=unavail-1-8", "--alias", "15=invalid-15",
-                                  "--alias", "23=canon-23-to-32",
-                                  "--alias", "42=notreg-42"]
+                                  "--alias", "23=canon-23-to-32", "--alias", "42=notreg-42"]
 
     static let serverKey = "sim-key-SECRET-0123"
 

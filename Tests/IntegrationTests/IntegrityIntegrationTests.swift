@@ -33,11 +33,13 @@ import Testing
         let directory = HeraldProcess.makeDirectory()
         let config = directory.appendingPathComponent("herald.json")
         try Data(#"""
-        {"sandbox": true, "apps": [
-            {"name": "shop", "provider": "fcm-legacy", "server_key": "k1", "endpoint": "http://127.0.0.1:9/fcm/send"},
-            {"name": "news", "provider": "fcm-legacy", "server_key": "k2", "endpoint": "http://127.0.0.1:9/fcm/send"}
-        ]}
-        """#.utf8).write(to: config)
+            {"sandbox": true, "apps": [
+                {"name": "shop", "provider": "fcm-legacy", "server_key": "k1",
+                 "endpoint": "http://127.0.0.1:9/fcm/send"},
+                {"name": "news", "provider": "fcm-legacy", "server_key": "k2",
+                 "endpoint": "http://127.0.0.1:9/fcm/send"}
+            ]}
+            """#.utf8).write(to: config)
         let herald = try HeraldProcess(directory: directory, arguments: ["--config", config.path])
         let key = ["Idempotency-Key": "order-42"]
         let shop = try await herald.request(
