@@ -37,7 +37,8 @@ let package = Package(
         // PostgreSQL through libpq: connections, prepared statements, LISTEN/NOTIFY, its own migrations, and the
         // queue's operations in PostgreSQL's SQL (PGQueueStore conforms to Queue's QueueStore). It borrows the
         // engine-neutral SQL helpers of Storage (migration bookkeeping, the dead-letter filter's condition).
-        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "Queue", "Storage", "Support"], plugins: ["EmbedMigrations"]),
+        .target(
+            name: "PostgreSQL", dependencies: ["CLibPQ", "Queue", "Storage", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Queue", "HTTP", "Support"]),
         .target(name: "Classify", dependencies: ["Support"]),
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
@@ -48,7 +49,8 @@ let package = Package(
         .target(
             name: "HeraldCLI",
             dependencies: [
-                "Ingest", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery", "Send", "OAuth",
+                "Ingest", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery", "Send",
+                "OAuth",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
@@ -63,7 +65,8 @@ let package = Package(
         // The throw-away PostgreSQL server of the tests that need one (not a test target: shared by two).
         .target(name: "PostgreSQLTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgreSQLTestSupport"),
         .testTarget(
-            name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
+            name: "PostgreSQLTests",
+            dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
