@@ -18,17 +18,10 @@ import Support
 final class FCMSendEndpoint: Sendable {
     static let path = "/fcm/send"
 
-    private let writer: any StoreWriter
-    private let metrics: Metrics
-    private let committed: @Sendable () -> Void
+    private let intake: MessageIntake
 
-    /// - Parameters:
-    ///   - metrics: counts each stored message in `herald_ingested_messages_total{app}`, as `/v1/messages` does.
-    ///   - committed: called after a message with deliveries was committed (wakes the claimer).
-    init(writer: any StoreWriter, metrics: Metrics, committed: @escaping @Sendable () -> Void) {
-        self.writer = writer
-        self.metrics = metrics
-        self.committed = committed
+    init(intake: MessageIntake) {
+        self.intake = intake
     }
 
     func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
@@ -42,12 +35,9 @@ final class FCMSendEndpoint: Sendable {
             send = read
         }
         guard let message = send.message else { return responder.respond(send.answer(nil)) }
-        let stored = message.stored(idempotencyKey: nil)
-        writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed, metrics] result in
+        intake.store(message.stored(idempotencyKey: nil)) { result in
             switch result {
             case .success(let accepted):
-                metrics.increment("herald_ingested_messages_total", ["app": stored.app])
-                if accepted.deliveries > 0 { committed() }
                 responder.respond(send.answer(accepted))
             case .failure(let failure):
                 Log.warn("storage unavailable", ["error": .string("\(failure)"), "endpoint": .string(Self.path)])

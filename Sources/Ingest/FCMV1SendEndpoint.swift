@@ -19,14 +19,10 @@ import Support
 /// | an `Idempotency-Key` the app used within 24 h for a different message | 409 `ABORTED`; nothing stored |
 /// | database behind or unavailable | 503 `UNAVAILABLE` with `Retry-After`; nothing stored |
 final class FCMV1SendEndpoint: Sendable {
-    private let writer: any StoreWriter
-    private let metrics: Metrics
-    private let committed: @Sendable () -> Void
+    private let intake: MessageIntake
 
-    init(writer: any StoreWriter, metrics: Metrics, committed: @escaping @Sendable () -> Void) {
-        self.writer = writer
-        self.metrics = metrics
-        self.committed = committed
+    init(intake: MessageIntake) {
+        self.intake = intake
     }
 
     /// `{project}` of `/v1/projects/{project}/messages:send` (the request's decoded path segments), or nil for any
@@ -63,12 +59,9 @@ final class FCMV1SendEndpoint: Sendable {
         }
         message.app = app
         if let refusal = admit(message) { return responder.respond(Self.response(refusal)) }
-        let stored = message.stored(idempotencyKey: key)
-        writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed, metrics] result in
+        intake.store(message.stored(idempotencyKey: key)) { result in
             switch result {
             case .success(let accepted):
-                if !accepted.isRepeat { metrics.increment("herald_ingested_messages_total", ["app": stored.app]) }
-                if !accepted.isRepeat && accepted.deliveries > 0 { committed() }
                 let name = "projects/\(project)/messages/\(accepted.id)"
                 responder.respond(.json(200, JSON.object([("name", .string(name))]).serialized()))
             case .failure(let conflict as IdempotencyConflict):

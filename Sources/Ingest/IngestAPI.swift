@@ -13,8 +13,7 @@ public final class IngestAPI: HTTPHandler {
     private let readers: any StoreReaders
     private let apiToken: [UInt8]?
     private let isShuttingDown: @Sendable () -> Bool
-    private let committed: @Sendable () -> Void
-    private let metrics: Metrics
+    private let intake: MessageIntake
     private let fcmSend: FCMSendEndpoint
     private let fcmV1Send: FCMV1SendEndpoint
     private let knownApps: Set<String>?
@@ -42,7 +41,6 @@ public final class IngestAPI: HTTPHandler {
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
-        self.metrics = metrics
         self.knownApps = knownApps
         self.projects = projects
         self.legacyApps = legacyApps
@@ -51,9 +49,10 @@ public final class IngestAPI: HTTPHandler {
         self.readers = readers
         self.apiToken = apiToken.map { Array($0.utf8) }
         self.isShuttingDown = isShuttingDown
-        self.committed = committed
-        self.fcmSend = FCMSendEndpoint(writer: writer, metrics: metrics, committed: committed)
-        self.fcmV1Send = FCMV1SendEndpoint(writer: writer, metrics: metrics, committed: committed)
+        let intake = MessageIntake(writer: writer, metrics: metrics, committed: committed)
+        self.intake = intake
+        self.fcmSend = FCMSendEndpoint(intake: intake)
+        self.fcmV1Send = FCMV1SendEndpoint(intake: intake)
     }
 
     public func bodyLimit(method: String, path: String) -> Int {
@@ -115,7 +114,7 @@ public final class IngestAPI: HTTPHandler {
         case ("GET", "metrics") where segments.count == 1:
             return responder.respond(HTTPResponse(
                 status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                body: Array(metrics.render().utf8)))
+                body: Array(intake.metrics.render().utf8)))
         default:
             break
         }
@@ -162,12 +161,9 @@ public final class IngestAPI: HTTPHandler {
         case .failure(let failure):
             responder.respond(error(failure))
         case .success(let message):
-            let stored = message.stored(idempotencyKey: key)
-            writer.enqueue({ try $0.insertMessage(stored, now: Clock.nowMillis()) }) { [committed, metrics] result in
+            intake.store(message.stored(idempotencyKey: key)) { result in
                 switch result {
                 case .success(let accepted):
-                    if !accepted.isRepeat { metrics.increment("herald_ingested_messages_total", ["app": stored.app]) }
-                    if !accepted.isRepeat && accepted.deliveries > 0 { committed() }
                     responder.respond(.json(202, Self.acceptedJSON(accepted).serialized()))
                 case .failure(let conflict as IdempotencyConflict):
                     responder.respond(.json(409, APIError.idempotencyConflict(conflict).jsonBody))
@@ -185,16 +181,9 @@ public final class IngestAPI: HTTPHandler {
         case .success(let validated):
             let items = validated.map { $0.flatMap(checkApp) }
             let messages = items.map { try? $0.get().stored(idempotencyKey: nil) }
-            writer.enqueue({ connection -> [AcceptedMessage?] in
-                let now = Clock.nowMillis()
-                return try messages.map { message in try message.map { try connection.insertMessage($0, now: now) } }
-            }) { [committed, metrics] result in
+            intake.store(messages) { result in
                 switch result {
                 case .success(let accepted):
-                    for message in messages.compactMap({ $0 }) {
-                        metrics.increment("herald_ingested_messages_total", ["app": message.app])
-                    }
-                    if accepted.contains(where: { ($0?.deliveries ?? 0) > 0 }) { committed() }
                     let results: [JSON] = zip(items, accepted).map { item, stored in
                         switch (item, stored) {
                         case (.failure(let failure), _): failure.json

@@ -161,11 +161,3 @@ import Testing
         #expect(reply.headers.contains { $0.name == "Allow" && $0.value == "POST" })
     }
 }
-
-private final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-
-    var value: Int { lock.withLock { count } }
-    func increment() { lock.withLock { count += 1 } }
-}

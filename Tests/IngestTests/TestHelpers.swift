@@ -57,3 +57,12 @@ final class ScratchDirectory: Sendable {
 
     deinit { try? FileManager.default.removeItem(at: url) }
 }
+
+/// A count bumped from any thread (the writer's completions).
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    var value: Int { lock.withLock { count } }
+    func increment() { lock.withLock { count += 1 } }
+}
