@@ -36,20 +36,22 @@ extension PGQueueStore {
         // TTL 0 is "now or never": it may wait for a send no longer than the window.
         let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
         try ensureApp(message.app)
+        // A dry run reaches no device, so it supersedes nothing.
+        let collapseKey = message.dryRun ? nil : message.collapseKey
+        // One statement, one round trip: the message, its deliveries (none when the key was taken meanwhile: the
+        // `message` row set is then empty), their collapse heads, and the wake-up.
+        var arguments: [PGValue] = [
+            .text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
+            .text(message.payload), .text(message.target.kind), .optional(message.collapseKey),
+            .text(message.priority), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
+            .integer(now), .integer(expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue),
+            .integer(message.priority == "high" ? 0 : 1), .array(targets), .text(Self.readyChannel),
+        ]
+        if let collapseKey { arguments.append(.text(collapseKey)) }
         let inserted = try connection.queryOne(
-            """
-            INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
-                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-            ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING rowid
-            """,
-            [.text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
-             .text(message.payload), .text(message.target.kind), .optional(message.collapseKey),
-             .text(message.priority), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
-             .integer(now), .integer(expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue)]
-        ) { $0.int64(0) }
-        guard let rowID = inserted else {
+            collapseKey == nil ? Self.insertMessageSQL : Self.insertMessageWithCollapseHeadsSQL, arguments
+        ) { (rowID: $0.optionalInt64(0), deliveries: $0.int(1)) }
+        guard let inserted, let rowID = inserted.rowID else {
             // Another transaction committed the same key after our look-up: answer as for its message.
             guard let key = message.idempotencyKey,
                 let earlier = try earlierMessage(app: message.app, key: key, fingerprint: fingerprint, now: now)
@@ -58,65 +60,49 @@ extension PGQueueStore {
             }
             return earlier
         }
-
-        let rank: Int64 = message.priority == "high" ? 0 : 1
-        // A dry run reaches no device, so it supersedes nothing.
-        let collapseKey = message.dryRun ? nil : message.collapseKey
-        let stored: Int
-        if let collapseKey {
-            stored = try insertDeliveriesWithCollapseHeads(
-                targets, messageID: id, app: message.app, rank: rank, collapseKey: collapseKey, now: now)
-        } else {
-            stored = try connection.queryOne(
-                """
-                WITH inserted AS (
-                    INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
-                                            created_at)
-                    SELECT $1::text, $2::text, target.token, 'queued', $3::bigint, $3::bigint, $4::int, $3::bigint
-                    FROM unnest($5::text[]) WITH ORDINALITY AS target (token, position)
-                    ORDER BY target.position
-                    RETURNING 1),
-                counted AS (SELECT count(*) AS n FROM inserted)
-                SELECT n, CASE WHEN n > 0 THEN pg_notify($6, $2) END FROM counted
-                """,
-                [.text(id), .text(message.app), .integer(now), .integer(rank), .array(targets),
-                 .text(Self.readyChannel)]
-            ) { $0.int(0) } ?? 0
-        }
-        return AcceptedMessage(id: id, rowID: rowID, deliveries: stored, isRepeat: false)
+        return AcceptedMessage(id: id, rowID: rowID, deliveries: inserted.deliveries, isRepeat: false)
     }
 
-    /// The deliveries and, in the same statement, each target's collapse head pointing at its new delivery: the
-    /// newest message with the key supersedes older ones still queued for the target while it will reach the
-    /// device (the claim decides, `CollapseHead.supersedes`). A head whose dead or dropped delivery is deleted goes
-    /// with it (the schema's `collapse_head_removed` trigger). A target named twice gets the head of its last
-    /// delivery.
-    private func insertDeliveriesWithCollapseHeads(
-        _ targets: [String], messageID: String, app: String, rank: Int64, collapseKey: String, now: Int64
-    ) throws -> Int {
-        try connection.queryOne(
-            """
-            WITH inserted AS (
-                INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
-                                        created_at)
-                SELECT $1::text, $2::text, target.token, 'queued', $3::bigint, $3::bigint, $4::int, $3::bigint
-                FROM unnest($5::text[]) WITH ORDINALITY AS target (token, position)
-                ORDER BY target.position
-                RETURNING id, token),
+    /// `$1`–`$14` the message's columns, `$15` the priority rank, `$16` the targets, `$17` the wake-up channel. The
+    /// deliveries' foreign key is checked at the end of the statement, when the message row is there.
+    private static func insertMessageSQL(moreCTEs: String) -> String {
+        """
+        WITH message AS (
+            INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
+                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+            ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING rowid),
+        inserted AS (
+            INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
+                                    created_at)
+            SELECT $1::text, $2::text, target.token, 'queued', $11::bigint, $11::bigint, $15::int, $11::bigint
+            FROM message, unnest($16::text[]) WITH ORDINALITY AS target (token, position)
+            ORDER BY target.position
+            RETURNING id, token),\(moreCTEs)
+        counted AS (SELECT count(*) AS n FROM inserted)
+        SELECT message.rowid, counted.n, CASE WHEN counted.n > 0 THEN pg_notify($17, $2) END
+        FROM counted LEFT JOIN message ON true
+        """
+    }
+
+    static let insertMessageSQL = insertMessageSQL(moreCTEs: "")
+
+    /// With each target's collapse head (`$18` the key) pointing at its new delivery: the newest message with the key
+    /// supersedes older ones still queued for the target while it will reach the device (the claim decides,
+    /// `CollapseHead.supersedes`). A head whose dead or dropped delivery is deleted goes with it (the schema's
+    /// `collapse_head_removed` trigger). A target named twice gets the head of its last delivery.
+    static let insertMessageWithCollapseHeadsSQL = insertMessageSQL(
+        moreCTEs: """
+
             heads AS (
                 INSERT INTO collapse_heads (app, collapse_key, token, message_id, delivery_id, created_at)
-                SELECT DISTINCT ON (token) $2::text, $6::text, token, $1::text, id, $3::bigint
+                SELECT DISTINCT ON (token) $2::text, $18::text, token, $1::text, id, $11::bigint
                 FROM inserted ORDER BY token, id DESC
                 ON CONFLICT (app, collapse_key, token) DO UPDATE SET
                     message_id = excluded.message_id, delivery_id = excluded.delivery_id,
                     created_at = excluded.created_at),
-            counted AS (SELECT count(*) AS n FROM inserted)
-            SELECT n, CASE WHEN n > 0 THEN pg_notify($7, $2) END FROM counted
-            """,
-            [.text(messageID), .text(app), .integer(now), .integer(rank), .array(targets), .text(collapseKey),
-             .text(Self.readyChannel)]
-        ) { $0.int(0) } ?? 0
-    }
+        """)
 
     /// The app's earlier message with `key` as a repeat, when it is within the window and the same message;
     /// nil when there is none or its key expired (then the key is freed, the old message keeping its rows).
