@@ -86,13 +86,13 @@ extension PGQueueStore {
         """
     }
 
-    static let insertMessageSQL = insertMessageSQL(moreCTEs: "")
+    private static let insertMessageSQL = insertMessageSQL(moreCTEs: "")
 
     /// With each target's collapse head (`$18` the key) pointing at its new delivery: the newest message with the key
     /// supersedes older ones still queued for the target while it will reach the device (the claim decides,
     /// `CollapseHead.supersedes`). A head whose dead or dropped delivery is deleted goes with it (the schema's
     /// `collapse_head_removed` trigger). A target named twice gets the head of its last delivery.
-    static let insertMessageWithCollapseHeadsSQL = insertMessageSQL(
+    private static let insertMessageWithCollapseHeadsSQL = insertMessageSQL(
         moreCTEs: """
 
             heads AS (
