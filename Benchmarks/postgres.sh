@@ -42,6 +42,8 @@
 #   HERALD_BENCH_RAMP=2              seconds after the first delivery that are not counted
 #   HERALD_BENCH_POLL=0.2            seconds between two looks at /metrics
 #   HERALD_BENCH_DRAIN_TIMEOUT=300   seconds a drain may take before the run fails
+#   HERALD_BENCH_INGEST_DELIVERING=1 ingest with app "default" sending (v1, to the stand-in) what comes in, instead
+#                                    of paused: ingest beside a busy delivery engine
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go, PostgreSQL's data directory too (a real disk)
 #   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
 #   HERALD_BENCH_KEEP=1              keep the work directory (logs, poll files; the PostgreSQL server is stopped)
@@ -71,6 +73,7 @@ DELAY=${HERALD_BENCH_DELAY:-30}
 RAMP=${HERALD_BENCH_RAMP:-2}
 POLL=${HERALD_BENCH_POLL:-0.2}
 DRAIN_TIMEOUT=${HERALD_BENCH_DRAIN_TIMEOUT:-300}
+INGEST_DELIVERING=${HERALD_BENCH_INGEST_DELIVERING:-0}
 STREAMS=100 # the stand-in's streams per connection, as Google's
 TARGET_INGEST_RATIO=0.50
 TARGET_SENDS=5000
@@ -338,9 +341,16 @@ measure_herald_ingest() {
     local label=$1 db=$2 bodies=$WORK/bodies bench ok bad us
     rm -rf "$bodies"
     mkdir -p "$bodies"
-    migrate_and_pause "$db"
-    # shellcheck disable=SC2046 # a list of flags
-    start_herald "$db" $(ingest_flags)
+    if ((INGEST_DELIVERING == 1)); then
+        # The engine sends what comes in, to the stand-in, while the load runs: ingest beside delivery.
+        "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || fail "herald migrate failed"
+        # shellcheck disable=SC2046 # a list of flags
+        start_herald "$db" $(v1_flags)
+    else
+        migrate_and_pause "$db"
+        # shellcheck disable=SC2046 # a list of flags
+        start_herald "$db" $(ingest_flags)
+    fi
     run_load "$WORK/wrk.out" wrk -t "$WRK_THREADS" -c "$CONNECTIONS" -d "${DURATION}s" --timeout 30s \
         -s "$ROOT/Benchmarks/ingest.lua" "http://127.0.0.1:${HERALD_PORTS[0]}" -- single "$bodies" s 1 random
     kill -0 "${HERALD_PIDS[0]}" 2>/dev/null || fail "herald exited during the $label ingest load"
@@ -529,10 +539,12 @@ log "  ingest: ${DURATION}s, $CONNECTIONS connections (wrk -t $WRK_THREADS; pgbe
     "delivery: backlog $(fmt "$BACKLOG") v1 messages, stand-in ${DELAY} ms, $STREAMS streams/connection"
 
 declare -a I_PG I_SQLITE I_PGBENCH D_SQLITE D_PG D_TWO D_HALVES DUPS
-if wants delivery; then
+if wants delivery || ((INGEST_DELIVERING == 1)); then
     standin_credentials
     start_standin "$DELAY"
     write_service_account "$STANDIN_PORT"
+fi
+if wants delivery; then
     log "ingesting the backlog through the batch endpoint: $(fmt "$BACKLOG") messages into each engine's template"
     make_batches
     ingest_backlog "$WORK/backlog.db"

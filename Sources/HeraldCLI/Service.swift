@@ -85,7 +85,7 @@ final class Service: Sendable {
         }, metrics: metrics, options: options)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(
-            writer: writer, readers: readers, apiToken: configuration.apiToken,
+            writer: database.ingestWriter, readers: readers, apiToken: configuration.apiToken,
             knownApps: Set(configuration.apps.map(\.name)),
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
@@ -98,7 +98,7 @@ final class Service: Sendable {
 
     func start() throws {
         let window = configuration.ttlZeroWindowMillis
-        try writer.write { $0.ttlZeroWindowMillis = window }
+        for writer in database.writers { try writer.write { $0.ttlZeroWindowMillis = window } }
         try engine.start()
         database.startWakeUps { [engine] in engine.wake() }
         refreshGauges()

@@ -5,10 +5,17 @@ import Storage
 import Support
 import Synchronization
 
-/// The database side of a running `serve`: one writer, a few readers, and what makes the queue this process's
+/// The database side of a running `serve`: its writers, a few readers, and what makes the queue this process's
 /// alone (SQLite: a lock on the file) or shared with other instances (PostgreSQL: wake-ups by `NOTIFY`).
 final class ServiceDatabase: Sendable {
+    /// The delivery engine's writes (claims, outcomes, renewals) and maintenance.
     let writer: any StoreWriter
+    /// The HTTP API's writes (messages, cancels, tokens). SQLite: `writer` itself, a database file having one
+    /// writer. PostgreSQL: a second connection, so ingest never waits behind the engine's group commits and the two
+    /// run on two server backends at once, as they would on two instances sharing the queue.
+    let ingestWriter: any StoreWriter
+    /// Each writer once: `writer`, and `ingestWriter` when it is another.
+    let writers: [any StoreWriter]
     let readers: any StoreReaders
     /// Other `serve` processes may deliver from the same queue.
     let isShared: Bool
@@ -17,8 +24,13 @@ final class ServiceDatabase: Sendable {
     private let url: String?
     private let listener = Mutex<PGListener?>(nil)
 
-    private init(writer: any StoreWriter, readers: any StoreReaders, lock: DatabaseLock?, url: String?) {
+    private init(
+        writer: any StoreWriter, ingestWriter: any StoreWriter, readers: any StoreReaders, lock: DatabaseLock?,
+        url: String?
+    ) {
         self.writer = writer
+        self.ingestWriter = ingestWriter
+        writers = ingestWriter as AnyObject === writer as AnyObject ? [writer] : [writer, ingestWriter]
         self.readers = readers
         self.lock = lock
         self.url = url
@@ -33,16 +45,21 @@ final class ServiceDatabase: Sendable {
             do {
                 let writer = try DatabaseWriter(path: path, durability: durability)
                 return ServiceDatabase(
-                    writer: writer, readers: try DatabaseReaders(path: path), lock: lock, url: nil)
+                    writer: writer, ingestWriter: writer, readers: try DatabaseReaders(path: path), lock: lock,
+                    url: nil)
             } catch {
                 lock.release()
                 throw error
             }
         case .postgres(let url):
             let writer = try PGWriter(url: url)
+            var ingestWriter: PGWriter?
             do {
-                return ServiceDatabase(writer: writer, readers: try PGReaders(url: url), lock: nil, url: url)
+                ingestWriter = try PGWriter(url: url)
+                return ServiceDatabase(
+                    writer: writer, ingestWriter: ingestWriter!, readers: try PGReaders(url: url), lock: nil, url: url)
             } catch {
+                ingestWriter?.close()
                 writer.close()
                 throw error
             }
@@ -67,7 +84,7 @@ final class ServiceDatabase: Sendable {
     func close() {
         listener.withLock { $0 }?.close()
         readers.close()
-        writer.close()
+        for writer in writers.reversed() { writer.close() }
         lock?.release()
     }
 }

@@ -3,8 +3,8 @@ import Queue
 import Storage
 import Support
 
-/// The one writer connection of a Herald to PostgreSQL, owned by one thread: `DatabaseWriter`'s group commit on
-/// PostgreSQL.
+/// A writer connection of a Herald to PostgreSQL, owned by one thread: `DatabaseWriter`'s group commit on
+/// PostgreSQL. `serve` runs two, the delivery engine's and ingest's (`ServiceDatabase`).
 ///
 /// The thread takes every job waiting (up to `maxGroup`), runs them in one transaction, commits once, and only then
 /// answers each job: one WAL flush for the group. One failing job does not undo the others: the group is then
