@@ -53,13 +53,18 @@ final class ServiceDatabase: Sendable {
             }
         case .postgres(let url):
             let writer = try PGWriter(url: url)
-            var ingestWriter: PGWriter?
+            let ingestWriter: PGWriter
             do {
                 ingestWriter = try PGWriter(url: url)
-                return ServiceDatabase(
-                    writer: writer, ingestWriter: ingestWriter!, readers: try PGReaders(url: url), lock: nil, url: url)
             } catch {
-                ingestWriter?.close()
+                writer.close()
+                throw error
+            }
+            do {
+                return ServiceDatabase(
+                    writer: writer, ingestWriter: ingestWriter, readers: try PGReaders(url: url), lock: nil, url: url)
+            } catch {
+                ingestWriter.close()
                 writer.close()
                 throw error
             }
