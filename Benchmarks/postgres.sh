@@ -610,7 +610,7 @@ if wants ingest; then
     pg=$(median "${I_PG[@]}")
     pb=$(median "${I_PGBENCH[@]}")
     sq=$(median "${I_SQLITE[@]}")
-    row "ingest, single message, $CONNECTIONS conns (msg/s)" "$(fmt "$pg")" "pgbench $(fmt "$pb") tps" \
+    row "ingest, single message, $CONNECTIONS conns$( ((INGEST_DELIVERING == 1)) && echo ", delivering") (msg/s)" "$(fmt "$pg")" "pgbench $(fmt "$pb") tps" \
         "$(ratio "$pg" "$pb")" ">= $TARGET_INGEST_RATIO $(met "$(ratio "$pg" "$pb")" $TARGET_INGEST_RATIO)"
     row "ingest on SQLite, same load (msg/s)" "$(fmt "$sq")" "on PostgreSQL $(fmt "$pg")" "$(ratio "$sq" "$pg")" -
 fi

@@ -12,7 +12,7 @@ struct MessageIntake: Sendable {
 
     func store(_ message: NewMessage, completion: @escaping @Sendable (Result<AcceptedMessage, Error>) -> Void) {
         writer.enqueue({ try $0.insertMessage(message, now: Clock.nowMillis()) }) { [self] result in
-            if case .success(let accepted) = result { took([(message, accepted)]) }
+            if case .success(let accepted) = result { afterCommit([(message, accepted)]) }
             completion(result)
         }
     }
@@ -26,7 +26,7 @@ struct MessageIntake: Sendable {
             return try messages.map { message in try message.map { try store.insertMessage($0, now: now) } }
         }) { [self] result in
             if case .success(let accepted) = result {
-                took(zip(messages, accepted).compactMap { message, accepted in
+                afterCommit(zip(messages, accepted).compactMap { message, accepted in
                     guard let message, let accepted else { return nil }
                     return (message, accepted)
                 })
@@ -35,7 +35,7 @@ struct MessageIntake: Sendable {
         }
     }
 
-    private func took(_ stored: [(message: NewMessage, accepted: AcceptedMessage)]) {
+    private func afterCommit(_ stored: [(message: NewMessage, accepted: AcceptedMessage)]) {
         let new = stored.filter { !$0.accepted.isRepeat }
         for (message, _) in new { metrics.increment("herald_ingested_messages_total", ["app": message.app]) }
         if new.contains(where: { $0.accepted.deliveries > 0 }) { committed() }
