@@ -55,7 +55,7 @@ final class ServiceDatabase: Sendable {
             let writer = try PGWriter(url: url)
             let ingestWriter: PGWriter
             do {
-                ingestWriter = try PGWriter(url: url)
+                ingestWriter = try PGWriter(url: url, role: "ingest")
             } catch {
                 writer.close()
                 throw error

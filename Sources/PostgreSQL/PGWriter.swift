@@ -61,16 +61,18 @@ public final class PGWriter: StoreWriter {
     ///
     /// - Throws: `PGError` naming the server (password masked) when it cannot be reached or refuses the login;
     ///   `PGMigrator.NewerDatabaseError` when the schema is newer than this binary.
-    public init(url: String, connectTimeoutSeconds: Int = 10) throws {
+    /// - Parameter role: names the connection (`application_name` `herald-<role>`, as `pg_stat_activity` shows it)
+    ///   and the thread (`herald-pg-<role>`): `serve` has a `writer` and an `ingest` one.
+    public init(url: String, connectTimeoutSeconds: Int = 10, role: String = "writer") throws {
         let connection = try PGConnection(
-            url: url, connectTimeoutSeconds: connectTimeoutSeconds, applicationName: "herald-writer")
+            url: url, connectTimeoutSeconds: connectTimeoutSeconds, applicationName: "herald-\(role)")
         try PGMigrator.migrate(connection)
         location = connection.redactedURL
         link = PGWriterLink(location: location)
         let committer = UncheckedBox(
             PGGroupCommitter(store: PGQueueStore(connection: connection), queue: queue, link: link))
         let thread = Thread { [finished] in
-            Thread.current.name = "herald-pg-writer"  // set from the thread itself, so `top -H` and `perf` see it
+            Thread.current.name = "herald-pg-\(role)"  // set from the thread itself, so `top -H` and `perf` see it
             committer.take().run()
             finished.fulfil(.success(()))
         }

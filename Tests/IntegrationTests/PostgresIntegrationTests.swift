@@ -43,6 +43,14 @@ import Testing
             #expect(reply.status == 202)
             ids.append(try #require(reply.json["id"] as? String))
         }
+        // Each instance writes on two connections, the delivery engine's and ingest's, named for pg_stat_activity.
+        let writers = try database.connect().query(
+            """
+            SELECT application_name FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name IN ('herald-writer', 'herald-ingest')
+            ORDER BY 1
+            """) { $0.string(0) }
+        #expect(writers == ["herald-ingest", "herald-ingest", "herald-writer", "herald-writer"])
         for (index, id) in ids.enumerated() {
             // Read from the instance that did not ingest it: the queue is one.
             let reader = index.isMultiple(of: 2) ? second : first
