@@ -8,14 +8,14 @@ import Synchronization
 /// The database side of a running `serve`: its writers, a few readers, and what makes the queue this process's
 /// alone (SQLite: a lock on the file) or shared with other instances (PostgreSQL: wake-ups by `NOTIFY`).
 final class ServiceDatabase: Sendable {
+    /// Each writer connection once, the delivery engine's first.
+    let writers: [any StoreWriter]
     /// The delivery engine's writes (claims, outcomes, renewals) and maintenance.
-    let writer: any StoreWriter
+    var writer: any StoreWriter { writers[0] }
     /// The HTTP API's writes (messages, cancels, tokens). SQLite: `writer` itself, a database file having one
     /// writer. PostgreSQL: a second connection, so ingest never waits behind the engine's group commits and the two
     /// run on two server backends at once, as they would on two instances sharing the queue.
-    let ingestWriter: any StoreWriter
-    /// Each writer once: `writer`, and `ingestWriter` when it is another.
-    let writers: [any StoreWriter]
+    var ingestWriter: any StoreWriter { writers[writers.count - 1] }
     let readers: any StoreReaders
     /// Other `serve` processes may deliver from the same queue.
     let isShared: Bool
@@ -24,13 +24,8 @@ final class ServiceDatabase: Sendable {
     private let url: String?
     private let listener = Mutex<PGListener?>(nil)
 
-    private init(
-        writer: any StoreWriter, ingestWriter: any StoreWriter, readers: any StoreReaders, lock: DatabaseLock?,
-        url: String?
-    ) {
-        self.writer = writer
-        self.ingestWriter = ingestWriter
-        writers = ingestWriter as AnyObject === writer as AnyObject ? [writer] : [writer, ingestWriter]
+    private init(writers: [any StoreWriter], readers: any StoreReaders, lock: DatabaseLock?, url: String?) {
+        self.writers = writers
         self.readers = readers
         self.lock = lock
         self.url = url
@@ -45,27 +40,19 @@ final class ServiceDatabase: Sendable {
             do {
                 let writer = try DatabaseWriter(path: path, durability: durability)
                 return ServiceDatabase(
-                    writer: writer, ingestWriter: writer, readers: try DatabaseReaders(path: path), lock: lock,
-                    url: nil)
+                    writers: [writer], readers: try DatabaseReaders(path: path), lock: lock, url: nil)
             } catch {
                 lock.release()
                 throw error
             }
         case .postgres(let url):
-            let writer = try PGWriter(url: url)
-            let ingestWriter: PGWriter
+            var writers: [PGWriter] = []
             do {
-                ingestWriter = try PGWriter(url: url, role: "ingest")
+                writers.append(try PGWriter(url: url))
+                writers.append(try PGWriter(url: url, role: "ingest", migrating: false))
+                return ServiceDatabase(writers: writers, readers: try PGReaders(url: url), lock: nil, url: url)
             } catch {
-                writer.close()
-                throw error
-            }
-            do {
-                return ServiceDatabase(
-                    writer: writer, ingestWriter: ingestWriter, readers: try PGReaders(url: url), lock: nil, url: url)
-            } catch {
-                ingestWriter.close()
-                writer.close()
+                for writer in writers.reversed() { writer.close() }
                 throw error
             }
         }

@@ -57,16 +57,17 @@ public final class PGWriter: StoreWriter {
     public let location: String
 
     /// Connects to `url` (`postgres://`, `postgresql://` or a libpq keyword/value string), brings the schema up to
-    /// date with `PGMigrator`, and starts the writer thread.
+    /// date with `PGMigrator` (unless `migrating` is false: a second writer of a process whose first one did), and
+    /// starts the writer thread.
     ///
     /// - Throws: `PGError` naming the server (password masked) when it cannot be reached or refuses the login;
     ///   `PGMigrator.NewerDatabaseError` when the schema is newer than this binary.
     /// - Parameter role: names the connection (`application_name` `herald-<role>`, as `pg_stat_activity` shows it)
     ///   and the thread (`herald-pg-<role>`): `serve` has a `writer` and an `ingest` one.
-    public init(url: String, connectTimeoutSeconds: Int = 10, role: String = "writer") throws {
+    public init(url: String, connectTimeoutSeconds: Int = 10, role: String = "writer", migrating: Bool = true) throws {
         let connection = try PGConnection(
             url: url, connectTimeoutSeconds: connectTimeoutSeconds, applicationName: "herald-\(role)")
-        try PGMigrator.migrate(connection)
+        if migrating { try PGMigrator.migrate(connection) }
         location = connection.redactedURL
         link = PGWriterLink(location: location)
         let committer = UncheckedBox(
