@@ -15,8 +15,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // TLS for Herald's own HTTP/2 client (Send/HTTP2, FCM v1); the HTTP/2 framing and HPACK are Swift.
+        // TLS and HTTP/2 (framing, HPACK, flow control) for Herald's own HTTP/2 client (Send/HTTP2, FCM v1).
         .systemLibrary(name: "CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CLinux"),
         // Works around libcurl 7.88's RST_STREAM on already-closed HTTP/2 streams (see resets.c). The executable
         // must export the symbol for the dynamic linker to prefer it over libnghttp2's.
@@ -44,7 +45,7 @@ let package = Package(
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
-        .target(name: "Send", dependencies: ["CCurl", "CCurlFixes", "CSSL", "Support"]),
+        .target(name: "Send", dependencies: ["CCurl", "CCurlFixes", "CNGHTTP2", "CSSL", "Support"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Support"]),
         .target(
             name: "HeraldCLI",

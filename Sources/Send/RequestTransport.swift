@@ -1,7 +1,7 @@
 /// What the delivery engine needs of a sender pool: submit a request, hear back once, count, shut down.
 ///
-/// `HTTPClientPool` (libcurl: HTTP/1.1 keep-alive, and HTTP/2 when a TLS server offers it) and `HTTP2ClientPool`
-/// (Herald's own HTTP/2 client over OpenSSL, for FCM v1 over HTTPS) both conform.
+/// `HTTPClientPool` (libcurl: HTTP/1.1 keep-alive) and `HTTP2ClientPool` (Herald's HTTP/2 client, libnghttp2 over
+/// OpenSSL, for FCM v1 over HTTPS) both conform.
 public protocol RequestTransport: AnyObject, Sendable {
     /// A request and what to call with its answer.
     typealias Submission = (request: OutboundRequest, completion: @Sendable (TransportResult, Double) -> Void)
@@ -16,6 +16,8 @@ public protocol RequestTransport: AnyObject, Sendable {
     var connections: Int { get }
     /// Requests submitted whose completion has not started yet.
     var inFlight: Int { get }
+    /// What happened to its connections so far (HTTP/2; a pool that keeps no such counts returns zeros).
+    var statistics: TransportStatistics { get }
     /// Waits up to `gracePeriod` seconds for requests in flight, cancels the rest, and stops.
     func shutdown(gracePeriod: Double)
 }
@@ -24,6 +26,8 @@ extension RequestTransport {
     public func submit(_ requests: [Submission]) {
         for (request, completion) in requests { submit(request, completion: completion) }
     }
+
+    public var statistics: TransportStatistics { TransportStatistics() }
 }
 
 extension HTTPClientPool: RequestTransport {}

@@ -2,9 +2,9 @@ import Foundation
 import Support
 import Synchronization
 
-/// HTTPS requests over HTTP/2, multiplexed up to 100 streams per connection: Herald's own client, its framing
-/// (RFC 9113) and header compression (RFC 7541) in Swift over OpenSSL's TLS, driven by one thread of the pool's own.
-/// It exists for FCM v1's request rate.
+/// HTTPS requests over HTTP/2, multiplexed up to 100 streams per connection: Herald's own client, libnghttp2's
+/// protocol (framing, HPACK, flow control) over OpenSSL's TLS, driven by one thread of the pool's own. It exists for
+/// FCM v1's request rate.
 ///
 /// ```swift
 /// let pool = HTTP2ClientPool(maxConnectionsPerHost: 11, http1Connections: 1000, name: "send-default")
@@ -15,20 +15,21 @@ import Synchronization
 /// pool.shutdown(gracePeriod: 10)
 /// ```
 ///
-/// Why not libcurl, which `HTTPClientPool` uses: libcurl 7.88's socket interface runs *every* transfer on a
-/// connection whenever that connection's socket is readable (`multi_socket` expires all of the socket's transfers,
-/// and each then polls the socket once more), so with 100 streams per connection an answer cost tens of transfer
-/// runs and `poll` calls; and each request paid a handle set-up, a URL parse and a `send` of its own. Here an
-/// answer costs its frames, and everything a loop turn submits to a connection leaves in one TLS write.
+/// Why not libcurl's HTTP/2, which also sits on nghttp2: libcurl 7.88's socket interface runs *every* transfer on a
+/// connection whenever that connection's socket is readable, so with 100 streams per connection an answer cost tens
+/// of transfer runs and `poll` calls, and each request paid a handle set-up, a URL parse and a `send` of its own.
+/// Here an answer costs its frames, and everything a loop turn submits to a connection leaves in one TLS write.
 ///
 /// Connections open only as the requests waiting for a stream need them (at most `maxConnectionsPerHost` to one
 /// host), are kept alive, and stop taking new streams after a `GOAWAY`. A request the server refused unprocessed (a
 /// stream above a `GOAWAY`'s last stream id, or reset with `REFUSED_STREAM`) is sent again at once, a few times at
 /// most, without the caller seeing it: the server never acted on it. Any other request goes on the wire once; a
-/// connection lost with requests on it fails them as `reset`, for the caller's retry policy to count.
+/// connection lost with requests on it (reset, or silent: see `HTTP2Liveness`) fails them as `reset`, for the
+/// caller's retry policy to count, and counts them in `statistics.requestsLost`.
 ///
-/// Not HTTPS, or a server that does not offer `h2` in ALPN: the request goes through an `HTTPClientPool` of
-/// `http1Connections` connections instead (HTTP/1.1, a connection per request in flight).
+/// Not HTTPS: the request goes through an `HTTPClientPool` of `http1Connections` connections instead (HTTP/1.1, a
+/// connection per request in flight). A server that does not choose `h2` in ALPN gets its requests over that pool
+/// too, for a minute, after which h2 is offered again; requests on its other HTTP/2 connections are left alone.
 public final class HTTP2ClientPool: RequestTransport {
     private let core: HTTP2PoolCore
     /// Taken by the first `shutdown`, which joins it.
@@ -40,14 +41,16 @@ public final class HTTP2ClientPool: RequestTransport {
     ///   - http1Connections: the HTTP/1.1 pool's connections, for a server without HTTP/2.
     ///   - caFile: the CA certificates (PEM) servers are checked against instead of the system's; by default
     ///     `$SSL_CERT_FILE` when set.
+    ///   - liveness: when a quiet connection gets a PING, and how long its ACK may take.
     public init(
         maxConnectionsPerHost: Int, http1Connections: Int, name: String = "sender",
-        caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 },
+        liveness: HTTP2Liveness = .standard
     ) {
         precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
         let core = HTTP2PoolCore(
             name: name, maxConnectionsPerHost: maxConnectionsPerHost, http1Connections: max(1, http1Connections),
-            caFile: caFile)
+            caFile: caFile, liveness: liveness)
         self.core = core
         thread = Mutex(PosixThread(name: "herald-\(name)") { HTTP2Loop(core: core).run() })
     }
@@ -81,6 +84,10 @@ public final class HTTP2ClientPool: RequestTransport {
 
     public var inFlight: Int {
         core.inFlight.load(ordering: .relaxed)
+    }
+
+    public var statistics: TransportStatistics {
+        core.statistics.snapshot
     }
 
     /// Waits up to `gracePeriod` seconds for in-flight requests, then cancels the rest (their completion gets

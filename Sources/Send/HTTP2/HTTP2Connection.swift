@@ -1,15 +1,16 @@
 import CCurlFixes
+import CNGHTTP2
 import CSSL
 import Glibc
 import Support
 
-/// One TLS connection carrying HTTP/2 streams: the socket, OpenSSL's session over it, and the HTTP/2 framing
-/// (RFC 9113) and header compression (RFC 7541) done here. Owned by the loop thread.
+/// One TLS connection carrying HTTP/2 streams: the socket, OpenSSL's session over it, and libnghttp2's client
+/// session for the protocol (`HTTP2Connection+Session.swift`). Owned by the loop thread.
 ///
 /// resolving → connecting (each address in turn) → handshaking (TLS, ALPN must say `h2`) → open → closed.
 ///
-/// Frames to send are appended to `output` during a loop turn and written in one `SSL_write` at its end; frames
-/// received are handled as `SSL_read` returns them (`HTTP2Connection+Frames.swift`).
+/// What the session has to send is taken from it when the loop flushes the connection, and written in as few
+/// `SSL_write`s as it fits in; what TLS decrypts goes straight into the session.
 final class HTTP2Connection {
     enum State { case resolving, connecting, handshaking, open, closed }
 
@@ -23,44 +24,47 @@ final class HTTP2Connection {
     /// A GOAWAY arrived (or stream ids ran out): it takes no new stream, and closes once its streams are done.
     var goingAway = false
     /// Streams open on it by id.
-    var streams: [UInt32: HTTP2Stream] = [:]
-    /// Frames to write at the end of the loop's turn: it is in the loop's list of connections to flush.
+    var streams: [Int32: HTTP2Stream] = [:]
+    /// Output to take from the session at the end of the loop's turn: it is in the loop's list to flush.
     var needsFlush = false
 
-    // MARK: - HTTP/2 state (see HTTP2Connection+Frames.swift)
+    // MARK: - HTTP/2 (see HTTP2Connection+Session.swift)
 
-    /// Frames not yet taken by TLS.
+    /// nghttp2's client session, from the moment TLS chose h2.
+    var session: OpaquePointer?
+    /// Bytes taken from the session and not yet taken by TLS.
     var output: [UInt8] = []
-    /// Received bytes that do not make a whole frame yet.
-    var input: [UInt8] = []
-    var decoder = HPACKDecoder(maxTableSize: 4096, maxHeaderListSize: HTTP2Connection.maxHeaderListSize)
-    /// The id the next stream gets; odd, as a client's are.
-    var nextStreamID: UInt32 = 1
-    /// The server's SETTINGS frame has arrived (its connection preface: it must be the first frame).
+    /// The server's SETTINGS frame has arrived (its connection preface).
     var sawServerSettings = false
-    /// The server's settings in force.
-    var peerMaxConcurrentStreams = HTTPClientPool.streamsPerConnection
-    var peerInitialWindow = HTTP2Frame.defaultWindow
-    var peerMaxFrameSize = HTTP2Frame.defaultMaxFrameSize
-    /// What the connection may still send in DATA frames.
-    var sendWindow = HTTP2Frame.defaultWindow
-    /// What the connection may still receive before the client's next WINDOW_UPDATE.
-    var receiveWindow = HTTP2Connection.connectionWindow
-    /// Streams with body left to send that wait for send window, in the order they blocked.
-    var blockedStreams: [HTTP2Stream] = []
-    /// A header block whose CONTINUATION frames are still to come: nothing else may arrive in between.
-    var pendingHeaders: (stream: UInt32, endStream: Bool, fragment: [UInt8])?
-    /// The next header block this connection sends starts with a table size update to 0: the client's encoder keeps
-    /// no dynamic table, whatever SETTINGS_HEADER_TABLE_SIZE the server allows.
-    var sentTableSizeUpdate = false
-    /// Where a request's header block is put together before it is framed.
-    var blockScratch: [UInt8] = []
+    /// What the session's callbacks recorded during one `mem_recv`, for `afterReceiving` to act on.
+    var ended: [(HTTP2Stream, StreamEnd)] = []
+    var settingsArrived = false
+    var pingAcknowledged = false
+    var goAwayCode: UInt32?
+    /// nghttp2's text for the last error it met, and the code of the GOAWAY it sent for it (a protocol error by the
+    /// server, usually).
+    var lastError: String?
+
+    // MARK: - Liveness
+
+    /// Monotonic seconds of the last bytes read, or of the first stream after a quiet spell: with streams open and
+    /// nothing read for `pingAfter`, a PING asks whether the server is still there.
+    var quietSince = 0.0
+    /// A PING is out since then; without its ACK by `pingTimeout` the connection is dead.
+    var pingSentAt: Double?
+    /// A request timed out on it: it takes no new streams until a PING's ACK says it is alive.
+    var suspect = false
+    /// Monotonic seconds since it carries no stream (nil while it carries some).
+    var idleSince: Double?
 
     /// The receive windows the client sets: a response is small, but a few large error bodies at once should not
-    /// wait on WINDOW_UPDATEs. A window is topped up once it is half used.
+    /// wait on WINDOW_UPDATEs.
     static let streamWindow = 1 << 20
     static let connectionWindow = 16 << 20
     static let maxHeaderListSize = 64 << 10
+    /// Output taken from the session and not yet written, at most: past it the session keeps the rest (and the
+    /// connection takes no new streams) until the socket drains.
+    static let outputLimit = 1 << 20
 
     private var ssl: OpaquePointer?
     private var addresses: [SocketAddress] = []
@@ -79,6 +83,10 @@ final class HTTP2Connection {
         self.connectDeadline = connectDeadline
     }
 
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
     /// Until the server's SETTINGS arrive a connection carries no request: they may allow fewer streams than
     /// FCM's 100, and a stream over the server's limit may be refused as a protocol error (RFC 9113 §5.1.2).
     /// The connect timeout covers the wait.
@@ -86,10 +94,10 @@ final class HTTP2Connection {
         state == .resolving || state == .connecting || state == .handshaking || (state == .open && !sawServerSettings)
     }
 
-    /// Streams it may carry at once: FCM's 100, or fewer if the server's SETTINGS say so.
-    var capacity: Int { min(HTTPClientPool.streamsPerConnection, peerMaxConcurrentStreams) }
-
-    var hasRoom: Bool { state == .open && sawServerSettings && !goingAway && streams.count < capacity }
+    var hasRoom: Bool {
+        state == .open && sawServerSettings && !goingAway && !suspect && streams.count < capacity
+            && output.count < Self.outputLimit
+    }
 
     // MARK: - Opening
 
@@ -114,9 +122,7 @@ final class HTTP2Connection {
             guard socket >= 0 else { continue }
             fd = socket
             loop.socketOpened(self)
-            var one: Int32 = 1
-            _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            _ = setsockopt(socket, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<Int32>.size))
+            configure(socket)
             let result = address.bytes.withUnsafeBytes { bytes in
                 connect(socket, bytes.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(bytes.count))
             }
@@ -128,6 +134,23 @@ final class HTTP2Connection {
             closeSocket()
         }
         fail(opening: "connect")
+    }
+
+    /// No Nagle delay; and the kernel as a backstop to the PINGs: data unacknowledged for as long as a PING may
+    /// take fails the socket (`TCP_USER_TIMEOUT`), and an idle connection is probed by keepalive.
+    private func configure(_ socket: Int32) {
+        func set(_ level: Int32, _ option: Int32, _ value: Int32) {
+            var value = value
+            _ = setsockopt(socket, level, option, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let liveness = loop.core.liveness
+        let tcp = Int32(IPPROTO_TCP)
+        set(tcp, TCP_NODELAY, 1)
+        set(tcp, TCP_USER_TIMEOUT, Int32(clamping: liveness.pingAfterMillis + liveness.pingTimeoutMillis))
+        set(SOL_SOCKET, SO_KEEPALIVE, 1)
+        set(tcp, TCP_KEEPIDLE, Int32(clamping: max(1, liveness.pingAfterMillis / 1_000)))
+        set(tcp, TCP_KEEPINTVL, Int32(clamping: max(1, liveness.pingTimeoutMillis / 2_000)))
+        set(tcp, TCP_KEEPCNT, 2)
     }
 
     /// The socket is writable (or failed) while connecting.
@@ -177,8 +200,8 @@ final class HTTP2Connection {
         }
     }
 
-    /// TLS is up: HTTP/2 if ALPN chose it, else the origin goes to HTTP/1.1. The client's preface, SETTINGS and
-    /// connection window go out at once (section 3.4); requests follow the server's SETTINGS (`isOpening`).
+    /// TLS is up: HTTP/2 if ALPN chose it, else the origin goes to HTTP/1.1 for a while. The session's preface,
+    /// SETTINGS and connection window go out at once (RFC 9113 §3.4); requests follow the server's SETTINGS.
     private func established() {
         guard let ssl else { return }
         var selected: UnsafePointer<UInt8>?
@@ -188,15 +211,12 @@ final class HTTP2Connection {
             loop.speaksHTTP1(self)
             return
         }
-        output.append(contentsOf: HTTP2Frame.clientPreface)
-        HTTP2Frame.writeSettings([
-            HTTP2Setting(id: HTTP2Setting.enablePush, value: 0),
-            HTTP2Setting(id: HTTP2Setting.initialWindowSize, value: UInt32(Self.streamWindow)),
-            HTTP2Setting(id: HTTP2Setting.maxHeaderListSize, value: UInt32(Self.maxHeaderListSize)),
-        ], into: &output)
-        HTTP2Frame.writeWindowUpdate(
-            stream: 0, increment: Self.connectionWindow - HTTP2Frame.defaultWindow, into: &output)
+        guard startSession() else {
+            fail(opening: "HTTP/2 session: " + (lastError ?? "out of memory"))
+            return
+        }
         state = .open
+        quietSince = Clock.monotonicSeconds()
         watch(1)
         loop.markForFlush(self)
     }
@@ -217,21 +237,23 @@ final class HTTP2Connection {
             }
             if state == .open && (bits & 5 != 0 || readWaitsForWrite) {
                 readWaitsForWrite = false
-                readFrames()
+                read()
             }
         case .resolving, .closed:
             break
         }
     }
 
-    /// Everything TLS has decrypted, as frames; what they complete is completed on the way.
-    private func readFrames() {
+    /// Everything TLS has decrypted, into the session; then what its callbacks recorded is acted on.
+    private func read() {
         guard let ssl else { return }
         let buffer = loop.readBuffer
+        var received = false
         reading: while state == .open {
             let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
             if count > 0 {
-                receive(UnsafeRawBufferPointer(start: buffer.baseAddress, count: Int(count)))
+                received = true
+                guard receive(UnsafeBufferPointer(start: buffer.baseAddress, count: Int(count))) else { return }
                 continue
             }
             switch SSL_get_error(ssl, count) {
@@ -244,20 +266,25 @@ final class HTTP2Connection {
             default:
                 // The server closed the connection (or it broke): what was still on it is lost with it.
                 ERR_clear_error()
-                close(failing: "reset", reason: streams.isEmpty ? nil : "connection closed")
+                close(.reset, reason: streams.isEmpty ? nil : "connection closed")
                 return
             }
         }
         guard state == .open else { return }
-        if !output.isEmpty { loop.markForFlush(self) }
-        if goingAway && streams.isEmpty { close(failing: "reset", reason: nil) }
+        if received {
+            quietSince = Clock.monotonicSeconds()
+            loop.markForFlush(self)
+        }
     }
 
-    /// Writes what the turn produced with as few TLS records and `send`s as it fits in.
+    /// Takes what the session has to send and writes it, with as few TLS records and `send`s as it fits in.
     func flush() {
         needsFlush = false
         guard state == .open else { return }
+        if blockedWriteLength == 0 && !takeOutput() { return }
         writeOutput()
+        guard state == .open else { return }
+        if sessionEnded { endedBySession() }
     }
 
     private func writeOutput() {
@@ -272,6 +299,8 @@ final class HTTP2Connection {
                 } else {
                     output.removeFirst(Int(written))
                 }
+                // What the session kept back while the output was full may go now.
+                if output.count < Self.outputLimit / 2 && !takeOutput() { return }
                 continue
             }
             switch SSL_get_error(ssl, written) {
@@ -285,7 +314,7 @@ final class HTTP2Connection {
                 return
             default:
                 ERR_clear_error()
-                close(failing: "reset", reason: "write failed")
+                close(.reset, reason: "write failed")
                 return
             }
         }
@@ -304,34 +333,24 @@ final class HTTP2Connection {
 
     /// Opening failed: `reason` is what the requests waiting for it learn if no other connection can take them.
     func fail(opening reason: String) {
+        loop.core.statistics.closed(.connect)
         release()
         loop.openingFailed(self, reason: reason)
     }
 
-    /// The server broke the protocol: a GOAWAY saying how (best effort: one write, no waiting), then the connection
-    /// closes and its streams fail as `reset` (the server may have acted on any of them).
-    func fail(_ error: HTTP2ProtocolError) {
-        guard state == .open else { return }
-        HTTP2Frame.writeGoAway(lastStream: 0, code: error.code, into: &output)
-        if blockedWriteLength == 0 { writeOutput() }
-        guard sawServerSettings else {
-            // Still opening (no request on it): a failed opening, so the next one waits a second.
-            return fail(opening: "protocol error: \(error)")
-        }
-        close(failing: "reset", reason: "protocol error: \(error)")
-    }
-
-    /// Closes it; every stream still unanswered completes with `failure` (`reason`, when given, is logged).
-    func close(failing failure: String, reason: String?) {
+    /// Closes it; every stream still unanswered completes with `failure` (`reason`, when given, is logged). Streams
+    /// lost with a connection may have reached the server: they are counted as requests retried after a loss.
+    func close(_ cause: HTTP2CloseCause, failing failure: String = "reset", reason: String?) {
         guard state != .closed else { return }
         let unanswered = streams.values.filter { !$0.finished }
         streams.removeAll()
-        blockedStreams.removeAll()
-        if let reason, !unanswered.isEmpty || reason.hasPrefix("protocol error") {
+        if let reason, !unanswered.isEmpty || cause == .protocolError || cause == .pingTimeout {
             Log.warn("fcm connection lost with requests on it", [
                 "pool": .string(loop.core.name), "reason": .string(reason), "requests": .int(Int64(unanswered.count)),
             ])
         }
+        loop.core.statistics.closed(cause)
+        if failure == "reset" { loop.core.statistics.lostRequests(unanswered.count) }
         release()
         loop.closed(self)
         for stream in unanswered { loop.finish(stream, .failure(reason: failure)) }
@@ -343,8 +362,9 @@ final class HTTP2Connection {
         ssl = nil
         closeSocket()
         output = []
-        input = []
-        pendingHeaders = nil
+        ended.removeAll()
+        if let session { nghttp2_session_del(session) }
+        session = nil
     }
 
     private func closeSocket() {
@@ -353,5 +373,35 @@ final class HTTP2Connection {
         Glibc.close(fd)
         fd = -1
         watching = 0
+    }
+}
+
+/// Why a connection closed, for `herald_h2_connections_closed_total{cause}`.
+enum HTTP2CloseCause: Int, CaseIterable, Sendable {
+    /// It could not be opened (resolving, connecting, TLS, the server's first frames).
+    case connect
+    /// The server closed it or it broke (read or write failed).
+    case reset
+    /// The server sent GOAWAY and the streams it still answered are done.
+    case goAway
+    /// A PING went unanswered.
+    case pingTimeout
+    /// It carried nothing for a long while.
+    case idle
+    /// The server broke the protocol (nghttp2 ended the session with a GOAWAY naming the error).
+    case protocolError
+    /// The pool shut down.
+    case shutdown
+
+    var label: String {
+        switch self {
+        case .connect: "connect"
+        case .reset: "reset"
+        case .goAway: "goaway"
+        case .pingTimeout: "ping_timeout"
+        case .idle: "idle"
+        case .protocolError: "protocol_error"
+        case .shutdown: "shutdown"
+        }
     }
 }

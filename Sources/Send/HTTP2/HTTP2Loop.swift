@@ -145,10 +145,6 @@ final class HTTP2Loop {
             origins[key] = origin
             lastOrigin = origin
         }
-        if origin.http1 {
-            viaHTTP1(submission.request, completion: submission.completion, submittedAt: submission.submittedAt)
-            return
-        }
         if submission.request.keptResponseHeaders != lastKept {
             lastKept = submission.request.keptResponseHeaders
             lastKeptNames = lastKept?.map { Array($0.utf8) }
@@ -170,15 +166,6 @@ final class HTTP2Loop {
     }
 
     private func dispatch(_ origin: HTTP2Origin, now: Double) {
-        if origin.http1 {
-            while let stream = origin.waiting.popFirst() {
-                guard !stream.finished else { continue }
-                // It never reaches `finish`: the HTTP/1.1 pool's completion takes it out of `inFlight`.
-                stream.finished = true
-                viaHTTP1(stream.request, completion: stream.completion, submittedAt: stream.submittedAt)
-            }
-            return
-        }
         var candidate = 0
         while let stream = origin.waiting.first {
             guard !stream.finished else {
@@ -188,10 +175,21 @@ final class HTTP2Loop {
             while candidate < origin.connections.count && !origin.connections[candidate].hasRoom { candidate += 1 }
             guard candidate < origin.connections.count else { break }
             _ = origin.waiting.popFirst()
-            if !origin.connections[candidate].submit(stream) {
+            if !origin.connections[candidate].submit(stream, now: now) {
                 origin.connections[candidate].goingAway = true
                 origin.waiting.pushFront(stream)
             }
+        }
+        if origin.http1Until > now {
+            // The server chose HTTP/1.1 on a recent handshake: what its HTTP/2 connections (if any) have no room
+            // for goes over HTTP/1.1 until it is time to offer h2 again.
+            while let stream = origin.waiting.popFirst() {
+                guard !stream.finished else { continue }
+                // It never reaches `finish`: the HTTP/1.1 pool's completion takes it out of `inFlight`.
+                stream.finished = true
+                viaHTTP1(stream.request, completion: stream.completion, submittedAt: stream.submittedAt)
+            }
+            return
         }
         // Each connection still opening will take up to 100 of those left waiting; open more only for the rest.
         var uncovered = origin.waiting.count - origin.opening * HTTPClientPool.streamsPerConnection
@@ -263,6 +261,7 @@ final class HTTP2Loop {
 
     func socketOpened(_ connection: HTTP2Connection) {
         byFD[connection.fd] = connection
+        core.statistics.opened()
         core.openConnections.add(1, ordering: .relaxed)
     }
 
@@ -299,16 +298,20 @@ final class HTTP2Loop {
         while let stream = origin.waiting.popFirst() { finish(stream, .failure(reason: reason)) }
     }
 
-    /// The server did not agree to HTTP/2: its requests go over HTTP/1.1 from now on.
+    /// The server did not agree to HTTP/2 on this handshake: the connection goes (it carried nothing), and for a
+    /// while the origin's requests that its other HTTP/2 connections have no room for go over HTTP/1.1. The other
+    /// connections and their streams are left alone: a server behind a load balancer may answer both ways.
     func speaksHTTP1(_ connection: HTTP2Connection) {
         let origin = connection.origin
-        if !origin.http1 {
-            origin.http1 = true
-            Log.warn("fcm endpoint does not offer HTTP/2: sending over HTTP/1.1, one connection per request", [
+        let now = Clock.monotonicSeconds()
+        if origin.http1Until <= now {
+            Log.warn("fcm endpoint did not offer HTTP/2: sending over HTTP/1.1, one connection per request", [
                 "pool": .string(core.name), "host": .string(origin.host),
+                "retry_h2_after_seconds": .int(Int64(HTTP2Origin.http1Seconds)),
             ])
         }
-        for other in origin.connections { other.close(failing: "reset", reason: nil) }
+        origin.http1Until = now + HTTP2Origin.http1Seconds
+        connection.close(.connect, reason: nil)
         needsDispatch(origin)
     }
 
@@ -326,6 +329,8 @@ final class HTTP2Loop {
             connection.origin.waiting.pushFront(stream)
         case .refused, .reset:
             finish(stream, .failure(reason: "reset"))
+        case .tooLarge:
+            finish(stream, .failure(reason: "response too large"))
         }
         // A stream is free: a request waiting for one may take it.
         if !connection.origin.waiting.isEmpty { needsDispatch(connection.origin) }
@@ -348,12 +353,37 @@ final class HTTP2Loop {
                 for stream in connection.streams.values where !stream.finished && stream.deadline <= now {
                     connection.cancel(stream)
                     finish(stream, .failure(reason: "timeout"))
+                    // The server may be gone: no new streams on it until a PING says otherwise.
+                    connection.suspect = true
                 }
                 // Gone away and done: nothing more will come on it.
                 if connection.goingAway && connection.streams.isEmpty {
-                    connection.close(failing: "reset", reason: nil)
+                    connection.close(.goAway, reason: nil)
+                    continue
                 }
+                checkLiveness(of: connection, now: now)
             }
+        }
+    }
+
+    /// A PING when a connection with streams has been quiet for `pingAfter` (or is suspect); closed when the PING
+    /// is not answered within `pingTimeout`; closed when it has carried nothing for `idle`.
+    private func checkLiveness(of connection: HTTP2Connection, now: Double) {
+        let liveness = core.liveness
+        if let sentAt = connection.pingSentAt {
+            if now - sentAt >= Double(liveness.pingTimeoutMillis) / 1_000 {
+                connection.close(.pingTimeout, reason: "no answer to a PING")
+            }
+            return
+        }
+        if connection.streams.isEmpty && !connection.suspect {
+            let idleSince = connection.idleSince ?? now
+            connection.idleSince = idleSince
+            if now - idleSince >= Double(liveness.idleMillis) / 1_000 { connection.close(.idle, reason: nil) }
+            return
+        }
+        if connection.suspect || now - connection.quietSince >= Double(liveness.pingAfterMillis) / 1_000 {
+            connection.ping(now: now)
         }
     }
 
@@ -370,7 +400,7 @@ final class HTTP2Loop {
             }
             for connection in origin.connections {
                 cancelled += connection.streams.values.filter { !$0.finished }.count
-                connection.close(failing: "cancelled", reason: nil)
+                connection.close(.shutdown, failing: "cancelled", reason: nil)
             }
         }
         runCompletions()

@@ -6,13 +6,17 @@ final class HTTP2Origin {
     var connections: [HTTP2Connection] = []
     /// Requests not on a stream yet, oldest first (a refused one goes back to the front).
     var waiting = StreamQueue()
-    /// The server does not speak HTTP/2 (ALPN): its requests go to the HTTP/1.1 pool.
-    var http1 = false
+    /// Until then (monotonic seconds) requests that no HTTP/2 connection has room for go to the HTTP/1.1 pool: the
+    /// server chose HTTP/1.1 in a recent handshake.
+    var http1Until = 0.0
     /// No new connection before this (monotonic seconds): one just failed.
     var noConnectionsBefore = 0.0
     /// The request headers last encoded, reused while they stay the same (every request of one app
     /// with one access token).
-    var headerBlock = HTTP2HeaderBlock()
+    let requestHeaders = HTTP2RequestHeaders()
+
+    /// How long a server that chose HTTP/1.1 is sent HTTP/1.1 before h2 is offered again.
+    static let http1Seconds = 60.0
 
     init(host: String, port: Int) {
         self.host = host

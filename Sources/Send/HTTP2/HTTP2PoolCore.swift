@@ -28,6 +28,8 @@ final class HTTP2PoolCore: Sendable {
     let maxConnectionsPerHost: Int
     let http1Connections: Int
     let caFile: String?
+    let liveness: HTTP2Liveness
+    let statistics = HTTP2Counters()
     /// An eventfd in the loop's epoll set; open as long as the core lives, so a late wake-up never touches a closed
     /// or reused descriptor.
     let wakeup: Int32
@@ -41,8 +43,9 @@ final class HTTP2PoolCore: Sendable {
     /// wake-up, as the loop looks at the mailbox before it waits again.
     let loopThread = Atomic<UInt>(0)
 
-    init(name: String, maxConnectionsPerHost: Int, http1Connections: Int, caFile: String?) {
+    init(name: String, maxConnectionsPerHost: Int, http1Connections: Int, caFile: String?, liveness: HTTP2Liveness) {
         self.name = name
+        self.liveness = liveness
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.http1Connections = http1Connections
         self.caFile = caFile

@@ -1,5 +1,5 @@
 /// One request: waiting for a stream, then on one, until it completes. Owned by the loop thread; the connection
-/// carrying it finds it by stream id.
+/// carrying it finds it by stream id, and nghttp2's callbacks record the response into it.
 final class HTTP2Stream {
     let request: OutboundRequest
     let target: HTTPSTarget
@@ -11,16 +11,9 @@ final class HTTP2Stream {
     let keptNames: [[UInt8]]?
 
     /// The stream id while it is on a connection.
-    var id: UInt32 = 0
-    /// How much of the body has gone out in DATA frames.
+    var id: Int32 = 0
+    /// How much of the body nghttp2 has taken for DATA frames.
     var bodyOffset = 0
-    /// What the server lets it send (its SETTINGS_INITIAL_WINDOW_SIZE, plus its WINDOW_UPDATEs, less the DATA
-    /// sent). May go below zero when the server lowers the initial window.
-    var sendWindow = 0
-    /// What it may still receive before the client's next WINDOW_UPDATE.
-    var receiveWindow = 0
-    /// Waiting in its connection's list for send window to finish its body.
-    var blocked = false
     /// Times the server refused it unprocessed, so it was sent again.
     var refusals = 0
     /// Completed (answered, timed out, cancelled): a later end of its stream changes nothing.
@@ -31,8 +24,12 @@ final class HTTP2Stream {
     var status = 0
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
+    /// Bytes of header fields received, bounded by `HTTP2Connection.maxHeaderListSize`.
+    var headerBytes = 0
     /// The final (non-1xx) header block has arrived: what comes after the body is trailers, not kept.
     var headersDone = false
+    /// The server ended its side (END_STREAM): with a final status, a whole response.
+    var remoteEnded = false
 
     init(_ submission: HTTP2PoolCore.Submission, target: HTTPSTarget, keptNames: [[UInt8]]?) {
         request = submission.request
@@ -43,24 +40,21 @@ final class HTTP2Stream {
         self.keptNames = keptNames
     }
 
-    var bodySent: Bool { bodyOffset == request.body.count }
-
     /// Forgets what a refused attempt did, before the request goes out again.
     func resetForResend() {
         id = 0
         bodyOffset = 0
-        sendWindow = 0
-        receiveWindow = 0
-        blocked = false
         status = 0
         headers.removeAll()
         body.removeAll()
+        headerBytes = 0
         headersDone = false
+        remoteEnded = false
     }
 
     /// Whether the response header `name` (lowercase, as HTTP/2 sends it) is one the request keeps.
-    func keeps(_ name: [UInt8]) -> Bool {
+    func keeps(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let keptNames else { return true }
-        return keptNames.contains(name)
+        return keptNames.contains { $0.elementsEqual(name) }
     }
 }
