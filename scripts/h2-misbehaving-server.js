@@ -8,7 +8,10 @@
 // MODE: data-on-stream-0, ping-of-7-bytes, push-promise, oversized-frame, bad-hpack, headers-on-idle-stream,
 // window-overflow, interrupted-header-block, rst-refused (REFUSED_STREAM for the first request, then a 200 for
 // every request: a well-behaved one), ping (a PING, then a 200), late-settings (its SETTINGS only after 300 ms,
-// allowing 2 concurrent streams; every request answered 200 after 100 ms), no-settings (never sends SETTINGS).
+// allowing 2 concurrent streams; every request answered 200 after 100 ms), no-settings (never sends SETTINGS),
+// silent (after its SETTINGS nothing more: no answer, no PING ACK — a dead path), first-unanswered (the first
+// request of each connection is never answered, every later one is; PINGs are acknowledged).
+// In every mode but silent the client's PINGs are acknowledged.
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
 // http://127.0.0.1:S/stats answers {"sessions": N, "requests": N, "frames": [{"type", "flags", "stream", "code"}],
@@ -82,6 +85,8 @@ const server = tls.createServer({
             const code = type === 7 ? payload.readUInt32BE(4) : type === 3 ? payload.readUInt32BE(0)
                 : type === 6 ? payload[0] : null;
             stats.frames.push({ type, flags, stream, code });
+            if (socket.silenced) continue;
+            if (type === 6 && !(flags & 1) && options.mode !== 'silent') socket.write(frame(6, 1, 0, payload));
             if (type === 4 && !(flags & 1)) {
                 if (settingsSent) socket.write(frame(4, 1, 0, Buffer.alloc(0))); else ackOwed = true;
             }
@@ -112,6 +117,8 @@ function misbehave(socket, stream, requests) {
         return socket.write(requests === 1 ? frame(3, 0, stream, u32(7)) : answer(stream));
     case 'ping':
         return socket.write(Buffer.concat([frame(6, 0, 0, Buffer.from([42, 0, 0, 0, 0, 0, 0, 0])), answer(stream)]));
+    case 'silent': socket.silenced = true; return undefined;
+    case 'first-unanswered': return requests === 1 ? undefined : socket.write(answer(stream));
     case 'late-settings':
         return setTimeout(() => { socket.open--; socket.write(answer(stream)); }, 100);
     default:

@@ -101,6 +101,49 @@ import Testing
         #expect(try await server.statsObject()["requests"] as? Int == 0)
     }
 
+    // MARK: - Liveness
+
+    /// A path that went dead (nothing read, PINGs unanswered) is found by a PING long before the request's own
+    /// timeout: the connection is closed and the request fails as `reset`, counted as lost with its connection.
+    @Test func aSilentConnectionIsClosedWhenItsPingGoesUnanswered() async throws {
+        let liveness = HTTP2Liveness(pingAfterMillis: 200, pingTimeoutMillis: 300)
+        let (server, pool) = try misbehaving("silent", liveness: liveness)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        var outbound = request(to: server)
+        outbound.timeoutMillis = 120_000
+        let (result, _) = await send(pool, outbound)
+
+        #expect(result.failureReason == "reset", "\(result)")
+        let pings = try await framesOnceSettled(server) { $0.type == 6 }.filter { $0.type == 6 && $0.flags == 0 }
+        #expect(pings.count == 1)
+        let statistics = pool.statistics
+        #expect(statistics.closed["ping_timeout"] == 1)
+        #expect(statistics.requestsLost == 1)
+        #expect(statistics.pings == 1)
+    }
+
+    /// A request that times out makes its connection suspect: the next request waits for a PING's ACK, then goes on
+    /// the same connection.
+    @Test func aTimedOutRequestMakesItsConnectionSuspectUntilAPingIsAnswered() async throws {
+        let (server, pool) = try misbehaving("first-unanswered")
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        var first = request(to: server)
+        first.timeoutMillis = 300
+        let (timedOut, _) = await send(pool, first)
+        let (answered, _) = await send(pool, request(to: server))
+
+        #expect(timedOut.failureReason == "timeout")
+        #expect(answered.status == 200)
+        let frames = try await framesOnceSettled(server) { $0.type == 6 }
+        let ping = frames.firstIndex { $0.type == 6 && $0.flags == 0 }
+        let secondRequest = frames.lastIndex { $0.type == 1 }
+        #expect(ping != nil && secondRequest != nil && ping! < secondRequest!, "the PING comes before the request")
+        #expect(try await server.statsObject()["sessions"] as? Int == 1)
+        #expect(pool.statistics.pings == 1)
+    }
+
     // MARK: - Helpers
 
     /// A request of `{}` to the server.
@@ -109,10 +152,12 @@ import Testing
     }
 
     /// The misbehaving server in `mode`, and a pool of one connection to it.
-    private func misbehaving(_ mode: String) throws -> (H2StandIn, HTTP2ClientPool) {
+    private func misbehaving(
+        _ mode: String, liveness: HTTP2Liveness = .standard
+    ) throws -> (H2StandIn, HTTP2ClientPool) {
         let server = try H2StandIn(["--mode", mode], script: "scripts/h2-misbehaving-server.js")
-        let pool = HTTP2ClientPool(maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test",
-                                   caFile: server.caFile)
+        let pool = HTTP2ClientPool(
+            maxConnectionsPerHost: 1, http1Connections: 1, name: "h2-test", caFile: server.caFile, liveness: liveness)
         return (server, pool)
     }
 
