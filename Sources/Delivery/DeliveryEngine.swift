@@ -51,6 +51,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         public var tickMillis = 1_000
         /// Other instances deliver from the same database (PostgreSQL): leases not this process's are left alone.
         public var sharedQueue = false
+        /// When a quiet HTTP/2 connection gets a PING, and how long its ACK may take.
+        public var liveness = HTTP2Liveness.standard
 
         public init() {}
     }
@@ -71,7 +73,8 @@ public final class DeliveryEngine: @unchecked Sendable {
 
         init(app: App, options: Options) {
             scheduler = AppScheduler(app: app, options: options)
-            pool = app.provider.makeTransport(concurrency: app.concurrency, name: "send-\(app.name)")
+            pool = app.provider.makeTransport(
+                concurrency: app.concurrency, name: "send-\(app.name)", liveness: options.liveness)
         }
     }
 
@@ -178,6 +181,17 @@ public final class DeliveryEngine: @unchecked Sendable {
         queue.sync {}  // completions posted by the pool have been planned
         queue.sync { flush(force: true) }  // and handed to the writer
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
+    }
+
+    /// The app's pool's connection counts as metrics: counters the pool keeps for its whole life, copied.
+    private func record(_ statistics: TransportStatistics, app: String) {
+        metrics.set("herald_connections_opened_total", ["app": app], to: Double(statistics.opened))
+        for (cause, count) in statistics.closed where count > 0 {
+            metrics.set("herald_connections_closed_total", ["app": app, "cause": cause], to: Double(count))
+        }
+        metrics.set("herald_pings_total", ["app": app], to: Double(statistics.pings))
+        metrics.set(
+            "herald_requests_retried_after_connection_loss_total", ["app": app], to: Double(statistics.requestsLost))
     }
 
     // MARK: - Carrying out the schedulers' actions (on `queue`)
@@ -496,6 +510,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                         guard let runtime = self.runtimes[state.name] else { continue }
                         self.metrics.set(
                             "herald_fcm_connections", ["app": state.name], to: Double(runtime.pool.connections))
+                        self.record(runtime.pool.statistics, app: state.name)
                         self.perform(runtime.scheduler.observed(state, nextDueAt: due, now: now), on: runtime)
                     }
                 }

@@ -55,8 +55,8 @@ public protocol Provider: Sendable {
     func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void)
     /// The connections to the endpoint that `concurrency` requests in flight need, which the app's pool may open.
     func maxConnections(concurrency: Int) -> Int
-    /// The app's sender pool, for `concurrency` requests in flight.
-    func makeTransport(concurrency: Int, name: String) -> any RequestTransport
+    /// The app's sender pool, for `concurrency` requests in flight; `liveness` for its HTTP/2 connections.
+    func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport
 }
 
 extension Provider {
@@ -73,7 +73,7 @@ extension Provider {
     }
 
     /// libcurl, with `maxConnections` connections.
-    public func makeTransport(concurrency: Int, name: String) -> any RequestTransport {
+    public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
         HTTPClientPool(maxConnectionsPerHost: maxConnections(concurrency: concurrency), name: name)
     }
 }

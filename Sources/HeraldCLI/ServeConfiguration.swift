@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import OAuth
 import Queue
+import Send
 import Storage
 import Support
 
@@ -70,6 +71,8 @@ struct ServeConfiguration: Sendable {
     var tokenEventRetentionMillis: Int64
     /// How long a claim holds a delivery unless renewed.
     var leaseMillis: Int64
+    /// When a quiet HTTP/2 connection gets a PING, and how long its ACK may take.
+    var liveness: HTTP2Liveness
     var apps: [AppConfiguration]
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
@@ -98,6 +101,8 @@ struct ServeConfiguration: Sendable {
         ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
         ("token-event-retention", "30d", "how long GET /v1/token-events keeps its entries (trimmed hourly)"),
         ("lease", "2m", "a claimed delivery's lease; renewed while held, taken back when a process stops renewing"),
+        ("h2-ping-after", "3s", "HTTP/2: a PING when a connection with requests on it has received nothing this long"),
+        ("h2-ping-timeout", "5s", "HTTP/2: a PING unanswered this long closes its connection; requests are retried"),
     ]
 
     static var options: [Arguments.Option] {
@@ -196,6 +201,9 @@ struct ServeConfiguration: Sendable {
         let ttlZeroWindow = try duration("ttl-zero-window", in: 1_000...600_000)
         let tokenEventRetention = try duration("token-event-retention", in: 3_600_000...3650 * 86_400_000)
         let lease = try duration("lease", in: 2_000...3_600_000)
+        let liveness = HTTP2Liveness(
+            pingAfterMillis: Int(try duration("h2-ping-after", in: 100...600_000)),
+            pingTimeoutMillis: Int(try duration("h2-ping-timeout", in: 100...600_000)))
         let apiToken = try raw("api-token").flatMap { $0.isEmpty ? nil : $0 }
         let concurrency = try given("concurrency") == nil ? nil : try integer("concurrency", in: 1...10_000)
         var maxRate: Double?
@@ -279,7 +287,7 @@ struct ServeConfiguration: Sendable {
             database: database, listen: listen, apiToken: apiToken, durability: durability,
             sandbox: sandbox, logLevel: logLevel, maxConnections: try integer("max-connections", in: 1...1_000_000),
             ttlZeroWindowMillis: ttlZeroWindow, tokenEventRetentionMillis: tokenEventRetention,
-            leaseMillis: lease, apps: apps)
+            leaseMillis: lease, liveness: liveness, apps: apps)
         try configuration.check()
         return configuration
     }

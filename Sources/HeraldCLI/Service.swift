@@ -65,6 +65,7 @@ final class Service: Sendable {
         self.tokenPool = tokenPool
         var options = DeliveryEngine.Options()
         options.leaseMillis = configuration.leaseMillis
+        options.liveness = configuration.liveness
         options.sharedQueue = database.isShared
         engine = DeliveryEngine(writer: writer, apps: apps.map { app in
             let provider: any Provider

@@ -175,6 +175,14 @@ extension Metrics {
                    "Requests to FCM by HTTP status or transport failure, per app."),
             Family("herald_fcm_request_seconds", .histogram, "Duration of requests to FCM."),
             Family("herald_fcm_connections", .gauge, "Connections open to FCM, per app (refreshed every second)."),
+            Family("herald_connections_opened_total", .counter, "HTTP/2 connections opened to the provider, per app."),
+            Family("herald_connections_closed_total", .counter,
+                   "HTTP/2 connections closed, per app and cause (connect, reset, goaway, ping_timeout, idle, "
+                       + "protocol_error, shutdown)."),
+            Family("herald_pings_total", .counter, "HTTP/2 PINGs sent to quiet or suspect connections, per app."),
+            Family("herald_requests_retried_after_connection_loss_total", .counter,
+                   "Requests in flight on a connection that was lost: they may have reached the provider and are "
+                       + "sent again, per app."),
             Family("herald_queue_depth", .gauge, "Deliveries per app and state (refreshed every few seconds)."),
             Family("herald_oldest_ready_seconds", .gauge, "Age of the oldest delivery ready to send, per app."),
             Family("herald_tokens_deleted_total", .counter, "Tokens deleted after NotRegistered, per app."),

@@ -167,8 +167,9 @@ import Testing
 
     @Test func anHTTPSEndpointGetsHeraldsOwnHTTP2ClientSizedForItsConcurrency() throws {
         let endpoint = try TestTokenEndpoint()
-        let https = provider(endpoint).makeTransport(concurrency: 1000, name: "send-test")
-        let cleartext = provider(endpoint, base: "http://127.0.0.1:9/").makeTransport(concurrency: 8, name: "send-test")
+        let https = provider(endpoint).makeTransport(concurrency: 1000, name: "send-test", liveness: .standard)
+        let cleartext = provider(endpoint, base: "http://127.0.0.1:9/").makeTransport(
+            concurrency: 8, name: "send-test", liveness: .standard)
         defer {
             https.shutdown(gracePeriod: 0)
             cleartext.shutdown(gracePeriod: 0)

@@ -106,13 +106,14 @@ public final class V1Provider: Provider {
 
     /// Over HTTPS, Herald's own HTTP/2 client (libcurl 7.88 costs several times the CPU per request at FCM's rate,
     /// see `HTTP2ClientPool`); a cleartext endpoint gets libcurl's HTTP/1.1.
-    public func makeTransport(concurrency: Int, name: String) -> any RequestTransport {
+    public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
         guard sendURL.hasPrefix("https:") else {
             return HTTPClientPool(maxConnectionsPerHost: maxConnections(concurrency: concurrency), name: name)
         }
         return HTTP2ClientPool(
             maxConnectionsPerHost: maxConnections(concurrency: concurrency),
-            http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name)
+            http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name,
+            liveness: liveness)
     }
 
     public func needsPreparation(now: Int64) -> Bool {

@@ -228,7 +228,8 @@ extension HTTP2Connection {
 
     /// A response header field. `:status` starts a response (a 1xx one is forgotten when the final one comes);
     /// fields are kept only for the final response, and only those the request keeps.
-    private static let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, context in
+    private static let onHeader: nghttp2_on_header_callback = {
+        _, frame, name, nameLength, value, valueLength, _, context in
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value else { return 0 }
         let connection = connection(context)
         guard let stream = connection.streams[frame.pointee.hd.stream_id], !stream.headersDone else { return 0 }
