@@ -7,7 +7,7 @@ import Support
 /// One TLS connection carrying HTTP/2 streams: the socket, OpenSSL's session over it, and libnghttp2's client
 /// session for the protocol (`HTTP2Connection+Session.swift`). Owned by the loop thread.
 ///
-/// resolving → connecting (each address in turn) → handshaking (TLS, ALPN must say `h2`) → open → closed.
+/// resolving → connecting (addresses raced) → handshaking (TLS, ALPN must say `h2`) → open → closed.
 ///
 /// What the session has to send is taken from it when the loop flushes the connection, and written in as few
 /// `SSL_write`s as it fits in; what TLS decrypts goes straight into the session.
@@ -69,6 +69,13 @@ final class HTTP2Connection {
     private var ssl: OpaquePointer?
     private var addresses: [SocketAddress] = []
     private var nextAddress = 0
+    /// Sockets connecting at once, one per address tried so far: the next address gets its turn after `raceDelay`
+    /// or when every earlier attempt has failed, whichever comes first (RFC 8305's racing), all within the one
+    /// connect deadline. The first to connect is kept.
+    private var attempts: [Int32] = []
+    /// Monotonic seconds at which the next address joins the race.
+    private(set) var nextAttemptAt = Double.infinity
+    static let raceDelay = 0.25
     /// The length of an `SSL_write` that has to be repeated exactly (it returned WANT_WRITE or WANT_READ).
     private var blockedWriteLength = 0
     private var writeWaitsForRead = false
@@ -101,39 +108,46 @@ final class HTTP2Connection {
 
     // MARK: - Opening
 
-    /// The host's addresses arrived: connect to the first that takes the connection.
+    /// The host's addresses arrived: the race to connect starts with the first.
     func resolved(_ result: Result<[SocketAddress], HTTP2PoolCore.ResolveError>) {
         guard state == .resolving else { return }
         switch result {
         case .success(let addresses):
             self.addresses = addresses
-            connectNext()
+            state = .connecting
+            connectNext(now: Clock.monotonicSeconds())
         case .failure(let error):
             fail(opening: error.reason)
         }
     }
 
-    private func connectNext() {
+    /// Starts connecting to the next address (the loop calls it again at `nextAttemptAt`). Fails the opening once
+    /// no address is left and no attempt is still under way.
+    func connectNext(now: Double) {
+        nextAttemptAt = .infinity
         while nextAddress < addresses.count {
             let address = addresses[nextAddress]
             nextAddress += 1
             let socket = Glibc.socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
                 | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard socket >= 0 else { continue }
-            fd = socket
-            loop.socketOpened(self)
             configure(socket)
             let result = address.bytes.withUnsafeBytes { bytes in
                 connect(socket, bytes.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(bytes.count))
             }
-            if result == 0 || errno == EINPROGRESS {
-                state = .connecting
-                watch(2)
-                return
+            guard result == 0 || errno == EINPROGRESS else {
+                Glibc.close(socket)
+                continue
             }
-            closeSocket()
+            attempts.append(socket)
+            loop.socketOpened(self, fd: socket)
+            if herald_poller_watch(loop.poller, socket, 2) != 0 {
+                Log.warn("epoll_ctl failed", ["pool": .string(loop.core.name), "errno": .int(Int64(errno))])
+            }
+            if nextAddress < addresses.count { nextAttemptAt = now + Self.raceDelay }
+            return
         }
-        fail(opening: "connect")
+        if attempts.isEmpty { fail(opening: "connect") }
     }
 
     /// No Nagle delay; and the kernel as a backstop to the PINGs: data unacknowledged for as long as a PING may
@@ -153,15 +167,22 @@ final class HTTP2Connection {
         set(tcp, TCP_KEEPCNT, 2)
     }
 
-    /// The socket is writable (or failed) while connecting.
-    private func finishConnect() {
+    /// An attempt's socket is writable (or failed) while connecting: the first that connected wins the race, the
+    /// others are closed; a failed one lets the next address try at once.
+    private func finishConnect(_ socket: Int32) {
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0 {
-            closeSocket()
-            connectNext()
+        if getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0 {
+            closeAttempt(socket)
+            connectNext(now: Clock.monotonicSeconds())
             return
         }
+        for other in attempts where other != socket { closeAttempt(other) }
+        attempts.removeAll()
+        nextAttemptAt = .infinity
+        fd = socket
+        watching = 2
+        loop.core.statistics.opened()
         guard let context = loop.tls, let ssl = SSL_new(context.pointer) else {
             fail(opening: TLSError.last("SSL_new").description)
             return
@@ -223,11 +244,11 @@ final class HTTP2Connection {
 
     // MARK: - I/O
 
-    /// epoll reported `bits` (CURL_CSELECT_*: 1 in, 2 out, 4 error) for the socket.
-    func handle(_ bits: Int32) {
+    /// epoll reported `bits` (CURL_CSELECT_*: 1 in, 2 out, 4 error) for `socket`.
+    func handle(_ socket: Int32, _ bits: Int32) {
         switch state {
         case .connecting:
-            finishConnect()
+            finishConnect(socket)
         case .handshaking:
             handshake()
         case .open:
@@ -368,11 +389,20 @@ final class HTTP2Connection {
     }
 
     private func closeSocket() {
+        for attempt in attempts { closeAttempt(attempt) }
+        attempts.removeAll()
+        nextAttemptAt = .infinity
         guard fd >= 0 else { return }
-        loop.socketClosed(self)
+        loop.socketClosed(fd: fd)
         Glibc.close(fd)
         fd = -1
         watching = 0
+    }
+
+    private func closeAttempt(_ socket: Int32) {
+        attempts.removeAll { $0 == socket }
+        loop.socketClosed(fd: socket)
+        Glibc.close(socket)
     }
 }
 

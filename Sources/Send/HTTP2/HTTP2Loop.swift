@@ -110,7 +110,7 @@ final class HTTP2Loop {
                 if fd == core.wakeup {
                     herald_wakeup_drain(fd)
                 } else {
-                    byFD[fd]?.handle(readyBits[index])
+                    byFD[fd]?.handle(fd, readyBits[index])
                 }
             }
             now = Clock.monotonicSeconds()
@@ -259,14 +259,13 @@ final class HTTP2Loop {
 
     // MARK: - From the connections
 
-    func socketOpened(_ connection: HTTP2Connection) {
-        byFD[connection.fd] = connection
-        core.statistics.opened()
+    func socketOpened(_ connection: HTTP2Connection, fd: Int32) {
+        byFD[fd] = connection
         core.openConnections.add(1, ordering: .relaxed)
     }
 
-    func socketClosed(_ connection: HTTP2Connection) {
-        byFD[connection.fd] = nil
+    func socketClosed(fd: Int32) {
+        byFD[fd] = nil
         core.openConnections.subtract(1, ordering: .relaxed)
     }
 
@@ -347,7 +346,11 @@ final class HTTP2Loop {
             if !origin.waiting.isEmpty { needsDispatch(origin) }
             for connection in origin.connections {
                 if connection.isOpening {
-                    if connection.connectDeadline <= now { connection.fail(opening: "timeout") }
+                    if connection.connectDeadline <= now {
+                        connection.fail(opening: "timeout")
+                    } else if connection.nextAttemptAt <= now {
+                        connection.connectNext(now: now)
+                    }
                     continue
                 }
                 for stream in connection.streams.values where !stream.finished && stream.deadline <= now {
