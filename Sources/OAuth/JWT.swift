@@ -54,6 +54,27 @@ public enum JWT {
         return signingInput + "." + Base64URL.encode(signature)
     }
 
+    /// An ES256 token (`{"alg":"ES256",…}`): APNs' provider token (`kid` in the header, `iss` and `iat` claimed) and
+    /// Web Push's VAPID (`aud`, `exp`, `sub`). The header gets `alg` first; `typ` is left to the caller.
+    public static func signES256(
+        header: [(String, JSON)], claims: JSON, with key: P256PrivateKey
+    ) throws(CryptoError) -> String {
+        let signingInput = Base64URL.encode(Array(JSON.object([("alg", .string("ES256"))] + header).serialized().utf8))
+            + "." + Base64URL.encode(Array(claims.serialized().utf8))
+        let signature = try key.signES256(Array(signingInput.utf8))
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+
+    /// Decodes `token` and checks that it is ES256 and signed by `key`; the claims are the caller's to judge.
+    public static func verifyES256(_ token: String, with key: P256PublicKey) throws(Invalid) -> Decoded {
+        let decoded = try decode(token)
+        guard decoded.header["alg"]?.stringValue == "ES256" else { throw Invalid("Invalid JWT: alg must be ES256") }
+        guard key.verifyES256(decoded.signature, of: decoded.signingInput) else {
+            throw Invalid("Invalid JWT Signature.")
+        }
+        return decoded
+    }
+
     /// Why an assertion was refused; `description` reads like Google's `error_description`.
     public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String

@@ -140,7 +140,7 @@ public final class RSAPublicKey: @unchecked Sendable, CustomStringConvertible {
 }
 
 /// Runs `write` into a memory BIO and returns what it wrote as text.
-private func withMemoryBIO(_ write: (OpaquePointer) -> Int32) -> String {
+func withMemoryBIO(_ write: (OpaquePointer) -> Int32) -> String {
     guard let bio = BIO_new(BIO_s_mem()) else { fatalError("BIO_new failed (out of memory)") }
     defer { BIO_free(bio) }
     precondition(write(bio) == 1, "PEM encoding into memory failed")

@@ -1,0 +1,187 @@
+import CCrypto
+
+/// A NIST P-256 private key held by libcrypto: it signs ES256 (ECDSA with SHA-256), what APNs' provider tokens
+/// (`.p8` keys from Apple) and Web Push's VAPID (RFC 8292) are signed with.
+///
+/// ```swift
+/// let key = try P256PrivateKey(pem: String(contentsOfFile: "AuthKey_ABC123DEFG.p8"))
+/// let signature = try key.signES256(Array("header.claims".utf8))   // 64 bytes: r ‖ s
+/// key.publicKey.verifyES256(signature, of: Array("header.claims".utf8))   // true
+/// ```
+///
+/// JWS (RFC 7518 §3.4) wants the signature as the two 32-byte integers r and s back to back, not libcrypto's DER
+/// `ECDSA-Sig-Value`: `signES256` converts. The key material stays inside libcrypto; nothing here prints it.
+public final class P256PrivateKey: @unchecked Sendable, CustomStringConvertible {
+    let pointer: OpaquePointer
+
+    /// Reads a PEM private key: PKCS#8 (`BEGIN PRIVATE KEY`, Apple's `.p8`) or SEC1 (`BEGIN EC PRIVATE KEY`, what
+    /// `openssl ecparam -genkey` writes). Throws for anything else, an encrypted key, or a key not on P-256.
+    public init(pem: String) throws(CryptoError) {
+        ERR_clear_error()
+        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
+        }
+        guard let key else { throw CryptoError.drain("not a PEM private key") }
+        guard Self.isP256(key) else {
+            EVP_PKEY_free(key)
+            throw CryptoError("not a P-256 key: ES256 needs one", detail: "")
+        }
+        pointer = key
+    }
+
+    /// A new random key, for tests, the sandbox and `herald webpush-keys`.
+    public static func generate() throws(CryptoError) -> P256PrivateKey {
+        ERR_clear_error()
+        guard let key = herald_p256_generate() else { throw CryptoError.drain("P-256 key generation failed") }
+        return P256PrivateKey(taking: key)
+    }
+
+    private init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit {
+        EVP_PKEY_free(pointer)
+    }
+
+    static func isP256(_ key: OpaquePointer) -> Bool {
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else { return false }
+        var name = [CChar](repeating: 0, count: 32)
+        var length = 0
+        guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1 else { return false }
+        return String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
+    }
+
+    /// The ES256 signature of `message`: r ‖ s, 32 bytes each, big-endian.
+    public func signES256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        ERR_clear_error()
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError.drain("EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
+            throw CryptoError.drain("EVP_DigestSignInit failed")
+        }
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
+            throw CryptoError.drain("EVP_DigestSign failed")
+        }
+        var der = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else {
+            throw CryptoError.drain("EVP_DigestSign failed")
+        }
+        guard let raw = P256Signature.raw(fromDER: Array(der.prefix(length))) else {
+            throw CryptoError("ECDSA signature not in DER", detail: "")
+        }
+        return raw
+    }
+
+    public var publicKey: P256PublicKey {
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PUBKEY(pointer, &der)
+        precondition(length > 0 && der != nil, "i2d_PUBKEY failed on a valid key")
+        defer { CRYPTO_free(der, nil, 0) }
+        var cursor = UnsafePointer<UInt8>(der)
+        let copy = d2i_PUBKEY(nil, &cursor, Int(length))
+        precondition(copy != nil, "d2i_PUBKEY failed on its own output")
+        return P256PublicKey(taking: copy!)
+    }
+
+    /// The key as PKCS#8 PEM (`BEGIN PRIVATE KEY`), as in Apple's `.p8` files. Tests and the sandbox write it;
+    /// nothing logs it.
+    public func pkcs8PEM() -> String {
+        withMemoryBIO { PEM_write_bio_PrivateKey($0, pointer, nil, nil, 0, nil, nil) }
+    }
+
+    /// Never the key.
+    public var description: String { "P256PrivateKey" }
+}
+
+/// A P-256 public key: it checks ES256 signatures, and is the uncompressed point a Web Push page passes as
+/// `applicationServerKey`.
+public final class P256PublicKey: @unchecked Sendable, CustomStringConvertible {
+    let pointer: OpaquePointer
+
+    fileprivate init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Reads a PEM `BEGIN PUBLIC KEY` (SubjectPublicKeyInfo) on P-256.
+    public init(pem: String) throws(CryptoError) {
+        ERR_clear_error()
+        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        }
+        guard let key else { throw CryptoError.drain("not a PEM public key") }
+        guard P256PrivateKey.isP256(key) else {
+            EVP_PKEY_free(key)
+            throw CryptoError("not a P-256 public key", detail: "")
+        }
+        pointer = key
+    }
+
+    deinit {
+        EVP_PKEY_free(pointer)
+    }
+
+    /// Whether `signature` (r ‖ s) is this key's ES256 signature of `message`.
+    public func verifyES256(_ signature: [UInt8], of message: [UInt8]) -> Bool {
+        defer { ERR_clear_error() }
+        guard let der = P256Signature.der(fromRaw: signature), let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { return false }
+        return EVP_DigestVerify(context, der, der.count, message, message.count) == 1
+    }
+
+    /// The uncompressed point: 0x04 ‖ x ‖ y, 65 bytes.
+    public var uncompressedPoint: [UInt8] {
+        var point = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        let status = EVP_PKEY_get_octet_string_param(pointer, "encoded-pub-key", &point, point.count, &length)
+        precondition(status == 1 && length == 65, "a P-256 key without its uncompressed point")
+        return point
+    }
+
+    /// `BEGIN PUBLIC KEY` PEM.
+    public func pem() -> String {
+        withMemoryBIO { PEM_write_bio_PUBKEY($0, pointer) }
+    }
+
+    public var description: String { "P256PublicKey" }
+}
+
+/// ES256 signatures between libcrypto's DER `ECDSA-Sig-Value` (SEQUENCE of two INTEGERs) and JWS' r ‖ s.
+enum P256Signature {
+    static func raw(fromDER der: [UInt8]) -> [UInt8]? {
+        guard let signature = der.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
+            var cursor = buffer.baseAddress
+            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
+        }) else { return nil }
+        defer { ECDSA_SIG_free(signature) }
+        var raw = [UInt8](repeating: 0, count: 64)
+        guard BN_bn2binpad(ECDSA_SIG_get0_r(signature), &raw, 32) == 32 else { return nil }
+        let written = raw.withUnsafeMutableBufferPointer {
+            BN_bn2binpad(ECDSA_SIG_get0_s(signature), $0.baseAddress! + 32, 32)
+        }
+        return written == 32 ? raw : nil
+    }
+
+    static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
+        guard raw.count == 64, let signature = ECDSA_SIG_new() else { return nil }
+        defer { ECDSA_SIG_free(signature) }
+        let r = BN_bin2bn(raw, 32, nil)
+        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        guard let r, let s, ECDSA_SIG_set0(signature, r, s) == 1 else {
+            BN_free(r)
+            BN_free(s)
+            return nil
+        }
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = i2d_ECDSA_SIG(signature, &der)
+        guard length > 0, let der else { return nil }
+        defer { CRYPTO_free(der, nil, 0) }
+        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
+    }
+}
