@@ -1,7 +1,7 @@
 /// What the delivery engine needs of a sender pool: submit a request, hear back once, count, shut down.
 ///
-/// `HTTPClientPool` (libcurl: HTTP/1.1 keep-alive, and HTTP/2 when a TLS server offers it) and `HTTP2ClientPool`
-/// (Herald's own HTTP/2 client over OpenSSL, for FCM v1 over HTTPS) both conform.
+/// `HTTPClientPool` (libcurl, HTTP/1.1 with keep-alive) and `HTTP2ClientPool` (Herald's own HTTP/2 client over
+/// OpenSSL, for FCM v1 over HTTPS) both conform.
 public protocol RequestTransport: AnyObject, Sendable {
     /// A request and what to call with its answer.
     typealias Submission = (request: OutboundRequest, completion: @Sendable (TransportResult, Double) -> Void)
