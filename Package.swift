@@ -19,14 +19,9 @@ let package = Package(
         .systemLibrary(name: "CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CLinux"),
-        // Works around libcurl 7.88's RST_STREAM on already-closed HTTP/2 streams (see resets.c). The executable
-        // must export the symbol for the dynamic linker to prefer it over libnghttp2's.
-        .target(
-            name: "CCurlFixes",
-            linkerSettings: [
-                .linkedLibrary("dl"),
-                .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=nghttp2_submit_rst_stream"]),
-            ]),
+        // epoll and an eventfd for the sender pools' loops (poller.c): libcurl's socket interface, and Send/HTTP2's.
+        // (Named when it also patched libcurl's HTTP/2, which Herald no longer uses.)
+        .target(name: "CCurlFixes"),
 
         // MARK: - Pipeline stages
         .target(name: "Support"),

@@ -17,10 +17,8 @@ enum Curl {
         switch code {
         case CURLE_OPERATION_TIMEDOUT: "timeout"
         case CURLE_COULDNT_CONNECT: "connect"
-        // The connection or the HTTP/2 stream ended before a complete answer (a closed connection, a GOAWAY, a
-        // reset stream).
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
-            CURLE_HTTP2_STREAM: "reset"
+        // The connection ended before a complete answer (closed or reset by the peer).
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE: "reset"
         default: String(cString: curl_easy_strerror(code))
         }
     }

@@ -3,7 +3,8 @@ import Foundation
 import Support
 import Synchronization
 
-/// HTTP requests to FCM over one libcurl multi handle, driven by a thread of the pool's own.
+/// HTTP/1.1 requests over one libcurl multi handle, driven by a thread of the pool's own: the OAuth token endpoint,
+/// the legacy API and compatible gateways, and servers that do not offer HTTP/2 (`HTTP2ClientPool` falls back to it).
 ///
 /// ```swift
 /// let pool = HTTPClientPool(maxConnectionsPerHost: 64)
@@ -14,14 +15,14 @@ import Synchronization
 /// pool.shutdown(gracePeriod: 10)
 /// ```
 ///
-/// Connections are kept alive and reused: HTTP/1.1 keep-alive, and HTTP/2 (offered over TLS) with up to
-/// `streamsPerConnection` requests multiplexed on one connection. At most `maxConnectionsPerHost` connections go
-/// to one host; requests beyond what they can carry wait inside curl, and their wait counts against their
-/// timeout. Size it with `connectionsNeeded(inFlight:multiplexed:)`.
+/// HTTP/1.1 only, over TLS too (ALPN offers `http/1.1` alone): HTTP/2 is `HTTP2ClientPool`'s. Connections are kept
+/// alive and reused, one request on a connection at a time. At most `maxConnectionsPerHost` connections go to one
+/// host; requests beyond them wait inside curl, and their wait counts against their timeout. Size it with
+/// `connectionsNeeded(inFlight:multiplexed: false)`: one connection per request in flight.
 ///
 /// Every request goes on the wire at most once: libcurl's own re-sends (after a reused connection closes
-/// before the answer, or a refused stream) are refused and reported as `.failure("reset")`, so the caller's
-/// retry policy, which counts attempts, is the only one.
+/// before the answer) are refused and reported as `.failure("reset")`, so the caller's retry policy, which
+/// counts attempts, is the only one.
 ///
 /// Related libcurl documentation: [libcurl-multi](https://curl.se/libcurl/c/libcurl-multi.html).
 public final class HTTPClientPool: Sendable {
@@ -29,11 +30,13 @@ public final class HTTPClientPool: Sendable {
     /// Taken by the first `shutdown`, which joins it.
     private let thread: Mutex<PosixThread?>
 
-    /// Concurrent streams per HTTP/2 connection at most: what FCM allows.
+    /// Concurrent streams per HTTP/2 connection at most: what FCM allows. `HTTP2ClientPool`'s limit; kept here
+    /// beside `connectionsNeeded`, which sizes both pools.
     public static let streamsPerConnection = 100
 
-    /// The connections `inFlight` concurrent requests need: ⌈inFlight ÷ 100⌉ + 1 over HTTP/2 (the one spare lets
-    /// a new connection open while the others are full), one per request over HTTP/1.1.
+    /// The connections `inFlight` concurrent requests need: ⌈inFlight ÷ 100⌉ + 1 over HTTP/2 (`HTTP2ClientPool`;
+    /// the one spare lets a new connection open while the others are full), one per request over HTTP/1.1 (this
+    /// pool).
     public static func connectionsNeeded(inFlight: Int, multiplexed: Bool) -> Int {
         guard multiplexed else { return max(1, inFlight) }
         return (max(1, inFlight) + streamsPerConnection - 1) / streamsPerConnection + 1

@@ -67,19 +67,12 @@ final class PoolCore: Sendable {
         let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         counter.initialize(to: 0)
         connectionCounter = Counter(pointer: counter)
-        // The limit is what bounds connections under HTTP/2, not PIPEWAIT alone: once a host is known to
-        // multiplex, libcurl 7.88 never waits for a connection still in its TLS handshake (ConnectionExists only
-        // notes "pending candidates" for hosts not known to multiplex), so every transfer that finds the open
-        // connections full of streams opens a connection of its own. Under the limit it waits instead, and joins
-        // a connection as streams free up.
+        // One request per connection (HTTP/1.1): requests beyond the limit wait inside curl for a connection to
+        // come free, rather than each opening one of its own.
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         // Room for every connection to the FCM host plus as many to a second host (the OAuth token endpoint)
         // before the cache starts closing idle connections that are about to be reused.
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAXCONNECTS, 2 * maxConnectionsPerHost)
-        _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        // FCM's own limit; a server that allows fewer says so in its SETTINGS, and curl keeps to that.
-        _ = herald_curl_multi_setopt_long(
-            pointer, CURLMOPT_MAX_CONCURRENT_STREAMS, HTTPClientPool.streamsPerConnection)
     }
 
     deinit {

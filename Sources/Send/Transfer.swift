@@ -58,9 +58,7 @@ final class Transfer {
     /// (an out-of-memory copy of the URL, in practice); the handle is then not added to the multi.
     ///
     /// `connectionCounter` is the pool's count of open connections, which the sockets of this handle keep.
-    func prepare(
-        _ request: OutboundRequest, pipeWait: Bool, caFile: String?, connectionCounter: UnsafeMutablePointer<Int>
-    ) -> Bool {
+    func prepare(_ request: OutboundRequest, caFile: String?, connectionCounter: UnsafeMutablePointer<Int>) -> Bool {
         curl_easy_reset(easy)
         responseBody.removeAll(keepingCapacity: true)
         responseHeaders.removeAll(keepingCapacity: true)
@@ -89,8 +87,8 @@ final class Transfer {
         check(herald_curl_easy_setopt_string(easy, CURLOPT_URL, request.url))
         check(herald_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
-        check(herald_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
-        check(herald_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, pipeWait ? 1 : 0))
+        // HTTP/1.1 only, over TLS too (ALPN offers http/1.1 alone): HTTP/2 is Herald's own client's (Send/HTTP2).
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMillis)))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.connectTimeoutMillis)))
@@ -148,7 +146,7 @@ final class Transfer {
     // MARK: - Response headers
 
     /// Called once per header line, status lines included. A status line starts a new response (after a
-    /// `100 Continue`, or a new HTTP/2 header block), so the headers collected so far are dropped.
+    /// `100 Continue`), so the headers collected so far are dropped.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
         if line.starts(with: Self.statusLinePrefix) {
             responseHeaders.removeAll(keepingCapacity: true)
@@ -204,10 +202,10 @@ final class Transfer {
     // MARK: - Sending once
 
     /// curl is about to send the request on a connection. The second time for one transfer is curl re-sending it
-    /// by itself, which it does when a reused connection closes before any answer arrived (HTTP/1.1 keep-alive,
-    /// an HTTP/2 connection that got a GOAWAY or was cut) or a stream is refused, whether or not the server
-    /// already acted on the first: a request Herald would never account for, and perhaps a second push. Refused:
-    /// the transfer fails (reported as `reset`) and Herald's own retry policy decides, with the attempt counted.
+    /// by itself, which it does when a reused keep-alive connection closes before any answer arrived, whether or
+    /// not the server already acted on the first: a request Herald would never account for, and perhaps a second
+    /// push. Refused: the transfer fails (reported as `reset`) and Herald's own retry policy decides, with the
+    /// attempt counted.
     fileprivate func mayStartRequest() -> Bool {
         requestsStarted += 1
         if requestsStarted == 1 { return true }

@@ -34,10 +34,11 @@ final class TransferLoop {
     init(core: PoolCore) {
         self.core = core
         multi = core.multi.pointer
-        // Enough for every request the connections can carry at once: a transfer freed and a new one made for each
-        // request costs an easy handle's set-up and buffers every time (a malloc storm at a thousand in flight).
-        // The list only ever holds as many as were in flight together, so the bound costs nothing when idle.
-        maxIdle = max(64, min(10_000, core.maxConnectionsPerHost * HTTPClientPool.streamsPerConnection))
+        // Enough for every request the connections can carry at once (one each over HTTP/1.1): a transfer freed and
+        // a new one made for each request costs an easy handle's set-up and buffers every time (a malloc storm at a
+        // thousand in flight). The list only ever holds as many as were in flight together, so the bound costs
+        // nothing when idle.
+        maxIdle = max(64, min(10_000, core.maxConnectionsPerHost))
         poller = herald_poller_create()
         precondition(poller >= 0, "epoll_create1 failed: \(errno)")
         precondition(herald_poller_watch(poller, core.wakeup, Int32(CURL_POLL_IN)) == 0, "epoll_ctl failed: \(errno)")
@@ -119,13 +120,8 @@ final class TransferLoop {
             complete(submission.completion, .failure(reason: "out of memory"), since: submission.submittedAt)
             return
         }
-        // Waiting for a pending connection only pays when it may turn out to be HTTP/2; over cleartext HTTP/1.1
-        // it would just hold every request of a burst until the first response.
-        let pipeWait = submission.request.url.utf8.starts(with: "https:".utf8)
-        guard transfer.prepare(
-            submission.request, pipeWait: pipeWait, caFile: core.caFile,
-            connectionCounter: core.connectionCounter.pointer)
-        else {
+        let counter = core.connectionCounter.pointer
+        guard transfer.prepare(submission.request, caFile: core.caFile, connectionCounter: counter) else {
             idle.append(transfer)
             complete(submission.completion, .failure(reason: "invalid request"), since: submission.submittedAt)
             return

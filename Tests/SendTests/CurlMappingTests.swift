@@ -10,8 +10,6 @@ import Testing
         (CURLE_SEND_ERROR, "reset"),
         (CURLE_GOT_NOTHING, "reset"),
         (CURLE_PARTIAL_FILE, "reset"),
-        (CURLE_HTTP2_STREAM, "reset"),
-        (CURLE_HTTP2, "reset"),
         (CURLE_COULDNT_RESOLVE_HOST, String(cString: curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST))),
         (CURLE_SSL_CONNECT_ERROR, String(cString: curl_easy_strerror(CURLE_SSL_CONNECT_ERROR))),
     ])

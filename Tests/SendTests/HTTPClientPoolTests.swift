@@ -30,6 +30,17 @@ import Testing
         #expect(pool.inFlight == 0)
     }
 
+    @Test func anHTTPSServerOfferingHTTP2IsSpokenToInHTTP1() async throws {
+        let standIn = try H2StandIn(["--delay-ms", "1"])
+        let pool = HTTPClientPool(maxConnectionsPerHost: 2, name: "h1-test", caFile: standIn.caFile)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let results = await run(pool, total: 4, window: 2) { message(standIn, $0) }
+
+        #expect(results.allSatisfy { $0.status == 200 && $0.httpVersion == "1.1" })
+        #expect(try await standIn.statsObject()["http_versions"] as? [String: Int] == ["1.1": 4])
+    }
+
     @Test func largeBodyGoesWithoutExpectContinue() async throws {
         let (server, port) = try startServer(.echo)
         defer { server.shutdown(gracePeriod: 0) }
@@ -226,6 +237,37 @@ import Testing
         let (result, _) = await outcome
 
         #expect(result.failureReason == "reset")
+    }
+
+    @Test func aRequestLostWithItsReusedConnectionIsNotSentAgain() async throws {
+        // The first request is answered and leaves its connection open for the second, which the server holds until
+        // the proxy between them resets the connection. libcurl would send it again on a new connection by itself:
+        // the server may have acted on it already.
+        let (seen, seenContinuation) = AsyncStream<Void>.makeStream()
+        let held = Locked<[any HTTPResponder]>([])
+        let handler = TestHandler { request, responder in
+            if request.body == Array("first".utf8) { return responder.respond(.text(200, "first")) }
+            held.withLock { $0.append(responder) }
+            seenContinuation.yield()
+        }
+        let (server, port) = try startServer(handler)
+        defer { server.shutdown(gracePeriod: 0) }
+        let proxy = try FaultProxy(targetPort: port)
+        let pool = HTTPClientPool(maxConnectionsPerHost: 1)
+        defer { pool.shutdown(gracePeriod: 0) }
+        let url = "http://127.0.0.1:\(proxy.port)/"
+
+        let (first, _) = await send(pool, OutboundRequest(url: url, body: Array("first".utf8)))
+        async let second = send(pool, OutboundRequest(url: url, body: Array("second".utf8), timeoutMillis: 10_000))
+        await next(seen)
+        let beforeReset = try await proxy.stats()
+        try await proxy.reset()
+        let (result, _) = await second
+
+        #expect(first.status == 200)
+        #expect(beforeReset["accepted"] == 1)
+        #expect(result.failureReason == "reset")
+        #expect(held.withLock { $0.count } == 1)
     }
 
     @Test func nonHTTPSchemesAreRefused() async {

@@ -9,7 +9,7 @@ import Testing
             let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
             defer { counter.deallocate() }
             let request = OutboundRequest(url: "http://127.0.0.1:1/", keptResponseHeaders: kept)
-            #expect(transfer.prepare(request, pipeWait: false, caFile: nil, connectionCounter: counter))
+            #expect(transfer.prepare(request, caFile: nil, connectionCounter: counter))
         }
         for line in lines {
             Array(line.utf8).withUnsafeBytes { transfer.receiveHeaderLine($0) }
@@ -25,9 +25,9 @@ import Testing
         #expect(try headers(after: lines) == ["content-type=application/json", "retry-after=30"])
     }
 
-    @Test func http2HeaderBlocksAndOddLinesParse() throws {
+    @Test func foldedEmptyAndOddLinesParse() throws {
         let lines = [
-            "HTTP/2 200 \r\n", "content-length: 2\r\n", "x-folded: a\r\n", "\t b\r\n", "no colon here\r\n",
+            "HTTP/1.1 200 OK\r\n", "content-length: 2\r\n", "x-folded: a\r\n", "\t b\r\n", "no colon here\r\n",
             "X-Empty:\r\n", "\r\n",
         ]
         #expect(try headers(after: lines) == ["content-length=2", "x-folded=a b", "x-empty="])

@@ -1,10 +1,6 @@
 #ifndef HERALD_CCURLFIXES_H
 #define HERALD_CCURLFIXES_H
 
-/// RST_STREAM frames libcurl asked for on HTTP/2 streams that were already closed, and that were not sent
-/// (see resets.c). Any thread.
-unsigned long herald_curl_skipped_stream_resets(void);
-
 // An epoll set and an eventfd for the sender pool's loop (poller.c), declared without <sys/epoll.h> so that
 // Swift code importing this next to another module that includes it sees no second copy of epoll's types.
 
