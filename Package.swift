@@ -21,11 +21,12 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         // epoll and an eventfd for the sender pools' loops (poller.c): libcurl's socket interface, and Send/HTTP2's.
         // (Named when it also patched libcurl's HTTP/2, which Herald no longer uses.)
-        .target(name: "CCurlFixes"),
 
         // MARK: - Pipeline stages
         .target(name: "Support"),
-        .target(name: "HTTP", dependencies: ["CLinux", "Support"]),
+        // epoll, eventfd, getaddrinfo and system calls, wrapped once for the server (HTTP) and the clients (Send).
+        .target(name: "Posix", dependencies: ["CLinux"]),
+        .target(name: "HTTP", dependencies: ["Posix", "Support"]),
         // The queue: its types, the storage interface (Store, QueueStore) and the rules written once over it.
         .target(name: "Queue", dependencies: ["Support"]),
         // SQLite: the embedded engine's translation of the storage interface.
@@ -40,7 +41,7 @@ let package = Package(
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
-        .target(name: "Send", dependencies: ["CCurl", "CCurlFixes", "CNGHTTP2", "CSSL", "Support"]),
+        .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Support"]),
         .target(
             name: "HeraldCLI",
@@ -56,7 +57,7 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Posix"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Queue", "Support"]),
         // The throw-away PostgreSQL server of the tests that need one (not a test target: shared by two).
         .target(name: "PostgreSQLTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgreSQLTestSupport"),

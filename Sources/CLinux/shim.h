@@ -1,7 +1,7 @@
 #ifndef HERALD_CLINUX_SHIM_H
 #define HERALD_CLINUX_SHIM_H
 
-// The Linux calls the Glibc module leaves out: epoll, eventfd and accept4.
+// The Linux calls the Glibc module leaves out: epoll, eventfd and accept4 (for the Posix module).
 
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -21,6 +21,18 @@ static inline int herald_accept4(int fd, int flags) {
 static inline int herald_epoll_add(int epoll, int fd, uint32_t events) {
     struct epoll_event event = { .events = events, .data = { .fd = fd } };
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+}
+
+/// Changes what `fd` is watched for, registering it if it was not; the event's data carries `fd` back.
+static inline int herald_epoll_set(int epoll, int fd, uint32_t events) {
+    struct epoll_event event = { .events = events, .data = { .fd = fd } };
+    if (epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event) == 0) return 0;
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+}
+
+/// Stops watching `fd`.
+static inline int herald_epoll_remove(int epoll, int fd) {
+    return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, 0);
 }
 
 /// `struct epoll_event` is packed on x86_64: read entries in C, where the layout is the compiler's business.

@@ -52,7 +52,13 @@ public final class HTTPClientPool: Sendable {
         Curl.initializeOnce()
         let core = PoolCore(name: name, maxConnectionsPerHost: maxConnectionsPerHost, caFile: caFile)
         self.core = core
-        thread = Mutex(PosixThread(name: "herald-\(name)") { TransferLoop(core: core).run() })
+        thread = Mutex(PosixThread(name: "herald-\(name)") {
+            do {
+                try TransferLoop(core: core).run()
+            } catch {
+                fatalError("a sender pool needs an epoll set: \(error)")
+            }
+        })
     }
 
     deinit {
@@ -66,11 +72,7 @@ public final class HTTPClientPool: Sendable {
     /// After `shutdown` has begun, `completion` runs at once, on the calling thread, with
     /// `.failure(reason: "cancelled")`.
     public func submit(_ request: OutboundRequest, completion: @escaping @Sendable (TransportResult, Double) -> Void) {
-        let now = Clock.monotonicSeconds()
-        let submission = PoolCore.Submission(request: request, completion: completion, submittedAt: now)
-        if !core.post(submission) {
-            completion(.failure(reason: "cancelled"), 0)
-        }
+        core.shell.submit(request, completion: completion)
     }
 
     /// Connections open or opening right now, to every host the pool talks to.
@@ -80,7 +82,7 @@ public final class HTTPClientPool: Sendable {
 
     /// Requests submitted whose completion has not started yet.
     public var inFlight: Int {
-        core.inFlight.load(ordering: .relaxed)
+        core.shell.inFlight.load(ordering: .relaxed)
     }
 
     /// Waits up to `gracePeriod` seconds for in-flight requests, then cancels the rest (their completion gets
@@ -89,7 +91,7 @@ public final class HTTPClientPool: Sendable {
     /// Blocks until the thread has ended, except when called from a completion (on the pool's own thread),
     /// where it only starts the shutdown. A second call returns at once.
     public func shutdown(gracePeriod: Double) {
-        _ = core.beginDraining(gracePeriod: gracePeriod, now: Clock.monotonicSeconds())
+        core.shell.beginDraining(gracePeriod: gracePeriod)
         thread.withLock { $0.take() }?.end()
     }
 }

@@ -1,6 +1,6 @@
 import CCurl
-import CCurlFixes
 import Glibc
+import Posix
 import Support
 
 /// The pool's thread: drains the mailbox into easy handles, drives the multi handle, and completes each
@@ -14,97 +14,75 @@ import Support
 /// One turn: take new submissions → run curl's timeout if due → `curl_multi_info_read` for finished transfers →
 /// `epoll_wait` until a socket is ready, curl's timer is due, or a submitter signals the wake-up eventfd → hand
 /// each ready socket to `curl_multi_socket_action`.
-final class TransferLoop {
+final class TransferLoop: PoolTransport {
     private let core: PoolCore
+    let shell: PoolShell<Never>
+    let poller: Poller
     private let multi: UnsafeMutableRawPointer
-    private let poller: Int32
     /// When curl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (monotonic seconds); nil: no timeout set.
     private var timerDue: Double?
-    private var readyFDs = [Int32](repeating: 0, count: 256)
-    private var readyBits = [Int32](repeating: 0, count: 256)
+    private var running: Int32 = 0
     /// Transfers with a request in the multi handle.
     private var active: [ObjectIdentifier: Transfer] = [:]
     /// Reset-ready transfers; their handles' connections stay in the multi's cache between requests.
     private var idle: [Transfer] = []
     /// Beyond this many, a finished transfer is freed rather than kept.
     private let maxIdle: Int
-    /// Swapped with the mailbox's array each turn, so neither side reallocates.
-    private var incoming: [PoolCore.Submission] = []
 
-    init(core: PoolCore) {
+    init(core: PoolCore) throws(IOError) {
         self.core = core
+        shell = core.shell
         multi = core.multi.pointer
-        // Enough for every request the connections can carry at once (one each over HTTP/1.1): a transfer freed and
-        // a new one made for each request costs an easy handle's set-up and buffers every time (a malloc storm at a
-        // thousand in flight). The list only ever holds as many as were in flight together, so the bound costs
-        // nothing when idle.
-        maxIdle = max(64, min(10_000, core.maxConnectionsPerHost))
-        poller = herald_poller_create()
-        precondition(poller >= 0, "epoll_create1 failed: \(errno)")
-        precondition(herald_poller_watch(poller, core.wakeup, Int32(CURL_POLL_IN)) == 0, "epoll_ctl failed: \(errno)")
+        // Enough for every request the connections can carry at once: a transfer freed and a new one made for each
+        // request costs an easy handle's set-up and buffers every time (a malloc storm at a thousand in flight).
+        // The list only ever holds as many as were in flight together, so the bound costs nothing when idle.
+        maxIdle = max(64, min(10_000, core.maxConnectionsPerHost * HTTPClientPool.streamsPerConnection))
+        poller = try Poller()
     }
 
-    deinit {
-        close(poller)
-    }
-
+    /// Runs the pool until it has drained (`PoolLoop`), with curl's socket and timer callbacks pointing here.
     func run() {
-        core.loopThread.store(UInt(pthread_self()), ordering: .relaxed)
         let context = Unmanaged.passUnretained(self).toOpaque()
         _ = herald_curl_multi_set_event_callbacks(multi, watchSocket, setCurlTimer, context)
-        var running: Int32 = 0
-        while true {
-            let phase = core.mailbox.withLock { mailbox in
-                swap(&mailbox.submissions, &incoming)
-                return mailbox.phase
-            }
-            for submission in incoming { start(submission) }
-            incoming.removeAll(keepingCapacity: true)
-
-            if let due = timerDue, due <= Clock.monotonicSeconds() {
-                timerDue = nil
-                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
-            }
-            collectFinished()
-
-            var waitMillis: Int32 = 1_000
-            if case .draining(let deadline) = phase {
-                if active.isEmpty { break }
-                let remaining = deadline - Clock.monotonicSeconds()
-                if remaining <= 0 { break }
-                waitMillis = Int32(min(1_000, max(1, (remaining * 1_000).rounded(.up))))
-            }
-            // Completions may have submitted more without signalling the wake-up (see `PoolCore.post`).
-            if core.hasSubmissions { continue }
-            if let due = timerDue {
-                let remaining = (due - Clock.monotonicSeconds()) * 1_000
-                if remaining <= 0 { continue }
-                waitMillis = min(waitMillis, Int32(remaining.rounded(.up)))
-            }
-            let count = readyFDs.withUnsafeMutableBufferPointer { fds in
-                readyBits.withUnsafeMutableBufferPointer { bits in
-                    herald_poller_wait(poller, fds.baseAddress, bits.baseAddress, Int32(fds.count), waitMillis)
-                }
-            }
-            for index in 0..<max(0, Int(count)) {
-                let fd = readyFDs[index]
-                if fd == core.wakeup {
-                    herald_wakeup_drain(fd)
-                } else {
-                    curl_multi_socket_action(multi, fd, readyBits[index], &running)
-                }
-            }
-            collectFinished()
-        }
-        stop()
+        PoolLoop.run(self)
     }
+
+    // MARK: - The loop's turn
+
+    func receive(_ note: Never) {}
+
+    /// Runs curl's timeout if it is due, and completes what finished; the wait lasts until curl's next timeout.
+    func turn(now: Double) -> Int32 {
+        if let due = timerDue, due <= now {
+            timerDue = nil
+            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+        }
+        collectFinished()
+        guard let due = timerDue else { return 1_000 }
+        return Int32(min(1_000, ((due - Clock.monotonicSeconds()) * 1_000).rounded(.up)))
+    }
+
+    /// Only the transfers of a socket that is ready run (see the type's comment).
+    func ready(_ fd: Int32, _ readiness: Poller.Readiness) {
+        curl_multi_socket_action(multi, fd, readiness.rawValue, &running)
+    }
+
+    func afterEvents(now: Double) {
+        collectFinished()
+    }
+
+    var isIdle: Bool { active.isEmpty }
 
     // MARK: - curl's socket interface
 
     /// `CURLMOPT_SOCKETFUNCTION`: what to watch on `fd` (`CURL_POLL_IN`, `_OUT`, `_INOUT`, `_REMOVE`).
     fileprivate func watch(_ fd: Int32, _ what: Int32) {
-        if herald_poller_watch(poller, fd, what) != 0 {
-            Log.warn("epoll_ctl failed", ["pool": .string(core.name), "errno": .int(Int64(errno))])
+        guard let interest = Poller.Interest(curl: what) else {
+            poller.remove(fd)
+            return
+        }
+        if !poller.watch(fd, interest) {
+            Log.warn("epoll_ctl failed", ["pool": .string(shell.name), "errno": .int(Int64(errno))])
         }
     }
 
@@ -115,7 +93,7 @@ final class TransferLoop {
 
     // MARK: - Starting and finishing requests
 
-    private func start(_ submission: PoolCore.Submission) {
+    func start(_ submission: PoolSubmission) {
         guard let transfer = idle.popLast() ?? Transfer() else {
             complete(submission.completion, .failure(reason: "out of memory"), since: submission.submittedAt)
             return
@@ -185,30 +163,19 @@ final class TransferLoop {
         _ completion: (@Sendable (TransportResult, Double) -> Void)?, _ result: TransportResult,
         since submittedAt: Double
     ) {
-        core.inFlight.subtract(1, ordering: .relaxed)
-        completion?(result, Clock.monotonicSeconds() - submittedAt)
+        shell.complete(completion, result, since: submittedAt)
     }
 
     // MARK: - Stopping
 
-    /// Cancels what is left, marks the pool stopped (after which no one wakes the multi handle), and frees
-    /// every handle.
-    private func stop() {
+    /// Cancels what is left and frees every handle; `PoolLoop` then marks the pool stopped, after which no one
+    /// wakes the multi handle.
+    func stop() {
         let cancelled = active.count
         for transfer in Array(active.values) { release(transfer, result: .failure(reason: "cancelled")) }
-        // Accepted before `.draining` but not yet taken: nothing can be left here, as the last turn took the
-        // mailbox after the phase changed. Cancel defensively rather than drop a completion.
-        let leftover = core.mailbox.withLock { mailbox in
-            mailbox.phase = .stopped
-            swap(&mailbox.submissions, &incoming)
-            return incoming
-        }
-        for submission in leftover {
-            complete(submission.completion, .failure(reason: "cancelled"), since: submission.submittedAt)
-        }
         idle.removeAll()
         curl_multi_cleanup(multi)
-        Log.info("sender pool stopped", ["pool": .string(core.name), "cancelled": .int(Int64(cancelled))])
+        Log.info("sender pool stopped", ["pool": .string(shell.name), "cancelled": .int(Int64(cancelled))])
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import HTTP
+import Posix
 import Synchronization
 import Testing
 

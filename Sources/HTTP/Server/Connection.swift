@@ -1,4 +1,5 @@
 import Glibc
+import Posix
 
 /// One client connection, driven by its event loop's thread only.
 ///

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Posix
 import Support
 import Synchronization
 
@@ -27,7 +28,7 @@ final class EventLoop: @unchecked Sendable {
     let index: Int
     let context: ServerContext
     private let epoll: CInt
-    private let wakeFD: CInt
+    private let wakeUp: WakeUp
     private let mailbox = Mutex(Mailbox())
     /// Set by the first `post` after the loop last drained its mailbox, so a burst of posts costs one write.
     private let wakePending = Atomic<Bool>(false)
@@ -39,15 +40,15 @@ final class EventLoop: @unchecked Sendable {
         self.context = context
         epoll = try Linux.epollCreate()
         do {
-            wakeFD = try Linux.eventFD()
+            wakeUp = try WakeUp()
         } catch {
             close(epoll)
             throw error
         }
         do {
-            try Linux.epollAdd(epoll, wakeFD, events: Linux.epollIn | Linux.epollEdgeTriggered)
+            try Linux.epollAdd(epoll, wakeUp.fd, events: Linux.epollIn | Linux.epollEdgeTriggered)
         } catch {
-            close(wakeFD)
+            wakeUp.close()
             close(epoll)
             throw error
         }
@@ -56,7 +57,7 @@ final class EventLoop: @unchecked Sendable {
     /// The descriptors live as long as any responder can still `post` here, so a late wake-up never
     /// writes into a descriptor number that has been reused.
     deinit {
-        close(wakeFD)
+        wakeUp.close()
         close(epoll)
     }
 
@@ -76,8 +77,7 @@ final class EventLoop: @unchecked Sendable {
             return true
         }
         if accepted && !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
-            var one: UInt64 = 1
-            _ = write(wakeFD, &one, 8)
+            wakeUp.signal()
         }
         return accepted
     }
@@ -146,7 +146,7 @@ final class EventLoop: @unchecked Sendable {
             var woken = false
             for slot in 0..<count {
                 let (flags, fd) = Linux.event(in: events, at: slot)
-                if fd == wakeFD {
+                if fd == wakeUp.fd {
                     woken = true
                 } else if fd == listener {
                     acceptConnections()
@@ -179,8 +179,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func drainMailbox() {
-        var counter: UInt64 = 0
-        _ = read(wakeFD, &counter, 8)
+        wakeUp.drain()
         wakePending.store(false, ordering: .releasing)
         mailbox.withLock { swap(&$0.tasks, &spareTasks) }
         for task in spareTasks { perform(task) }

@@ -52,7 +52,13 @@ public final class HTTP2ClientPool: RequestTransport {
             name: name, maxConnectionsPerHost: maxConnectionsPerHost, http1Connections: max(1, http1Connections),
             caFile: caFile, liveness: liveness)
         self.core = core
-        thread = Mutex(PosixThread(name: "herald-\(name)") { HTTP2Loop(core: core).run() })
+        thread = Mutex(PosixThread(name: "herald-\(name)") {
+            do {
+                try PoolLoop.run(HTTP2Loop(core: core))
+            } catch {
+                fatalError("a sender pool needs an epoll set: \(error)")
+            }
+        })
     }
 
     deinit {
@@ -60,22 +66,12 @@ public final class HTTP2ClientPool: RequestTransport {
     }
 
     public func submit(_ request: OutboundRequest, completion: @escaping @Sendable (TransportResult, Double) -> Void) {
-        let submission = HTTP2PoolCore.Submission(
-            request: request, completion: completion, submittedAt: Clock.monotonicSeconds())
-        if !core.post(submission) {
-            completion(.failure(reason: "cancelled"), 0)
-        }
+        core.shell.submit(request, completion: completion)
     }
 
     /// One mailbox update and at most one wake-up of the loop for all of them.
     public func submit(_ requests: [Submission]) {
-        let now = Clock.monotonicSeconds()
-        let submissions = requests.map {
-            HTTP2PoolCore.Submission(request: $0.request, completion: $0.completion, submittedAt: now)
-        }
-        if !core.post(submissions) {
-            for submission in submissions { submission.completion(.failure(reason: "cancelled"), 0) }
-        }
+        core.shell.submit(requests)
     }
 
     public var connections: Int {
@@ -83,7 +79,7 @@ public final class HTTP2ClientPool: RequestTransport {
     }
 
     public var inFlight: Int {
-        core.inFlight.load(ordering: .relaxed)
+        core.shell.inFlight.load(ordering: .relaxed)
     }
 
     public var statistics: TransportStatistics {
@@ -96,7 +92,7 @@ public final class HTTP2ClientPool: RequestTransport {
     /// Blocks until the thread has ended, except when called from a completion (on the pool's own thread), where
     /// it only starts the shutdown. A second call returns at once.
     public func shutdown(gracePeriod: Double) {
-        _ = core.beginDraining(gracePeriod: gracePeriod, now: Clock.monotonicSeconds())
+        core.shell.beginDraining(gracePeriod: gracePeriod)
         thread.withLock { $0.take() }?.end()
     }
 }

@@ -1,7 +1,7 @@
-import CCurlFixes
 import CNGHTTP2
 import CSSL
 import Glibc
+import Posix
 import Support
 
 /// One TLS connection carrying HTTP/2 streams: the socket, OpenSSL's session over it, and libnghttp2's client
@@ -80,8 +80,8 @@ final class HTTP2Connection {
     private var blockedWriteLength = 0
     private var writeWaitsForRead = false
     private var readWaitsForWrite = false
-    /// What epoll watches for this socket (CURL_POLL_* bits: 1 in, 2 out).
-    private var watching: Int32 = 0
+    /// What epoll watches for this socket.
+    private var watching: Poller.Interest?
 
     init(id: Int, origin: HTTP2Origin, loop: HTTP2Loop, connectDeadline: Double) {
         self.id = id
@@ -109,7 +109,7 @@ final class HTTP2Connection {
     // MARK: - Opening
 
     /// The host's addresses arrived: the race to connect starts with the first.
-    func resolved(_ result: Result<[SocketAddress], HTTP2PoolCore.ResolveError>) {
+    func resolved(_ result: Result<[SocketAddress], SocketAddress.ResolveError>) {
         guard state == .resolving else { return }
         switch result {
         case .success(let addresses):
@@ -141,7 +141,7 @@ final class HTTP2Connection {
             }
             attempts.append(socket)
             loop.socketOpened(self, fd: socket)
-            if herald_poller_watch(loop.poller, socket, 2) != 0 {
+            if !loop.poller.watch(socket, .write) {
                 Log.warn("epoll_ctl failed", ["pool": .string(loop.core.name), "errno": .int(Int64(errno))])
             }
             if nextAddress < addresses.count { nextAttemptAt = now + Self.raceDelay }
@@ -181,7 +181,7 @@ final class HTTP2Connection {
         attempts.removeAll()
         nextAttemptAt = .infinity
         fd = socket
-        watching = 2
+        watching = .write
         loop.core.statistics.opened()
         guard let context = loop.tls, let ssl = SSL_new(context.pointer) else {
             fail(opening: TLSError.last("SSL_new").description)
@@ -209,8 +209,8 @@ final class HTTP2Connection {
             return
         }
         switch SSL_get_error(ssl, result) {
-        case SSL_ERROR_WANT_READ: watch(1)
-        case SSL_ERROR_WANT_WRITE: watch(3)
+        case SSL_ERROR_WANT_READ: watch(.read)
+        case SSL_ERROR_WANT_WRITE: watch(.readWrite)
         default:
             var reason = TLSError.last("handshake").description
             let verification = SSL_get_verify_result(ssl)
@@ -238,25 +238,25 @@ final class HTTP2Connection {
         }
         state = .open
         quietSince = Clock.monotonicSeconds()
-        watch(1)
+        watch(.read)
         loop.markForFlush(self)
     }
 
     // MARK: - I/O
 
-    /// epoll reported `bits` (CURL_CSELECT_*: 1 in, 2 out, 4 error) for `socket`.
-    func handle(_ socket: Int32, _ bits: Int32) {
+    /// epoll reported `readiness` for `socket`.
+    func handle(_ socket: Int32, _ readiness: Poller.Readiness) {
         switch state {
         case .connecting:
             finishConnect(socket)
         case .handshaking:
             handshake()
         case .open:
-            if bits & 2 != 0 || (bits & 1 != 0 && writeWaitsForRead) {
+            if readiness.contains(.writable) || (readiness.contains(.readable) && writeWaitsForRead) {
                 writeWaitsForRead = false
                 flush()
             }
-            if state == .open && (bits & 5 != 0 || readWaitsForWrite) {
+            if state == .open && (!readiness.isDisjoint(with: [.readable, .error]) || readWaitsForWrite) {
                 readWaitsForWrite = false
                 read()
             }
@@ -282,7 +282,7 @@ final class HTTP2Connection {
                 break reading
             case SSL_ERROR_WANT_WRITE:
                 readWaitsForWrite = true
-                watch(3)
+                watch(.readWrite)
                 break reading
             default:
                 // The server closed the connection (or it broke): what was still on it is lost with it.
@@ -327,7 +327,7 @@ final class HTTP2Connection {
             switch SSL_get_error(ssl, written) {
             case SSL_ERROR_WANT_WRITE:
                 blockedWriteLength = length
-                watch(3)
+                watch(.readWrite)
                 return
             case SSL_ERROR_WANT_READ:
                 blockedWriteLength = length
@@ -339,13 +339,13 @@ final class HTTP2Connection {
                 return
             }
         }
-        if watching & 2 != 0 && !readWaitsForWrite { watch(1) }
+        if watching != .read && !readWaitsForWrite { watch(.read) }
     }
 
-    private func watch(_ what: Int32) {
-        guard fd >= 0, what != watching else { return }
-        watching = what
-        if herald_poller_watch(loop.poller, fd, what) != 0 {
+    private func watch(_ interest: Poller.Interest) {
+        guard fd >= 0, interest != watching else { return }
+        watching = interest
+        if !loop.poller.watch(fd, interest) {
             Log.warn("epoll_ctl failed", ["pool": .string(loop.core.name), "errno": .int(Int64(errno))])
         }
     }
@@ -396,7 +396,7 @@ final class HTTP2Connection {
         loop.socketClosed(fd: fd)
         Glibc.close(fd)
         fd = -1
-        watching = 0
+        watching = nil
     }
 
     private func closeAttempt(_ socket: Int32) {

@@ -1,19 +1,20 @@
-import CCurlFixes
 import Glibc
+import Posix
 import Support
 
 /// The pool's thread: takes submissions, puts them on streams, opens connections as the waiting requests need
 /// them, writes what a turn produced once per connection, and completes each request once. Created and used on
 /// that thread only.
 ///
-/// One turn: take the mailbox → put waiting requests on connections with room (opening more if needed) → flush
-/// every connection with frames to send → time out what waited too long (every `sweepSeconds`) → `epoll_wait`
-/// until a socket is ready, the sweep is due or a submitter signals the wake-up eventfd → read what arrived, which
-/// finishes requests and frees streams → dispatch and flush again → run the completions of every request finished
-/// on the way, together.
-final class HTTP2Loop {
+/// One turn (`PoolLoop` drives it): take the mailbox → time out what waited too long and look at each connection's
+/// liveness (every `sweepSeconds`) → put waiting requests on connections with room (opening more if needed) → flush
+/// every connection with frames to send → `epoll_wait` until a socket is ready, the sweep is due or a submitter
+/// signals → read what arrived, which finishes requests and frees streams → dispatch and flush again → run the
+/// completions of every request finished on the way, together.
+final class HTTP2Loop: PoolTransport {
     let core: HTTP2PoolCore
-    let poller: Int32
+    let shell: PoolShell<HTTP2PoolCore.Resolution>
+    let poller: Poller
     /// nil when the TLS context could not be made: every request then fails with `tlsFailure`.
     let tls: TLSContext?
     private let tlsFailure: String
@@ -26,13 +27,9 @@ final class HTTP2Loop {
     private var nextConnectionID = 0
     private var toFlush: [HTTP2Connection] = []
     private var toDispatch: [HTTP2Origin] = []
-    private var incoming: [HTTP2PoolCore.Submission] = []
     /// Requests finished this turn whose completion has not run yet (see `runCompletions`), and the list being run.
     private var finished: [(@Sendable (TransportResult, Double) -> Void, TransportResult, Double)] = []
     private var completing: [(@Sendable (TransportResult, Double) -> Void, TransportResult, Double)] = []
-    private var resolutions: [HTTP2PoolCore.Resolution] = []
-    private var readyFDs = [Int32](repeating: 0, count: 256)
-    private var readyBits = [Int32](repeating: 0, count: 256)
     private var nextSweep = 0.0
     /// The last URL parsed, and what it gave: an app sends every request to one URL.
     private var lastURL = ""
@@ -49,13 +46,12 @@ final class HTTP2Loop {
     /// Times a request the server refused unprocessed is sent again before it fails as `reset`.
     static let maxRefusals = 3
 
-    init(core: HTTP2PoolCore) {
+    init(core: HTTP2PoolCore) throws(IOError) {
         self.core = core
-        poller = herald_poller_create()
-        precondition(poller >= 0, "epoll_create1 failed: \(errno)")
-        precondition(herald_poller_watch(poller, core.wakeup, 1) == 0, "epoll_ctl failed: \(errno)")
+        shell = core.shell
+        poller = try Poller()
         // A server that closes the connection while a TLS record is being written must not kill the process.
-        _ = signal(SIGPIPE, SIG_IGN)
+        BrokenPipe.ignoreOnce()
         do {
             tls = try TLSContext(caFile: core.caFile)
             tlsFailure = ""
@@ -70,58 +66,38 @@ final class HTTP2Loop {
 
     deinit {
         readBuffer.deallocate()
-        Glibc.close(poller)
     }
 
-    func run() {
-        core.loopThread.store(UInt(pthread_self()), ordering: .relaxed)
-        while true {
-            let phase = core.mailbox.withLock { mailbox in
-                swap(&mailbox.submissions, &incoming)
-                swap(&mailbox.resolutions, &resolutions)
-                return mailbox.phase
-            }
-            for submission in incoming { start(submission) }
-            incoming.removeAll(keepingCapacity: true)
-            for resolution in resolutions { byID[resolution.connection]?.resolved(resolution.addresses) }
-            resolutions.removeAll(keepingCapacity: true)
+    // MARK: - The loop's turn (PoolLoop)
 
-            var now = Clock.monotonicSeconds()
-            if now >= nextSweep {
-                sweep(now: now)
-                nextSweep = now + Self.sweepSeconds
-            }
-            dispatchAndFlush(now: now)
+    func receive(_ resolution: HTTP2PoolCore.Resolution) {
+        byID[resolution.connection]?.resolved(resolution.addresses)
+    }
 
-            var waitMillis = Int32(((nextSweep - now) * 1_000).rounded(.up))
-            if case .draining(let deadline) = phase {
-                if core.inFlight.load(ordering: .relaxed) == 0 || deadline <= now { break }
-                waitMillis = min(waitMillis, Int32(((deadline - now) * 1_000).rounded(.up)))
-            }
-            // Completions may have submitted more without signalling the wake-up (see `HTTP2PoolCore.post`).
-            if core.hasMail || !toDispatch.isEmpty { continue }
-            let count = readyFDs.withUnsafeMutableBufferPointer { fds in
-                readyBits.withUnsafeMutableBufferPointer { bits in
-                    herald_poller_wait(poller, fds.baseAddress, bits.baseAddress, Int32(fds.count), max(1, waitMillis))
-                }
-            }
-            for index in 0..<max(0, Int(count)) {
-                let fd = readyFDs[index]
-                if fd == core.wakeup {
-                    herald_wakeup_drain(fd)
-                } else {
-                    byFD[fd]?.handle(fd, readyBits[index])
-                }
-            }
-            now = Clock.monotonicSeconds()
-            dispatchAndFlush(now: now)
+    /// Deadlines and liveness every `sweepSeconds`, then waiting requests onto streams and the writes; the wait
+    /// lasts until the next sweep, or not at all while requests wait to be dispatched.
+    func turn(now: Double) -> Int32 {
+        if now >= nextSweep {
+            sweep(now: now)
+            nextSweep = now + Self.sweepSeconds
         }
-        stop()
+        dispatchAndFlush(now: now)
+        return toDispatch.isEmpty ? Int32(((nextSweep - now) * 1_000).rounded(.up)) : 0
     }
+
+    func ready(_ fd: Int32, _ readiness: Poller.Readiness) {
+        byFD[fd]?.handle(fd, readiness)
+    }
+
+    func afterEvents(now: Double) {
+        dispatchAndFlush(now: now)
+    }
+
+    var isIdle: Bool { shell.inFlight.load(ordering: .relaxed) == 0 }
 
     // MARK: - Requests
 
-    private func start(_ submission: HTTP2PoolCore.Submission) {
+    func start(_ submission: PoolSubmission) {
         let url = submission.request.url
         if url != lastURL {
             lastURL = url
@@ -133,7 +109,7 @@ final class HTTP2Loop {
             return
         }
         guard tls != nil else {
-            complete(submission.completion, .failure(reason: tlsFailure), since: submission.submittedAt)
+            shell.complete(submission.completion, .failure(reason: tlsFailure), since: submission.submittedAt)
             return
         }
         let origin: HTTP2Origin
@@ -210,7 +186,7 @@ final class HTTP2Loop {
         byID[connection.id] = connection
         let (core, id) = (core, connection.id)
         SocketAddress.resolve(host: origin.host, port: origin.port) { result in
-            core.post(HTTP2PoolCore.Resolution(connection: id, addresses: result))
+            core.shell.post(HTTP2PoolCore.Resolution(connection: id, addresses: result))
         }
     }
 
@@ -227,15 +203,8 @@ final class HTTP2Loop {
     private func runCompletions() {
         guard !finished.isEmpty else { return }
         swap(&finished, &completing)
-        for (completion, result, submittedAt) in completing { complete(completion, result, since: submittedAt) }
+        for (completion, result, submittedAt) in completing { shell.complete(completion, result, since: submittedAt) }
         completing.removeAll(keepingCapacity: true)
-    }
-
-    private func complete(
-        _ completion: @Sendable (TransportResult, Double) -> Void, _ result: TransportResult, since submittedAt: Double
-    ) {
-        core.inFlight.subtract(1, ordering: .relaxed)
-        completion(result, Clock.monotonicSeconds() - submittedAt)
     }
 
     /// Requests this client does not carry (not HTTPS, or a server without HTTP/2) go through libcurl.
@@ -252,8 +221,7 @@ final class HTTP2Loop {
             return made
         }
         pool.submit(request) { result, _ in
-            core.inFlight.subtract(1, ordering: .relaxed)
-            completion(result, Clock.monotonicSeconds() - submittedAt)
+            core.shell.complete(completion, result, since: submittedAt)
         }
     }
 
@@ -393,7 +361,7 @@ final class HTTP2Loop {
     // MARK: - Stopping
 
     /// Cancels what is left, marks the pool stopped, and closes every connection.
-    private func stop() {
+    func stop() {
         var cancelled = 0
         for origin in origins.values {
             while let stream = origin.waiting.popFirst() {
@@ -407,14 +375,6 @@ final class HTTP2Loop {
             }
         }
         runCompletions()
-        let leftover = core.mailbox.withLock { mailbox in
-            mailbox.phase = .stopped
-            swap(&mailbox.submissions, &incoming)
-            return incoming
-        }
-        for submission in leftover {
-            complete(submission.completion, .failure(reason: "cancelled"), since: submission.submittedAt)
-        }
         core.fallback.withLock { $0 }?.shutdown(gracePeriod: 0)
         origins.removeAll()
         Log.info("sender pool stopped", ["pool": .string(core.name), "cancelled": .int(Int64(cancelled))])

@@ -31,7 +31,7 @@ final class HTTP2Stream {
     /// The server ended its side (END_STREAM): with a final status, a whole response.
     var remoteEnded = false
 
-    init(_ submission: HTTP2PoolCore.Submission, target: HTTPSTarget, keptNames: [[UInt8]]?) {
+    init(_ submission: PoolSubmission, target: HTTPSTarget, keptNames: [[UInt8]]?) {
         request = submission.request
         self.target = target
         completion = submission.completion

@@ -1,4 +1,5 @@
 import Glibc
+import Posix
 
 /// Listening sockets and the options Herald sets on sockets.
 enum Socket {
@@ -59,53 +60,25 @@ enum Socket {
         }
     }
 
-    /// Fills `storage` with the address to bind; numeric addresses need no lookup, `localhost` is 127.0.0.1.
+    /// Fills `storage` with the address to bind: the first `SocketAddress.lookUp` gives (a numeric address needs
+    /// no lookup; `localhost` is 127.0.0.1).
     private static func resolve(host: String, port: Int, into storage: inout sockaddr_storage) throws -> socklen_t {
         let name = host.lowercased() == "localhost" ? "127.0.0.1" : host
-        var v4 = in_addr()
-        if inet_pton(AF_INET, name, &v4) == 1 {
-            return withUnsafeMutableBytes(of: &storage) { raw in
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port).bigEndian)
-                address.sin_addr = v4
-                raw.storeBytes(of: address, as: sockaddr_in.self)
-                return socklen_t(MemoryLayout<sockaddr_in>.size)
-            }
+        let addresses: [SocketAddress]
+        do {
+            addresses = try SocketAddress.lookUp(host: name, port: port, numericOnly: false)
+        } catch {
+            throw HTTPServerError("cannot resolve listen host \"\(host)\": \(error.reason)")
         }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, name, &v6) == 1 {
-            return withUnsafeMutableBytes(of: &storage) { raw in
-                var address = sockaddr_in6()
-                address.sin6_family = sa_family_t(AF_INET6)
-                address.sin6_port = in_port_t(UInt16(port).bigEndian)
-                address.sin6_addr = v6
-                raw.storeBytes(of: address, as: sockaddr_in6.self)
-                return socklen_t(MemoryLayout<sockaddr_in6>.size)
-            }
-        }
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = CInt(SOCK_STREAM.rawValue)
-        var results: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(name, nil, &hints, &results)
-        guard status == 0, let first = results, let found = first.pointee.ai_addr else {
-            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
-            throw HTTPServerError("cannot resolve listen host \"\(host)\": \(reason)")
-        }
-        defer { freeaddrinfo(results) }
-        let length = first.pointee.ai_addrlen
-        withUnsafeMutableBytes(of: &storage) { raw in
-            raw.copyMemory(from: UnsafeRawBufferPointer(start: found, count: Int(length)))
-        }
-        guard CInt(storage.ss_family) == AF_INET || CInt(storage.ss_family) == AF_INET6 else {
+        guard let address = addresses.first(where: { $0.family == AF_INET || $0.family == AF_INET6 }),
+              address.bytes.count <= MemoryLayout<sockaddr_storage>.size
+        else {
             throw HTTPServerError("listen host \"\(host)\" resolved to an address that is neither IPv4 nor IPv6")
         }
-        // sin_port and sin6_port both sit right after the 2-byte family.
         withUnsafeMutableBytes(of: &storage) { raw in
-            raw.storeBytes(of: in_port_t(UInt16(port).bigEndian), toByteOffset: 2, as: in_port_t.self)
+            raw.copyBytes(from: address.bytes)
         }
-        return length
+        return socklen_t(address.bytes.count)
     }
 
     private static func boundPort(_ storage: sockaddr_storage) -> UInt16 {

@@ -16,7 +16,7 @@ public struct IOError: Error, Equatable, CustomStringConvertible {
 }
 
 /// The outcome of a non-blocking call: done with a value, or the kernel would have had to wait.
-enum IOResult<Value> {
+public enum IOResult<Value> {
     case processed(Value)
     case wouldBlock
 }
@@ -25,7 +25,7 @@ enum IOResult<Value> {
 /// `EAGAIN`/`EWOULDBLOCK` becomes `.wouldBlock`, and any other `-1` throws an `IOError` naming `function`.
 /// Modelled on swift-nio's `Sources/NIOPosix/System.swift`.
 @inline(__always)
-func syscall<Result: FixedWidthInteger>(
+public func syscall<Result: FixedWidthInteger>(
     _ function: StaticString, _ body: () -> Result
 ) throws(IOError) -> IOResult<Result> {
     while true {
@@ -43,7 +43,7 @@ func syscall<Result: FixedWidthInteger>(
 /// `syscall` for calls that never return `EAGAIN` on the descriptors they are given (bind, listen, setsockopt).
 @inline(__always)
 @discardableResult
-func blockingSyscall<Result: FixedWidthInteger>(
+public func blockingSyscall<Result: FixedWidthInteger>(
     _ function: StaticString, _ body: () -> Result
 ) throws(IOError) -> Result {
     switch try syscall(function, body) {
@@ -54,10 +54,10 @@ func blockingSyscall<Result: FixedWidthInteger>(
 
 /// Ignores `SIGPIPE` for the whole process, once, before the first socket is made: a peer that closes
 /// while we write must produce `EPIPE`, never kill Herald. `MSG_NOSIGNAL` on every send covers the rest.
-enum BrokenPipe {
+public enum BrokenPipe {
     static let ignored: Void = {
         _ = signal(SIGPIPE, SIG_IGN)
     }()
 
-    static func ignoreOnce() { _ = ignored }
+    public static func ignoreOnce() { _ = ignored }
 }

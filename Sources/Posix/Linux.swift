@@ -2,33 +2,34 @@ import CLinux
 import Glibc
 
 /// The Linux calls the `Glibc` module map leaves out (`sys/epoll.h`, `sys/eventfd.h`, `accept4`), through the
-/// `CLinux` shim module.
-enum Linux {
-    static let epollIn = UInt32(EPOLLIN.rawValue)
-    static let epollOut = UInt32(EPOLLOUT.rawValue)
-    static let epollErr = UInt32(EPOLLERR.rawValue)
-    static let epollHup = UInt32(EPOLLHUP.rawValue)
-    static let epollRdHup = UInt32(EPOLLRDHUP.rawValue)
-    static let epollEdgeTriggered = UInt32(EPOLLET.rawValue)
+/// `CLinux` shim module: the HTTP server's edge-triggered loops use them directly, the client pools through
+/// `Poller` and `WakeUp`.
+public enum Linux {
+    public static let epollIn = UInt32(EPOLLIN.rawValue)
+    public static let epollOut = UInt32(EPOLLOUT.rawValue)
+    public static let epollErr = UInt32(EPOLLERR.rawValue)
+    public static let epollHup = UInt32(EPOLLHUP.rawValue)
+    public static let epollRdHup = UInt32(EPOLLRDHUP.rawValue)
+    public static let epollEdgeTriggered = UInt32(EPOLLET.rawValue)
 
     /// A buffer `epollWait` fills with up to `capacity` events.
-    typealias EventBuffer = UnsafeMutablePointer<epoll_event>
+    public typealias EventBuffer = UnsafeMutablePointer<epoll_event>
 
-    static func allocateEvents(capacity: Int) -> EventBuffer {
+    public static func allocateEvents(capacity: Int) -> EventBuffer {
         .allocate(capacity: capacity)
     }
 
-    static func epollCreate() throws(IOError) -> CInt {
+    public static func epollCreate() throws(IOError) -> CInt {
         try blockingSyscall("epoll_create1") { epoll_create1(CInt(EPOLL_CLOEXEC)) }
     }
 
     /// Registers `fd` with `events`; the event's data word carries `fd` back.
-    static func epollAdd(_ epoll: CInt, _ fd: CInt, events: UInt32) throws(IOError) {
+    public static func epollAdd(_ epoll: CInt, _ fd: CInt, events: UInt32) throws(IOError) {
         _ = try blockingSyscall("epoll_ctl") { herald_epoll_add(epoll, fd, events) }
     }
 
     /// Waits for events into `buffer` (room for `capacity` events); returns how many arrived.
-    static func epollWait(
+    public static func epollWait(
         _ epoll: CInt, _ buffer: EventBuffer, capacity: Int, timeoutMillis: CInt
     ) throws(IOError) -> Int {
         while true {
@@ -42,16 +43,16 @@ enum Linux {
 
     /// The `(events, fd)` of entry `index` in a buffer filled by `epollWait`.
     @inline(__always)
-    static func event(in buffer: EventBuffer, at index: Int) -> (events: UInt32, fd: CInt) {
+    public static func event(in buffer: EventBuffer, at index: Int) -> (events: UInt32, fd: CInt) {
         (herald_epoll_event_flags(buffer, CInt(index)), herald_epoll_event_fd(buffer, CInt(index)))
     }
 
-    static func eventFD() throws(IOError) -> CInt {
+    public static func eventFD() throws(IOError) -> CInt {
         try blockingSyscall("eventfd") { eventfd(0, CInt(EFD_NONBLOCK) | CInt(EFD_CLOEXEC)) }
     }
 
     /// `accept4` with `SOCK_NONBLOCK | SOCK_CLOEXEC`: one call instead of accept plus two `fcntl`s.
-    static func accept(_ fd: CInt) throws(IOError) -> IOResult<CInt> {
+    public static func accept(_ fd: CInt) throws(IOError) -> IOResult<CInt> {
         try syscall("accept4") {
             herald_accept4(fd, CInt(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
         }

@@ -1,36 +1,36 @@
 import Dispatch
 import Glibc
 
-/// One address `getaddrinfo` gave for a host, as bytes `connect` takes.
-struct SocketAddress: Sendable {
-    var family: Int32
-    var bytes: [UInt8]
+/// One address `getaddrinfo` gave for a host, as bytes `connect` and `bind` take.
+public struct SocketAddress: Sendable {
+    public var family: Int32
+    public var bytes: [UInt8]
+
+    /// Why a host has no address, in libcurl's words (what a failed request reports).
+    public struct ResolveError: Error, Sendable {
+        public var reason: String
+    }
 
     /// Looks `host` up off the caller's thread (`getaddrinfo` blocks on DNS) and calls `completion` there with its
     /// TCP addresses, in the resolver's order of preference. An IP address is not looked up: it is its own answer.
-    static func resolve(
+    public static func resolve(
         host: String, port: Int,
-        completion: @escaping @Sendable (Result<[SocketAddress], HTTP2PoolCore.ResolveError>) -> Void
+        completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void
     ) {
-        if let numeric = try? lookUp(host: host, port: port, numericOnly: true) {
+        if let numeric = try? lookUp(host: host, port: port, numericOnly: true) as [SocketAddress] {
             completion(.success(numeric))
             return
         }
         resolver.async {
-            do {
-                completion(.success(try lookUp(host: host, port: port, numericOnly: false)))
-            } catch let error as HTTP2PoolCore.ResolveError {
-                completion(.failure(error))
-            } catch {
-                completion(.failure(HTTP2PoolCore.ResolveError(reason: "Couldn't resolve host name")))
-            }
+            completion(Result { () throws(ResolveError) in try lookUp(host: host, port: port, numericOnly: false) })
         }
     }
 
     /// One serial queue for every pool's look-ups: connections open rarely, and never many at once.
     private static let resolver = DispatchQueue(label: "herald-resolve")
 
-    private static func lookUp(host: String, port: Int, numericOnly: Bool) throws -> [SocketAddress] {
+    /// The TCP addresses of `host` (blocking: `getaddrinfo`), in the resolver's order of preference.
+    public static func lookUp(host: String, port: Int, numericOnly: Bool) throws(ResolveError) -> [SocketAddress] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -38,7 +38,7 @@ struct SocketAddress: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let list else {
-            throw HTTP2PoolCore.ResolveError(reason: "Couldn't resolve host name")
+            throw ResolveError(reason: "Couldn't resolve host name")
         }
         defer { freeaddrinfo(list) }
         var addresses: [SocketAddress] = []
@@ -51,12 +51,12 @@ struct SocketAddress: Sendable {
             }
             entry = current.pointee.ai_next
         }
-        guard !addresses.isEmpty else { throw HTTP2PoolCore.ResolveError(reason: "Couldn't resolve host name") }
+        guard !addresses.isEmpty else { throw ResolveError(reason: "Couldn't resolve host name") }
         return addresses
     }
 
     /// Whether `host` is an IP address (no SNI then, and the certificate is checked for the address).
-    static func isIPAddress(_ host: String) -> Bool {
+    public static func isIPAddress(_ host: String) -> Bool {
         var buffer = in6_addr()
         return inet_pton(AF_INET, host, &buffer) == 1 || inet_pton(AF_INET6, host, &buffer) == 1
     }

@@ -1,0 +1,88 @@
+import CLinux
+import Glibc
+
+/// A level-triggered epoll set for a client pool's loop: each socket is watched for reading, writing or both, and
+/// `wait` says which are ready. One thread owns it.
+///
+/// ```swift
+/// let poller = try Poller()
+/// poller.watch(fd, .read)
+/// for (fd, readiness) in poller.wait(timeoutMillis: 250) where readiness.contains(.readable) { … }
+/// ```
+///
+/// The readiness bits are libcurl's `CURL_CSELECT_IN`, `_OUT` and `_ERR` (1, 2, 4), so libcurl's socket interface
+/// takes them as they are; a hang-up reads as readable, where the next read finds it.
+public final class Poller {
+    public enum Interest: Sendable {
+        case read, write, readWrite
+
+        /// libcurl's `CURL_POLL_IN` (1), `_OUT` (2), `_INOUT` (3); nil for `CURL_POLL_REMOVE` (4).
+        public init?(curl what: Int32) {
+            switch what {
+            case 1: self = .read
+            case 2: self = .write
+            case 3: self = .readWrite
+            default: return nil
+            }
+        }
+
+        var events: UInt32 {
+            switch self {
+            case .read: Linux.epollIn
+            case .write: Linux.epollOut
+            case .readWrite: Linux.epollIn | Linux.epollOut
+            }
+        }
+    }
+
+    public struct Readiness: OptionSet, Sendable {
+        public let rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        public static let readable = Readiness(rawValue: 1)
+        public static let writable = Readiness(rawValue: 2)
+        public static let error = Readiness(rawValue: 4)
+    }
+
+    private let epoll: CInt
+    private let capacity = 256
+    private let events: Linux.EventBuffer
+    private var ready: [(fd: Int32, readiness: Readiness)] = []
+
+    public init() throws(IOError) {
+        epoll = try Linux.epollCreate()
+        events = Linux.allocateEvents(capacity: capacity)
+    }
+
+    deinit {
+        events.deallocate()
+        close(epoll)
+    }
+
+    /// Watches `fd` for `interest` from now on (registered on first use). False, with `errno`, when epoll refuses.
+    @discardableResult
+    public func watch(_ fd: Int32, _ interest: Interest) -> Bool {
+        herald_epoll_set(epoll, fd, interest.events) == 0
+    }
+
+    /// Stops watching `fd`. A descriptor already closed left the set by itself; that is not an error.
+    public func remove(_ fd: Int32) {
+        _ = herald_epoll_remove(epoll, fd)
+    }
+
+    /// Waits up to `timeoutMillis` (at least 1) for sockets to be ready. The array is reused by the next call.
+    public func wait(timeoutMillis: Int32) -> [(fd: Int32, readiness: Readiness)] {
+        ready.removeAll(keepingCapacity: true)
+        guard let count = try? Linux.epollWait(epoll, events, capacity: capacity, timeoutMillis: max(1, timeoutMillis))
+        else { return ready }
+        for index in 0..<count {
+            let (flags, fd) = Linux.event(in: events, at: index)
+            var readiness: Readiness = []
+            if flags & (Linux.epollIn | Linux.epollHup | Linux.epollRdHup) != 0 { readiness.insert(.readable) }
+            if flags & Linux.epollOut != 0 { readiness.insert(.writable) }
+            if flags & Linux.epollErr != 0 { readiness.insert(.error) }
+            ready.append((fd, readiness))
+        }
+        return ready
+    }
+}
