@@ -40,11 +40,12 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// Held leases are renewed, and expired ones rescued, four times per lease.
         public var leaseMillis: Int64 = 120_000
         public var policy = RetryPolicy()
-        /// Gate after a 5xx or transport failure without Retry-After: 1 s doubling per consecutive failure, capped.
+        /// Gate after a 5xx or transport failure without Retry-After: 1 s, doubling per fault in a row, capped. A
+        /// fault is one however many requests it fails: those in flight together when it struck count once.
         public var gateBaseMillis: Int64 = 1_000
         public var gateCapMillis: Int64 = 60_000
         /// Gate after a quota error (429 `QUOTA_EXCEEDED`) without Retry-After: 1 minute, as FCM asks, doubling per
-        /// consecutive quota gate, capped.
+        /// quota fault in a row, capped.
         public var quotaGateBaseMillis: Int64 = 60_000
         public var quotaGateCapMillis: Int64 = 960_000
         /// How often the `apps` table and due rows are looked at.
