@@ -38,7 +38,7 @@ struct AppScheduler {
         /// Paused from outside (`herald pause`, another instance).
         case pausedOutside(reason: String)
         case resumed
-        case gateClosed(until: Int64, status: Int?)
+        case gateClosed(until: Int64, status: Int?, reason: GateReason)
     }
 
     let app: DeliveryEngine.App
@@ -183,9 +183,11 @@ struct AppScheduler {
         let fallback = quota
             ? Self.backoff(base: options.quotaGateBaseMillis, cap: options.quotaGateCapMillis, faults: quotaFaults)
             : Self.backoff(base: options.gateBaseMillis, cap: options.gateCapMillis, faults: faults)
-        let plan = OutcomePlanner.plan(
+        var plan = OutcomePlanner.plan(
             classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
             now: now, using: &random)
+        let gateReason = Self.gateReason(result, retryAfter: classification.retryAfterUntil != nil, quota: quota)
+        if plan.gateUntil != nil { plan.gateReason = gateReason }
 
         var updates = plan.updates
         if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
@@ -202,7 +204,7 @@ struct AppScheduler {
             let held = !newFault && gateUntil > now && classification.retryAfterUntil == nil
             if until > gateUntil {
                 gateUntil = until
-                if !held { actions.append(.note(.gateClosed(until: until, status: status))) }
+                if !held { actions.append(.note(.gateClosed(until: until, status: status, reason: gateReason))) }
             }
         } else if let status, status < 500 {
             faults = 0
@@ -347,5 +349,20 @@ struct AppScheduler {
     /// The gate after the `faults`th fault in a row: `base`, doubling per fault, at most `cap`.
     private static func backoff(base: Int64, cap: Int64, faults: Int) -> Int64 {
         min(cap, base << Int64(min(max(0, faults - 1), 20)))
+    }
+
+    /// The short code `herald status` shows for a gate closed by this answer.
+    private static func gateReason(_ result: TransportResult, retryAfter: Bool, quota: Bool) -> GateReason {
+        switch result {
+        case .failure(let reason):
+            switch reason {
+            case "reset": .reset
+            case "timeout": .timeout
+            case "connect": .connect
+            default: .transport
+            }
+        case .response(let status, _, _, _):
+            retryAfter ? .retryAfter : quota ? .quota : .http(status)
+        }
     }
 }
