@@ -38,7 +38,7 @@ struct AppScheduler {
         /// Paused from outside (`herald pause`, another instance).
         case pausedOutside(reason: String)
         case resumed
-        case gateClosed(until: Int64, status: Int?)
+        case gateClosed(until: Int64, status: Int?, reason: GateReason)
     }
 
     let app: DeliveryEngine.App
@@ -57,10 +57,13 @@ struct AppScheduler {
     private(set) var gateUntil: Int64 = 0
     /// The wake-up asked for and not yet fired; only the earliest is kept.
     private var wakeAt: Int64?
-    /// Gates closed in a row; a 4xx or 2xx answer resets it.
-    private var consecutiveFailures = 0
-    /// Quota gates closed in a row, for their backoff; a 2xx resets it.
-    private var quotaGates = 0
+    /// When the gate last closed for a fault (here, or seen in the app's row). A fault is one event however many
+    /// requests it fails: only the failure of a request sent after this is a fault of its own.
+    private var faultAt = Int64.min
+    /// Faults in a row, for the fallback gate's backoff; an answer below 500 that closes no gate resets it.
+    private var faults = 0
+    /// Quota faults in a row, for their backoff; a 2xx resets it.
+    private var quotaFaults = 0
     /// The provider is getting ready; nothing is claimed or sent meanwhile.
     private var preparing = false
     /// The provider asked not to be prepared again before this time.
@@ -114,7 +117,7 @@ struct AppScheduler {
         var actions: [Action] = []
         if let state = claim.app {
             paused = state.paused
-            gateUntil = max(gateUntil, state.gateUntil)
+            gateSeen(until: state.gateUntil, now: now)
         }
         mayHaveReady = claim.deliveries.count + claim.expired + claim.dropped >= limit
         if let due = claim.nextDueAt { schedule(at: due, into: &actions) }
@@ -163,17 +166,28 @@ struct AppScheduler {
         let classification = app.provider.classify(result, of: request, now: now)
         let status: Int? = if case .response(let status, _, _, _) = result { status } else { nil }
         // A quota error without Retry-After: FCM asks for a minute at least, and every other request would meet
-        // the same quota meanwhile. Answers to requests sent before the gate closed don't count again.
+        // the same quota meanwhile.
         let quota = classification.closesGate && classification.retryAfterUntil == nil
             && classification.outcomes.contains { if case .retrySlow = $0 { true } else { false } }
-        if quota && gateUntil <= now { quotaGates += 1 }
-        if let status, (200..<300).contains(status) { quotaGates = 0 }
+        // One fault (a reset with a thousand requests in flight, a burst of timeouts or 5xx answers to requests sent
+        // together) is one step of the backoff, not one per request: the failures of requests sent before the gate
+        // last closed belong to the fault that closed it. They close the gate again from now for that fault's step
+        // (they say the endpoint still fails), but never grow it.
+        let newFault = classification.closesGate && request.sentAt > faultAt
+        if newFault {
+            faultAt = now
+            faults += 1
+            if quota { quotaFaults += 1 }
+        }
+        if let status, (200..<300).contains(status) { quotaFaults = 0 }
         let fallback = quota
-            ? min(options.quotaGateCapMillis, options.quotaGateBaseMillis << Int64(min(max(0, quotaGates - 1), 20)))
-            : min(options.gateCapMillis, options.gateBaseMillis << Int64(min(consecutiveFailures, 20)))
-        let plan = OutcomePlanner.plan(
+            ? Self.backoff(base: options.quotaGateBaseMillis, cap: options.quotaGateCapMillis, faults: quotaFaults)
+            : Self.backoff(base: options.gateBaseMillis, cap: options.gateCapMillis, faults: faults)
+        var plan = OutcomePlanner.plan(
             classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
             now: now, using: &random)
+        let gateReason = Self.gateReason(result, retryAfter: classification.retryAfterUntil != nil, quota: quota)
+        if plan.gateUntil != nil { plan.gateReason = gateReason }
 
         var updates = plan.updates
         if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
@@ -185,13 +199,15 @@ struct AppScheduler {
             actions.append(.note(.pausedByFCM(reason: reason)))
         }
         if let until = plan.gateUntil {
-            consecutiveFailures += 1
+            // The rest of a fault's failures, arriving while its gate is closed, keep it closed a moment longer:
+            // not worth a log line each.
+            let held = !newFault && gateUntil > now && classification.retryAfterUntil == nil
             if until > gateUntil {
                 gateUntil = until
-                actions.append(.note(.gateClosed(until: until, status: status)))
+                if !held { actions.append(.note(.gateClosed(until: until, status: status, reason: gateReason))) }
             }
         } else if let status, status < 500 {
-            consecutiveFailures = 0
+            faults = 0
         }
         if paused || gateUntil > now {
             // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
@@ -235,7 +251,7 @@ struct AppScheduler {
             actions.append(.note(.pausedOutside(reason: state.pauseReason ?? "")))
         }
         paused = state.paused
-        gateUntil = max(gateUntil, state.gateUntil)
+        gateSeen(until: state.gateUntil, now: now)
         if let nextDueAt, nextDueAt <= now { mayHaveReady = true }
         pump(now: now, into: &actions)
         return actions
@@ -271,6 +287,7 @@ struct AppScheduler {
                 continue
             }
             inFlight += 1
+            request.markSent(at: now)
             actions.append(.send(request))
         }
         if claimLimit == nil, mayHaveReady, pending.count * 2 < claimBelow {
@@ -319,5 +336,33 @@ struct AppScheduler {
 
     private mutating func releasePending() -> [DeliveryUpdate] {
         pending.removeAll().flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+    }
+
+    /// The gate as stored, closed here or by another instance on a shared queue. One closed elsewhere is a fault
+    /// too: what was in flight when it was seen fails with it, not as a fault of its own.
+    private mutating func gateSeen(until: Int64, now: Int64) {
+        guard until > gateUntil else { return }
+        if until > now { faultAt = max(faultAt, now) }
+        gateUntil = until
+    }
+
+    /// The gate after the `faults`th fault in a row: `base`, doubling per fault, at most `cap`.
+    private static func backoff(base: Int64, cap: Int64, faults: Int) -> Int64 {
+        min(cap, base << Int64(min(max(0, faults - 1), 20)))
+    }
+
+    /// The short code `herald status` shows for a gate closed by this answer.
+    private static func gateReason(_ result: TransportResult, retryAfter: Bool, quota: Bool) -> GateReason {
+        switch result {
+        case .failure(let reason):
+            switch reason {
+            case "reset": .reset
+            case "timeout": .timeout
+            case "connect": .connect
+            default: .transport
+            }
+        case .response(let status, _, _, _):
+            retryAfter ? .retryAfter : quota ? .quota : .http(status)
+        }
     }
 }

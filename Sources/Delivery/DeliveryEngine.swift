@@ -40,11 +40,12 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// Held leases are renewed, and expired ones rescued, four times per lease.
         public var leaseMillis: Int64 = 120_000
         public var policy = RetryPolicy()
-        /// Gate after a 5xx or transport failure without Retry-After: 1 s doubling per consecutive failure, capped.
+        /// Gate after a 5xx or transport failure without Retry-After: 1 s, doubling per fault in a row, capped. A
+        /// fault is one however many requests it fails: those in flight together when it struck count once.
         public var gateBaseMillis: Int64 = 1_000
         public var gateCapMillis: Int64 = 60_000
         /// Gate after a quota error (429 `QUOTA_EXCEEDED`) without Retry-After: 1 minute, as FCM asks, doubling per
-        /// consecutive quota gate, capped.
+        /// quota fault in a row, capped.
         public var quotaGateBaseMillis: Int64 = 60_000
         public var quotaGateCapMillis: Int64 = 960_000
         /// How often the `apps` table and due rows are looked at.
@@ -113,12 +114,17 @@ public final class DeliveryEngine: @unchecked Sendable {
     private struct Outbox {
         var updates: [DeliveryUpdate] = []
         var pauseReason: String?
-        var gateUntil: Int64?
+        /// The latest gate closing decided, with its reason: the one the app's row keeps.
+        var gate: (until: Int64, reason: GateReason)?
 
         mutating func add(_ more: [DeliveryUpdate], plan: OutcomePlan?) {
             updates += more
             if let reason = plan?.pauseReason { pauseReason = pauseReason ?? reason }
-            if let until = plan?.gateUntil { gateUntil = max(gateUntil ?? 0, until) }
+            if let until = plan?.gateUntil { closeGate(until: until, reason: plan?.gateReason ?? .transport) }
+        }
+
+        mutating func closeGate(until: Int64, reason: GateReason) {
+            if until > gate?.until ?? 0 { gate = (until, reason) }
         }
     }
     /// Identifies this process's leases.
@@ -228,9 +234,10 @@ public final class DeliveryEngine: @unchecked Sendable {
             Log.warn("app paused", ["app": .string(app), "reason": .string(reason)])
         case .resumed:
             Log.info("app resumed", ["app": .string(app)])
-        case .gateClosed(let until, let status):
+        case .gateClosed(let until, let status, let reason):
             Log.warn("app gate closed", [
                 "app": .string(app), "until_ms": .int(until), "status": .int(Int64(status ?? 0)),
+                "reason": .string(reason.rawValue),
             ])
         }
     }
@@ -399,7 +406,9 @@ public final class DeliveryEngine: @unchecked Sendable {
             for (app, box) in boxes {
                 applied[app] = try connection.apply(box.updates, owner: owner, now: now)
                 if let reason = box.pauseReason { _ = try connection.pauseApp(app, reason: reason, now: now) }
-                if let until = box.gateUntil { try connection.closeGate(app, until: until) }
+                if let gate = box.gate {
+                    try connection.closeGate(app, until: gate.until, reason: gate.reason, now: now)
+                }
             }
             return applied
         }) { result in
@@ -437,7 +446,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             var box = outbox[app] ?? Outbox()
             box.updates = failed.updates + box.updates
             box.pauseReason = box.pauseReason ?? failed.pauseReason
-            if let until = failed.gateUntil { box.gateUntil = max(box.gateUntil ?? 0, until) }
+            if let gate = failed.gate { box.closeGate(until: gate.until, reason: gate.reason) }
             outbox[app] = box
         }
         flush()

@@ -8,6 +8,9 @@ public struct OutcomePlan: Sendable, Equatable {
     public var pauseReason: String?
     /// Set when the app's gate closes (a 5xx, a timeout, or any Retry-After): no request before then.
     public var gateUntil: Int64?
+    /// Why the gate closes, when it does. The scheduler names it: the transport's reason for a failure is not the
+    /// planner's to read.
+    public var gateReason: GateReason?
 }
 
 /// Turns a classification into row updates. Pure: the same inputs and random source give the same plan.

@@ -1,12 +1,14 @@
 import Classify
 import Send
 import Queue
+import Synchronization
 
 /// One FCM request about to be sent: the deliveries it carries, in the order FCM will answer them.
 ///
 /// A class: a request goes from the scheduler's queue to the sender thread and back with its answer, and a struct
 /// of a dozen strings and arrays was retained and released field by field at every hand-over (~5 % of Herald's
-/// CPU at FCM's rate, atomics shared between the two threads). Immutable, so sharing it is safe.
+/// CPU at FCM's rate, atomics shared between the two threads). Immutable but for when it was sent (an atomic the
+/// scheduler sets once, before the hand-over), so sharing it is safe.
 public final class PreparedRequest: Sendable {
     public let app: String
     public let message: ClaimedMessage
@@ -14,6 +16,13 @@ public final class PreparedRequest: Sendable {
     public let outbound: OutboundRequest
     public let kind: TargetKind
     public let format: RequestFormat
+    private let sent = Atomic<Int64>(0)
+
+    /// When the scheduler put it on the wire (Unix milliseconds; 0 before): whether its failure is part of the
+    /// fault that last closed the app's gate, or a fault of its own.
+    public var sentAt: Int64 { sent.load(ordering: .relaxed) }
+
+    func markSent(at now: Int64) { sent.store(now, ordering: .relaxed) }
 
     public init(
         app: String, message: ClaimedMessage, deliveries: [ClaimedDelivery], outbound: OutboundRequest,

@@ -12,7 +12,8 @@ extension PGQueueStore {
             connection.query(PGStatusSQL.apps) {
                 AppStatus(
                     name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
-                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4))
+                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
+                    gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
             },
             inflight: countsByApp(PGStatusSQL.inflight, []), dead: countsByApp(PGStatusSQL.dead, []),
             deadSince: lastMinute ? countsByApp(PGStatusSQL.deadSince, [.integer(since)]) : [:],
@@ -50,7 +51,10 @@ extension PGQueueStore {
 /// condition; the tests check the plans). A few rows come back, so where SQLite orders them, `COLLATE "C"` orders
 /// them in bytes as SQLite does, whatever the database's locale.
 enum PGStatusSQL {
-    static let apps = #"SELECT name, paused, pause_reason, paused_at, gate_until FROM apps ORDER BY name COLLATE "C""#
+    static let apps = #"""
+        SELECT name, paused, pause_reason, paused_at, gate_until, gate_reason, gated_at FROM apps
+        ORDER BY name COLLATE "C"
+        """#
 
     /// `deliveries_ready`: the app's queued rows, in one range (an index-only scan: `next_attempt_at` is in it).
     /// PostgreSQL sums no booleans: `count(*) FILTER` where SQLite writes `sum(next_attempt_at <= ?)`.

@@ -331,15 +331,22 @@ extension PGQueueStore {
     public func resumeApp(_ app: String) throws -> Bool {
         try connection.run(
             """
-            UPDATE apps SET paused = 0, pause_reason = NULL, paused_at = NULL, gate_until = 0
+            UPDATE apps SET paused = 0, pause_reason = NULL, paused_at = NULL, gate_until = 0, gate_reason = NULL,
+                gated_at = NULL
             WHERE name = $1 AND paused = 1
             """, .text(app)) > 0
     }
 
-    /// Closes the app's gate until `until` (never shortens a gate already closed for longer).
-    public func closeGate(_ app: String, until: Int64) throws {
+    /// Closes the app's gate until `until` for `reason` (never shortens a gate already closed for longer). A gate
+    /// still closed at `now` keeps the time it closed; an open one closes at `now`.
+    public func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws {
         try ensureApp(app)
         try connection.run(
-            "UPDATE apps SET gate_until = greatest(gate_until, $1) WHERE name = $2", .integer(until), .text(app))
+            """
+            UPDATE apps SET gate_until = $1, gate_reason = $2,
+                gated_at = CASE WHEN gate_until <= $3 OR gated_at IS NULL THEN $3 ELSE gated_at END
+            WHERE name = $4 AND gate_until < $1
+            """,
+            .integer(until), .text(reason.rawValue), .integer(now), .text(app))
     }
 }

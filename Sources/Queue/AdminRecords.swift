@@ -4,8 +4,12 @@ public struct AppStatus: Sendable, Equatable {
     public var paused: Bool
     public var pauseReason: String?
     public var pausedAt: Int64?
-    /// No request to the app's endpoint before this time (Retry-After, 5xx); 0 when open.
+    /// No request to the app's endpoint before this time (Retry-After, 5xx, a transport fault); 0 when open.
     public var gateUntil: Int64
+    /// What closed the gate last (`reset`, `timeout`, `http_503`, `retry_after`, `quota`, …), and when it closed:
+    /// kept while it stays closed, nil until a gate ever closes.
+    public var gateReason: GateReason?
+    public var gatedAt: Int64?
     /// Queued deliveries, due or not.
     public var queued: Int
     /// Queued deliveries whose `next_attempt_at` has come.
@@ -19,7 +23,8 @@ public struct AppStatus: Sendable, Equatable {
 
     public init(
         name: String, paused: Bool = false, pauseReason: String? = nil, pausedAt: Int64? = nil, gateUntil: Int64 = 0,
-        queued: Int = 0, ready: Int = 0, oldestReadySince: Int64? = nil, inflight: Int = 0, dead: Int = 0,
+        gateReason: GateReason? = nil, gatedAt: Int64? = nil, queued: Int = 0, ready: Int = 0,
+        oldestReadySince: Int64? = nil, inflight: Int = 0, dead: Int = 0,
         finishedLastMinute: FinishedCounts = FinishedCounts()
     ) {
         self.name = name
@@ -27,6 +32,8 @@ public struct AppStatus: Sendable, Equatable {
         self.pauseReason = pauseReason
         self.pausedAt = pausedAt
         self.gateUntil = gateUntil
+        self.gateReason = gateReason
+        self.gatedAt = gatedAt
         self.queued = queued
         self.ready = ready
         self.oldestReadySince = oldestReadySince

@@ -38,7 +38,9 @@ public protocol Store: QueueStore {
     func apps() throws -> [AppState]
     func pauseApp(_ app: String, reason: String, now: Int64) throws -> Bool
     func resumeApp(_ app: String) throws -> Bool
-    func closeGate(_ app: String, until: Int64) throws
+    /// Closes the app's gate until `until`, for `reason`, unless it is already closed as long; `now` is when it
+    /// closed, kept while the gate stays closed (`herald status`: gated since).
+    func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws
 
     // MARK: Status
 

@@ -11,7 +11,8 @@ extension Connection {
             query(StatusSQL.apps) {
                 AppStatus(
                     name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
-                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4))
+                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
+                    gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
             },
             inflight: countsByApp(StatusSQL.inflight, []), dead: countsByApp(StatusSQL.dead, []),
             deadSince: lastMinute ? countsByApp(StatusSQL.deadSince, [.integer(since)]) : [:],
@@ -42,7 +43,9 @@ extension Connection {
 /// The status queries, each written so SQLite can answer it from one of the partial indexes (see the tests that
 /// check their query plans).
 enum StatusSQL {
-    static let apps = "SELECT name, paused, pause_reason, paused_at, gate_until FROM apps ORDER BY name"
+    static let apps = """
+        SELECT name, paused, pause_reason, paused_at, gate_until, gate_reason, gated_at FROM apps ORDER BY name
+        """
 
     /// `deliveries_ready`: the app's queued rows, in one range.
     static let queued = """

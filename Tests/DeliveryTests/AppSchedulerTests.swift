@@ -118,7 +118,7 @@ import Testing
         let sent = app.claimed(claim(3), now: now).sentRequests
         var random = random
         let actions = app.answered(sent[0], result: answer(503, retryAfter: "30"), now: now, using: &random)
-        #expect(actions.notes == [.gateClosed(until: now + 30_000, status: 503)])
+        #expect(actions.notes == [.gateClosed(until: now + 30_000, status: 503, reason: .retryAfter)])
         #expect(actions.written.contains { if case .retry(id: 1, _, _, _) = $0 { true } else { false } })
         #expect(actions.written.contains(.release(id: 2)) && actions.written.contains(.release(id: 3)),
                 "claimed rows must not wait on their leases through the gate")
@@ -136,7 +136,7 @@ import Testing
             _ = app.pump(now: at)
             let sent = app.claimed(claim(1, first: at), now: at).sentRequests
             let actions = app.answered(sent[0], result: answer(429), now: at, using: &random)
-            for case .gateClosed(let until, _) in actions.notes { gates.append(until - at) }
+            for case .gateClosed(let until, _, _) in actions.notes { gates.append(until - at) }
             at = app.gateUntil
         }
         #expect(gates == [60_000, 120_000, 240_000])
@@ -146,7 +146,106 @@ import Testing
         _ = app.pump(now: at)
         let again = app.claimed(claim(1, first: at + 1), now: at).sentRequests
         let actions = app.answered(again[0], result: answer(429), now: at, using: &random)
-        #expect(actions.notes == [.gateClosed(until: at + 60_000, status: 429)], "a success starts the backoff over")
+        #expect(actions.notes == [.gateClosed(until: at + 60_000, status: 429, reason: .quota)],
+                "a success starts the backoff over")
+    }
+
+    // MARK: - One fault, one step (SPEC §11)
+
+    @Test func aResetFailingAThousandRequestsInFlightClosesTheGateOnceForTheBase() {
+        var app = scheduler(concurrency: 1_000)
+        let sent = app.claimed(claim(1_000), now: now).sentRequests
+        #expect(sent.count == 1_000)
+        var random = random
+        var notes: [AppScheduler.Note] = []
+        for request in sent {
+            notes += app.answered(request, result: .failure(reason: "reset"), now: now + 2, using: &random).notes
+        }
+        #expect(notes == [.gateClosed(until: now + 2 + 1_000, status: nil, reason: .reset)], "closed once")
+        #expect(app.gateUntil == now + 2 + 1_000, "for the base backoff, not a minute")
+    }
+
+    @Test func aBurstOfTimeoutsToRequestsSentTogetherIsOneFault() {
+        var app = scheduler(concurrency: 25)
+        let sent = app.claimed(claim(25), now: now).sentRequests
+        #expect(sent.count == 25)
+        var random = random
+        var notes: [AppScheduler.Note] = []
+        let timedOut = now + 10_000
+        for (index, request) in sent.enumerated() {
+            let at = timedOut + Int64(index)
+            notes += app.answered(request, result: .failure(reason: "timeout"), now: at, using: &random).notes
+        }
+        #expect(notes == [.gateClosed(until: timedOut + 1_000, status: nil, reason: .timeout)], "closed once")
+        #expect(app.gateUntil == timedOut + 24 + 1_000, "held a base step from the last of them, never grown")
+        // The next fault, of a request sent after the gate reopened, is the second step, not the 26th.
+        let reopened = app.gateUntil
+        let next = app.claimed(claim(1, first: 100), now: reopened).sentRequests
+        let actions = app.answered(next[0], result: .failure(reason: "timeout"), now: reopened + 5, using: &random)
+        #expect(actions.notes == [.gateClosed(until: reopened + 5 + 2_000, status: nil, reason: .timeout)])
+    }
+
+    @Test func separateFaultsGrowTheGateOneStepEachAndASuccessStartsItOver() {
+        var app = scheduler(concurrency: 5)
+        var random = random
+        var at = now
+        var steps: [Int64] = []
+        for fault in 0..<3 {
+            // Five requests in flight together, all failed by one reset, each time after the gate reopened.
+            let sent = app.claimed(claim(5, first: Int64(fault) * 10 + 1), now: at).sentRequests
+            #expect(sent.count == 5)
+            for request in sent {
+                let actions = app.answered(request, result: .failure(reason: "reset"), now: at + 1, using: &random)
+                for case .gateClosed(let until, _, _) in actions.notes { steps.append(until - (at + 1)) }
+            }
+            at = app.gateUntil
+        }
+        #expect(steps == [1_000, 2_000, 4_000], "one step per fault, however many requests it failed")
+        let delivered = app.claimed(claim(1, first: 100), now: at).sentRequests
+        _ = app.answered(delivered[0], result: answer(200), now: at + 1, using: &random)
+        let next = app.claimed(claim(1, first: 101), now: at + 1).sentRequests
+        let actions = app.answered(next[0], result: .failure(reason: "reset"), now: at + 2, using: &random)
+        #expect(actions.notes == [.gateClosed(until: at + 2 + 1_000, status: nil, reason: .reset)],
+                "a success starts the backoff over")
+    }
+
+    @Test func aRequestSentBeforeTheGateClosedFailsWithThatFaultEvenAfterItReopens() {
+        var app = scheduler(concurrency: 2)
+        var random = random
+        let early = app.claimed(claim(2), now: now).sentRequests
+        _ = app.answered(early[0], result: .failure(reason: "reset"), now: now + 1, using: &random)
+        #expect(app.gateUntil == now + 1_001)
+        let later = app.claimed(claim(1, first: 10), now: now + 1_001).sentRequests
+        #expect(later.count == 1, "sent once the gate reopened, beside the early request still in flight")
+        let stale = app.answered(early[1], result: .failure(reason: "timeout"), now: now + 1_500, using: &random)
+        #expect(stale.notes == [.gateClosed(until: now + 2_500, status: nil, reason: .timeout)],
+                "the first fault's: closed again for its step, not grown")
+        let own = app.answered(later[0], result: .failure(reason: "reset"), now: now + 2_600, using: &random)
+        #expect(own.notes == [.gateClosed(until: now + 4_600, status: nil, reason: .reset)],
+                "sent after the gate reopened: a fault of its own, the second step")
+    }
+
+    @Test func theGateNamesWhatClosedIt() {
+        let cases: [(TransportResult, GateReason)] = [
+            (.failure(reason: "reset"), .reset),
+            (.failure(reason: "timeout"), .timeout),
+            (.failure(reason: "connect"), .connect),
+            (.failure(reason: "SSL peer certificate or SSH remote key was not OK"), .transport),
+            (answer(503), .http(503)),
+            (answer(500, retryAfter: "7"), .retryAfter),
+            (answer(429), .quota),
+        ]
+        for (result, reason) in cases {
+            var app = scheduler(concurrency: 1)
+            var random = random
+            let sent = app.claimed(claim(1), now: now).sentRequests
+            let actions = app.answered(sent[0], result: result, now: now, using: &random)
+            #expect(actions.plans.map(\.gateReason) == [reason], "\(result)")
+            let noted = actions.notes.map { note -> GateReason? in
+                if case .gateClosed(_, _, let reason) = note { reason } else { nil }
+            }
+            #expect(noted == [reason], "\(result)")
+        }
     }
 
     @Test func aRefusedSenderPausesTheAppAndNothingMoreIsClaimed() {

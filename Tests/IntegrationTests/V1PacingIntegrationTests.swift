@@ -51,19 +51,22 @@ import Testing
     @Test func quotaExceededWithoutRetryAfterClosesTheGateForAMinute() async throws {
         let (simulator, herald) = try await start([], control: #"{"fail_next": 1, "status": 429}"#)
         _ = try await herald.request("POST", "/v1/messages", body: #"{"to": "tok-a"}"#)
-        var gateUntil: Int64 = 0
-        for _ in 0..<400 where gateUntil == 0 {
+        var gate: (until: Int64, reason: String?, since: Int64?) = (0, nil, nil)
+        for _ in 0..<400 where gate.until == 0 {
             try await Task.sleep(nanoseconds: 25_000_000)
             let connection = try Connection(path: herald.databasePath, mode: .readOnly)
-            gateUntil = try connection.queryOne("SELECT gate_until FROM apps WHERE name = 'default'") {
-                $0.int64(0)
-            } ?? 0
+            gate = try connection.queryOne(
+                "SELECT gate_until, gate_reason, gated_at FROM apps WHERE name = 'default'"
+            ) { ($0.int64(0), $0.optionalString(1), $0.optionalInt64(2)) } ?? gate
         }
         let refused = try #require(try await simulator.requests().first)
         #expect(refused["status"] as? Int == 429)
         let refusedAt = Int64(try #require(refused["at"] as? Int))
-        #expect(gateUntil >= refusedAt + 59_000, "a quota error without Retry-After closes the gate for a minute")
-        #expect(gateUntil <= refusedAt + 65_000)
+        #expect(gate.until >= refusedAt + 59_000, "a quota error without Retry-After closes the gate for a minute")
+        #expect(gate.until <= refusedAt + 65_000)
+        #expect(gate.reason == "quota", "herald status says why")
+        let since = try #require(gate.since)
+        #expect(since >= refusedAt - 1_000 && since <= refusedAt + 5_000, "and since when: \(since - refusedAt) ms")
     }
 
     @Test func maxRateIsCheckedAtStartUp() throws {

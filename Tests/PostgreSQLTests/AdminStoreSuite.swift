@@ -242,12 +242,40 @@ private let day: Int64 = 86_400_000
         try admin.enqueue(["a"], at: t0)
         try admin.enqueue(["b"], app: "second", at: t0)
         try admin.underTest.pause("default", now: t0 + 5)
-        try admin.underTest.closeGate("second", until: t0 + 9000)
+        try admin.underTest.closeGate("second", until: t0 + 9000, reason: .retryAfter, now: t0 + 6)
         let statuses = try admin.store.appStatuses(now: t0 + 10, lastMinute: true)
         #expect(statuses.count == 2)
         #expect(statuses[0].paused && statuses[0].pauseReason == "test" && statuses[0].pausedAt == t0 + 5)
-        #expect(statuses[0].gateUntil == 0)
+        #expect(statuses[0].gateUntil == 0 && statuses[0].gateReason == nil && statuses[0].gatedAt == nil)
         #expect(!statuses[1].paused && statuses[1].pauseReason == nil && statuses[1].gateUntil == t0 + 9000)
+        #expect(statuses[1].gateReason == .retryAfter && statuses[1].gatedAt == t0 + 6)
+    }
+
+    @Test(arguments: Engine.allCases) func aGateKeepsWhatClosedItLastAndSinceWhenItHasBeenClosed(
+        _ engine: Engine
+    ) throws {
+        let admin = try Admin(engine)
+        try admin.enqueue(["a"], at: t0)
+        let gate = { () throws -> (until: Int64, reason: GateReason?, since: Int64?) in
+            let status = try #require(try admin.store.appStatuses(now: t0, lastMinute: false).first)
+            return (status.gateUntil, status.gateReason, status.gatedAt)
+        }
+        try admin.underTest.closeGate("default", until: t0 + 1_000, reason: .reset, now: t0)
+        #expect(try gate() == (t0 + 1_000, .reset, t0))
+        // Still closed: a later closing names itself but the gate has been closed since t0.
+        try admin.underTest.closeGate("default", until: t0 + 1_500, reason: .timeout, now: t0 + 500)
+        #expect(try gate() == (t0 + 1_500, .timeout, t0))
+        try admin.underTest.closeGate("default", until: t0 + 1_200, reason: .http(503), now: t0 + 600)
+        #expect(try gate() == (t0 + 1_500, .timeout, t0), "a shorter gate changes nothing")
+        // Reopened at t0 + 1500, closed again later: a new closing.
+        try admin.underTest.closeGate("default", until: t0 + 62_000, reason: .quota, now: t0 + 2_000)
+        #expect(try gate() == (t0 + 62_000, .quota, t0 + 2_000))
+        try admin.underTest.pause("default", now: t0 + 3_000)
+        try admin.underTest.resume("default")
+        #expect(try gate() == (0, nil, nil), "resume opens the gate")
+        // A code a newer Herald wrote reads back as it was stored.
+        try admin.underTest.closeGate("default", until: t0 + 1_000, reason: .other("goaway"), now: t0)
+        #expect(try gate() == (t0 + 1_000, .other("goaway"), t0))
     }
 
     @Test(arguments: Engine.allCases) func queueDepthCountsEveryAppAndState(_ engine: Engine) throws {

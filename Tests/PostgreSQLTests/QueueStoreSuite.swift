@@ -178,7 +178,7 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.claim(now: t0 + 1).deliveries.isEmpty)
         #expect(try queue.claim(now: t0 + 1).app?.paused == true)
         try queue.store.resume("default")
-        try queue.store.closeGate("default", until: t0 + 2_000)
+        try queue.store.closeGate("default", until: t0 + 2_000, reason: .http(503), now: t0 + 1)
         #expect(try queue.claim(now: t0 + 1_999).deliveries.isEmpty)
         #expect(try queue.claim(now: t0 + 2_000).deliveries.map(\.token) == ["a"])
     }

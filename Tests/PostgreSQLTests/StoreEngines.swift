@@ -32,7 +32,7 @@ protocol StoreUnderTest: AnyObject {
     func register(_ token: String, app: String, user: String?, now: Int64) throws
     func pause(_ app: String, now: Int64) throws
     func resume(_ app: String) throws
-    func closeGate(_ app: String, until: Int64) throws
+    func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws
     func cancel(_ messageID: String, now: Int64) throws -> Int?
     func setTTLZeroWindow(_ millis: Int64)
     func strings(_ sql: String, _ arguments: [SQLValue]) throws -> [String]
@@ -77,8 +77,8 @@ final class SQLiteStore: StoreUnderTest {
 
     func resume(_ app: String) throws { try connection.transaction { _ = try connection.resumeApp(app) } }
 
-    func closeGate(_ app: String, until: Int64) throws {
-        try connection.transaction { try connection.closeGate(app, until: until) }
+    func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws {
+        try connection.transaction { try connection.closeGate(app, until: until, reason: reason, now: now) }
     }
 
     func cancel(_ messageID: String, now: Int64) throws -> Int? {
@@ -123,7 +123,9 @@ final class PostgresStore: StoreUnderTest {
 
     func resume(_ app: String) throws { try store.write { _ = try $0.resumeApp(app) } }
 
-    func closeGate(_ app: String, until: Int64) throws { try store.write { try $0.closeGate(app, until: until) } }
+    func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws {
+        try store.write { try $0.closeGate(app, until: until, reason: reason, now: now) }
+    }
 
     func cancel(_ messageID: String, now: Int64) throws -> Int? {
         try store.write { try $0.cancelMessage(id: messageID, now: now) }

@@ -110,10 +110,11 @@ private let day: Int64 = 86_400_000
         try enqueue(["a"], at: t0)
         try enqueue(["b"], app: "second", at: t0)
         try connection.pauseApp("default", reason: "401 from FCM", now: t0 + 5)
-        try connection.closeGate("second", until: t0 + 9000)
+        try connection.closeGate("second", until: t0 + 9000, reason: .retryAfter, now: t0 + 6)
         let statuses = try connection.appStatuses(now: t0 + 10, lastMinute: true)
         #expect(statuses[0].paused && statuses[0].pauseReason == "401 from FCM" && statuses[0].pausedAt == t0 + 5)
         #expect(!statuses[1].paused && statuses[1].gateUntil == t0 + 9000)
+        #expect(statuses[1].gateReason == .retryAfter && statuses[1].gatedAt == t0 + 6)
     }
 
     @Test func queueDepthCountsEveryAppAndState() throws {
