@@ -72,10 +72,13 @@ let package = Package(
         .testTarget(
             name: "DeliveryTests",
             dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP"]),
-        .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support"]),
+        // The TLS + HTTP/2 stand-in and the TCP fault proxy (node scripts) as the tests start them: shared by two.
+        .target(name: "NetworkTestSupport", dependencies: ["Send"], path: "Tests/NetworkTestSupport"),
+        .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support", "NetworkTestSupport"]),
         .testTarget(
             name: "IntegrationTests", dependencies: [
                 "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",
+                "NetworkTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

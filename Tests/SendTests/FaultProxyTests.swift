@@ -1,3 +1,4 @@
+import NetworkTestSupport
 import Send
 import Testing
 

@@ -1,5 +1,6 @@
 import Glibc
 import HTTP
+import NetworkTestSupport
 import Send
 import Testing
 

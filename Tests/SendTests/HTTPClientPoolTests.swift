@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import HTTP
+import NetworkTestSupport
 import Send
 import Testing
 

@@ -1,7 +1,9 @@
 import Dispatch
 import Glibc
 import HTTP
+import NetworkTestSupport
 import Send
+import Support
 import Synchronization
 
 /// A handler made of a closure, for tests.
@@ -108,4 +110,37 @@ extension TransportResult {
         guard case .failure(let reason) = self else { return nil }
         return reason
     }
+}
+
+/// Submits `total` requests keeping `window` in flight; returns every result, in completion order.
+func run(
+    _ pool: some RequestTransport, total: Int, window: Int, request: @escaping @Sendable (Int) -> OutboundRequest
+) async -> [TransportResult] {
+    await withCheckedContinuation { continuation in
+        let state = Locked<(submitted: Int, results: [TransportResult])>((0, []))
+        @Sendable func submitNext() {
+            let index = state.withLock { state -> Int? in
+                guard state.submitted < total else { return nil }
+                state.submitted += 1
+                return state.submitted - 1
+            }
+            guard let index else { return }
+            pool.submit(request(index)) { result, _ in
+                let finished = state.withLock { state -> [TransportResult]? in
+                    state.results.append(result)
+                    return state.results.count == total ? state.results : nil
+                }
+                if let finished { continuation.resume(returning: finished) } else { submitNext() }
+            }
+        }
+        for _ in 0..<window { submitNext() }
+    }
+}
+
+/// An FCM v1 send to the stand-in for token `token-INDEX`.
+func message(_ standIn: H2StandIn, _ index: Int, authorization: String = "Bearer a") -> OutboundRequest {
+    OutboundRequest(
+        url: standIn.sendURL,
+        headers: [("Content-Type", "application/json"), ("Authorization", authorization)],
+        body: Array(#"{"message":{"token":"token-\#(index)"}}"#.utf8))
 }

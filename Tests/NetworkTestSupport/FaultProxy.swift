@@ -4,13 +4,13 @@ import Send
 /// `scripts/tcp-fault-proxy.js` under node: a TCP proxy on an ephemeral loopback port in front of `targetPort`, that
 /// resets or freezes every connection through it on command (see the script). TLS passes through: a client dials the
 /// proxy's port and checks the target's certificate.
-final class FaultProxy: @unchecked Sendable {
-    let port: Int
-    let controlPort: Int
+public final class FaultProxy: @unchecked Sendable {
+    public let port: Int
+    public let controlPort: Int
     private let process: Process
     private let controlPool = HTTPClientPool(maxConnectionsPerHost: 1, name: "proxy-control", caFile: nil)
 
-    init(targetPort: Int) throws {
+    public init(targetPort: Int) throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         process = Process()
@@ -48,31 +48,31 @@ final class FaultProxy: @unchecked Sendable {
 
     /// Resets every connection open now; returns how many.
     @discardableResult
-    func reset() async throws -> Int {
+    public func reset() async throws -> Int {
         try await control("reset")["reset"] ?? -1
     }
 
     /// Silences every connection open now (nothing forwarded, nothing closed); returns how many.
     @discardableResult
-    func freeze() async throws -> Int {
+    public func freeze() async throws -> Int {
         try await control("freeze")["frozen"] ?? -1
     }
 
     /// The proxy's counts: `accepted`, `open`, `reset`, `frozen`, `bytes_up`, `bytes_down`.
-    func stats() async throws -> [String: Int] {
+    public func stats() async throws -> [String: Int] {
         try await control("stats")
     }
 
     /// A POST to the control port (the pool only POSTs; the proxy answers /stats to any method).
     private func control(_ path: String) async throws -> [String: Int] {
-        let (result, _) = await send(controlPool, OutboundRequest(url: "http://127.0.0.1:\(controlPort)/\(path)"))
+        let (result, _) = await exchange(controlPool, OutboundRequest(url: "http://127.0.0.1:\(controlPort)/\(path)"))
         guard case .response(200, _, let body, _) = result,
               let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Int]
         else { throw ProxyError(description: "/\(path): \(result)") }
         return object
     }
 
-    struct ProxyError: Error, CustomStringConvertible {
-        var description: String
+    public struct ProxyError: Error, CustomStringConvertible {
+        public var description: String
     }
 }

@@ -4,21 +4,21 @@ import Send
 /// `scripts/fcm-h2-standin.js` under node: a real TLS + HTTP/2 server on an ephemeral loopback port, with a
 /// self-signed certificate made by `openssl` for this run, that counts connections, concurrent streams and the
 /// requests that arrive (see the script for the counts). node and openssl come from `scripts/install-deps`.
-final class H2StandIn: @unchecked Sendable {
-    let port: Int
-    let statsPort: Int
+public final class H2StandIn: @unchecked Sendable {
+    public let port: Int
+    public let statsPort: Int
     /// The certificate to trust: pass it as the pool's `caFile`.
-    let caFile: String
+    public let caFile: String
     private let process: Process
     private let directory: URL
     private let statsPool = HTTPClientPool(maxConnectionsPerHost: 1, name: "standin-stats", caFile: nil)
 
-    var baseURL: String { "https://127.0.0.1:\(port)" }
-    var sendURL: String { baseURL + "/v1/projects/standin/messages:send" }
+    public var baseURL: String { "https://127.0.0.1:\(port)" }
+    public var sendURL: String { baseURL + "/v1/projects/standin/messages:send" }
 
     /// `script`: the server to run, relative to the repository (`scripts/h2-misbehaving-server.js` for one that breaks
     /// HTTP/2's rules on purpose).
-    init(_ arguments: [String] = [], script: String = "scripts/fcm-h2-standin.js") throws {
+    public init(_ arguments: [String] = [], script: String = "scripts/fcm-h2-standin.js") throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-h2-\(UUID().uuidString)")
@@ -68,29 +68,29 @@ final class H2StandIn: @unchecked Sendable {
     }
 
     /// The stand-in's counts right now.
-    func stats() async throws -> Stats {
+    public func stats() async throws -> Stats {
         Stats(try await statsObject())
     }
 
     /// What the server's stats endpoint answers, as JSON.
-    func statsObject() async throws -> [String: Any] {
-        let (result, _) = await send(statsPool, OutboundRequest(url: "http://127.0.0.1:\(statsPort)/stats"))
+    public func statsObject() async throws -> [String: Any] {
+        let (result, _) = await exchange(statsPool, OutboundRequest(url: "http://127.0.0.1:\(statsPort)/stats"))
         guard case .response(200, _, let body, _) = result,
               let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         else { throw StandInError(description: "stats: \(result)") }
         return object
     }
 
-    struct Stats {
-        var sessions: Int
-        var peakSessions: Int
-        var peakStreams: Int
-        var peakSessionStreams: Int
-        var requests: Int
-        var duplicates: Int
-        var refused: Int
+    public struct Stats {
+        public var sessions: Int
+        public var peakSessions: Int
+        public var peakStreams: Int
+        public var peakSessionStreams: Int
+        public var requests: Int
+        public var duplicates: Int
+        public var refused: Int
 
-        init(_ object: [String: Any]) {
+        public init(_ object: [String: Any]) {
             sessions = object["sessions"] as? Int ?? -1
             peakSessions = object["peak_sessions"] as? Int ?? -1
             peakStreams = object["peak_streams"] as? Int ?? -1
@@ -101,8 +101,8 @@ final class H2StandIn: @unchecked Sendable {
         }
     }
 
-    struct StandInError: Error, CustomStringConvertible {
-        var description: String
+    public struct StandInError: Error, CustomStringConvertible {
+        public var description: String
     }
 
     private static func run(_ executable: String, _ arguments: [String]) throws {
@@ -119,35 +119,3 @@ final class H2StandIn: @unchecked Sendable {
     }
 }
 
-/// Submits `total` requests keeping `window` in flight; returns every result, in completion order.
-func run(
-    _ pool: some RequestTransport, total: Int, window: Int, request: @escaping @Sendable (Int) -> OutboundRequest
-) async -> [TransportResult] {
-    await withCheckedContinuation { continuation in
-        let state = Locked<(submitted: Int, results: [TransportResult])>((0, []))
-        @Sendable func submitNext() {
-            let index = state.withLock { state -> Int? in
-                guard state.submitted < total else { return nil }
-                state.submitted += 1
-                return state.submitted - 1
-            }
-            guard let index else { return }
-            pool.submit(request(index)) { result, _ in
-                let finished = state.withLock { state -> [TransportResult]? in
-                    state.results.append(result)
-                    return state.results.count == total ? state.results : nil
-                }
-                if let finished { continuation.resume(returning: finished) } else { submitNext() }
-            }
-        }
-        for _ in 0..<window { submitNext() }
-    }
-}
-
-/// An FCM v1 send to the stand-in for token `token-INDEX`.
-func message(_ standIn: H2StandIn, _ index: Int, authorization: String = "Bearer a") -> OutboundRequest {
-    OutboundRequest(
-        url: standIn.sendURL,
-        headers: [("Content-Type", "application/json"), ("Authorization", authorization)],
-        body: Array(#"{"message":{"token":"token-\#(index)"}}"#.utf8))
-}
