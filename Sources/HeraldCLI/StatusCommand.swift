@@ -7,8 +7,10 @@ enum StatusCommand {
     static let help = """
         Usage: herald status [--totals] [--db PATH|URL] [--json]
 
-        Shows, per app: whether it is sending, paused (with the reason) or gated after a Retry-After or 5xx (until
-        when); its queued deliveries and how many of them are ready to send now; how long the oldest ready one has
+        Shows, per app: whether it is sending, paused (with the reason) or gated (until when, since when, and what
+        closed the gate: a connection reset, a timeout, a failed connection, a 5xx, a Retry-After or a quota error;
+        a fault closes it once however many requests it failed, for 1 s, doubling only while separate faults go
+        on); its queued deliveries and how many of them are ready to send now; how long the oldest ready one has
         been waiting since it became due; deliveries in flight; dead letters; and what finished in the last minute
         (delivered, dead, dropped). It reads the indexes only, so it answers quickly at millions of rows.
 
@@ -16,7 +18,9 @@ enum StatusCommand {
           --totals    also count every app and state, finished rows included (the queue_depth view); this reads
                       the whole deliveries table, which takes seconds at millions of rows
           --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
-          --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}
+          --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}; a gated app's "gate_reason"
+                      is a short code (reset, timeout, connect, transport, http_503, retry_after, quota) and
+                      "gated_since" the time its gate closed
 
         Example:
           herald status --db /var/lib/herald/herald.db
@@ -55,6 +59,8 @@ enum StatusCommand {
             "paused_at": .optional(app.pausedAt),
             "gated": .bool(app.gateUntil > now),
             "gate_until": app.gateUntil > 0 ? .int(app.gateUntil) : .null,
+            "gate_reason": app.gateUntil > 0 ? .optional(app.gateReason?.rawValue) : .null,
+            "gated_since": app.gateUntil > 0 ? .optional(app.gatedAt) : .null,
             "queued": .int(app.queued),
             "ready": .int(app.ready),
             "scheduled": .int(app.queued - app.ready),
@@ -67,6 +73,20 @@ enum StatusCommand {
                 "dropped": .int(app.finishedLastMinute.dropped),
             ],
         ]
+    }
+
+    /// What closed a gate, for the note under the table: "after a connection reset".
+    static func describe(_ reason: GateReason) -> String {
+        switch reason {
+        case .reset: "a connection reset"
+        case .timeout: "a request timeout"
+        case .connect: "a failed connection"
+        case .transport: "a transport failure"
+        case .retryAfter: "a Retry-After"
+        case .quota: "a quota error"
+        case .http(let status): "an HTTP \(status) answer"
+        case .other(let code): code
+        }
     }
 
     static func json(_ row: QueueDepthRow) -> JSON {
@@ -95,7 +115,9 @@ enum StatusCommand {
             }
             if app.gateUntil > now {
                 let until = "\(Output.time(app.gateUntil)) (\(Output.relative(app.gateUntil, now: now)))"
-                notes.append("\(app.name) is gated until \(until) after a Retry-After or a server error")
+                let cause = app.gateReason.map(describe) ?? "a Retry-After or a server error"
+                let since = app.gatedAt.map { " (since \(Output.time($0)), \(Output.relative($0, now: now)))" } ?? ""
+                notes.append("\(app.name) is gated until \(until) after \(cause)\(since)")
             }
         }
         var output = table.render()

@@ -318,6 +318,26 @@ import Testing
         #expect(delivered?["count"] as? Int == 1)
     }
 
+    @Test func statusSaysWhatClosedAGateAndSinceWhen() throws {
+        try migrate()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try connection().closeGate("default", until: now + 60_000, reason: .reset, now: now - 3_000)
+        try connection().closeGate("second", until: now + 30_000, reason: .http(503), now: now - 1_000)
+
+        let run = try admin(["status", "--json"])
+        #expect(run.status == 0)
+        let apps = try #require(run.json["apps"] as? [[String: Any]])
+        #expect(apps.map { $0["gated"] as? Bool } == [true, true])
+        #expect(apps.map { $0["gate_reason"] as? String } == ["reset", "http_503"])
+        #expect(apps.map { ($0["gated_since"] as? Int).map(Int64.init) } == [now - 3_000, now - 1_000])
+
+        let text = try admin(["status"])
+        let note = try #require(text.stdout.split(separator: "\n").first { $0.hasPrefix("default is gated until") })
+        #expect(note.contains("after a connection reset (since \(Output.time(now - 3_000)), "), "\(note)")
+        #expect(text.stdout.contains("second is gated until"))
+        #expect(text.stdout.contains("after an HTTP 503 answer"))
+    }
+
     // MARK: - dead
 
     /// Four dead letters: two InvalidRegistration of app default (one died 2 h ago), one MismatchSenderId, one of
