@@ -202,8 +202,8 @@ struct ServeConfiguration: Sendable {
         let tokenEventRetention = try duration("token-event-retention", in: 3_600_000...3650 * 86_400_000)
         let lease = try duration("lease", in: 2_000...3_600_000)
         let liveness = HTTP2Liveness(
-            pingAfterMillis: Int(try duration("h2-ping-after", in: 100...600_000)),
-            pingTimeoutMillis: Int(try duration("h2-ping-timeout", in: 100...600_000)))
+            pingAfterMillis: Int(try duration("h2-ping-after", in: 1_000...600_000)),
+            pingTimeoutMillis: Int(try duration("h2-ping-timeout", in: 1_000...600_000)))
         let apiToken = try raw("api-token").flatMap { $0.isEmpty ? nil : $0 }
         let concurrency = try given("concurrency") == nil ? nil : try integer("concurrency", in: 1...10_000)
         var maxRate: Double?
