@@ -10,6 +10,12 @@ public enum Outcome: Sendable, Equatable {
     case delivered(fcmMessageID: String?, canonicalToken: String?)
     /// `NotRegistered`: the delivery is dropped and the token deleted from the registry.
     case notRegistered
+    /// APNs 410: the token is no longer valid since `since` (Apple's `timestamp`, Unix ms, when given): the delivery
+    /// is dropped and the token deleted — unless it was registered again after that time, which Apple could not know.
+    case unregistered(reason: DeliveryReason, since: Int64?)
+    /// APNs' `BadDeviceToken` / `DeviceTokenNotForTopic`: the token can never work for this app, so this delivery is
+    /// dead and the token deleted (FCM's invalid tokens only make dead letters).
+    case invalidToken(reason: DeliveryReason)
     /// The token can never receive this sender's messages (`InvalidRegistration`, `MismatchSenderId`,
     /// `InvalidPackageName`, `MissingRegistration`): this delivery is dead.
     case deadToken(reason: DeliveryReason)

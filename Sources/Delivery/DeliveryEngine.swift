@@ -479,6 +479,11 @@ public final class DeliveryEngine: @unchecked Sendable {
             case .expired:
                 outcomes["dead", default: 0] += 1
                 deadReasons["Expired", default: 0] += 1
+            case .forgetToken(_, .dead, let reason, _, _):
+                outcomes["dead", default: 0] += 1
+                deadReasons[reason.rawValue, default: 0] += 1
+            case .forgetToken:
+                outcomes["dropped", default: 0] += 1
             }
         }
         for (outcome, count) in outcomes {

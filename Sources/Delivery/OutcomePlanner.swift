@@ -35,6 +35,12 @@ public enum OutcomePlanner {
                     id: delivery.id, fcmMessageID: fcmMessageID, canonicalToken: canonicalToken, status: status))
             case .notRegistered:
                 plan.updates.append(.dropped(id: delivery.id, reason: .notRegistered, status: status))
+            case .unregistered(let reason, let since):
+                plan.updates.append(
+                    .forgetToken(id: delivery.id, state: .dropped, reason: reason, status: status, since: since))
+            case .invalidToken(let reason):
+                plan.updates.append(
+                    .forgetToken(id: delivery.id, state: .dead, reason: reason, status: status, since: nil))
             case .deadToken(let reason):
                 plan.updates.append(.dead(id: delivery.id, reason: reason, status: status))
             case .deadMessage(let reason):

@@ -258,8 +258,10 @@ extension PGQueueStore: QueueStore {
 
     // MARK: Token registry
 
-    public func unregister(_ token: String, app: String) throws -> Bool {
-        try connection.run("DELETE FROM tokens WHERE token = $1 AND app = $2", .text(token), .text(app)) > 0
+    public func unregister(_ token: String, app: String, unchangedSince: Int64?) throws -> Bool {
+        try connection.run(
+            "DELETE FROM tokens WHERE token = $1 AND app = $2 AND updated_at <= $3", .text(token), .text(app),
+            .integer(unchangedSince ?? Int64.max)) > 0
     }
 
     public func registeredApp(of token: String) throws -> String? {

@@ -1,3 +1,5 @@
+import Support
+
 /// What an answer does, the same on every engine: the row's new state, and what it means for the token registry.
 extension QueueStore {
     /// Writes the outcome of each leased delivery, and what it means for the token registry, in the caller's
@@ -27,7 +29,7 @@ extension QueueStore {
                    try replaceToken(row.token, with: canonicalToken, app: row.app, messageID: row.messageID, now: now) {
                     applied.tokensReplaced += 1
                 }
-            case .dropped, .dead, .deadMessage, .expired:
+            case .dropped, .dead, .deadMessage, .expired, .forgetToken:
                 let (state, reason, status, charges) = update.ending
                 row = try markEnded(
                     update.id, state: state, reason: reason, status: status, charge: charges ? charge : 0, lease: lease)
@@ -35,6 +37,12 @@ extension QueueStore {
                 if state == .dead { applied.deadLetters += 1 }
                 if case .dropped(_, .notRegistered, _) = update,
                    try forgetToken(row.token, app: row.app, messageID: row.messageID, now: now) {
+                    applied.tokensDeleted += 1
+                }
+                if case .forgetToken(_, _, let reason, _, let since) = update,
+                   try forgetToken(
+                       row.token, app: row.app, messageID: row.messageID, reason: reason, unchangedSince: since,
+                       now: now) {
                     applied.tokensDeleted += 1
                 }
                 if case .deadMessage(_, let reason, _) = update {
@@ -53,16 +61,21 @@ extension QueueStore {
         return applied
     }
 
-    /// FCM said the token is dead: remove it from the registry and record a `deleted` event. Other queued
-    /// deliveries to it are dropped when claimed (`reconcileClaimed`), so it is never sent to again.
+    /// The provider said the token is dead: remove it from the registry and record a `deleted` event. Other queued
+    /// deliveries to it are dropped when claimed (`reconcileClaimed`), so it is never sent to again. With
+    /// `unchangedSince` (APNs' timestamp) a token registered again after that time stays, and nothing is recorded.
     /// Returns whether an event was written.
-    func forgetToken(_ token: String, app: String, messageID: String, now: Int64) throws -> Bool {
-        let registered = try unregister(token, app: app)
+    func forgetToken(
+        _ token: String, app: String, messageID: String, reason: DeliveryReason = .notRegistered,
+        unchangedSince: Int64? = nil, now: Int64
+    ) throws -> Bool {
+        let registered = try unregister(token, app: app, unchangedSince: unchangedSince)
+        if !registered, unchangedSince != nil, try registeredApp(of: token) == app { return false }
         // A token the registry never held is still reported once, for backends that keep their own tables.
         guard try registered || tombstone(app: app, token: token)?.kind != .deleted else { return false }
         try record(
             TokenEvent(app: app, token: token, tombstone: TokenTombstone(kind: .deleted, replacement: nil),
-                       reason: .notRegistered, messageID: messageID), now: now)
+                       reason: reason, messageID: messageID), now: now)
         return true
     }
 

@@ -80,8 +80,9 @@ public protocol QueueStore: AnyObject {
 
     // MARK: Token registry
 
-    /// Removes the token from `app`'s registry; whether it was there.
-    func unregister(_ token: String, app: String) throws -> Bool
+    /// Removes the token from `app`'s registry — when `unchangedSince` is given, only if it was not registered
+    /// (again) after that time; whether a row went.
+    func unregister(_ token: String, app: String, unchangedSince: Int64?) throws -> Bool
     /// The app a token is registered to, if any.
     func registeredApp(of token: String) throws -> String?
     /// Renames a registered token, keeping its user; whether a row changed.

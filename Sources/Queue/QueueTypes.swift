@@ -81,11 +81,15 @@ public enum DeliveryUpdate: Sendable, Equatable {
     case release(id: Int64)
     /// The message's TTL ran out before it could be sent: `dead`/`Expired`, no attempt charged.
     case expired(id: Int64)
+    /// The provider says the token is gone or can never work (APNs' 410, `BadDeviceToken`): the delivery ends in
+    /// `state` (`dropped` or `dead`) and the token is deleted from the registry — with `since` (Apple's timestamp),
+    /// only if it was not registered again after that time.
+    case forgetToken(id: Int64, state: DeliveryState, reason: DeliveryReason, status: Int?, since: Int64?)
 
     public var id: Int64 {
         switch self {
         case .delivered(let id, _, _, _), .dropped(let id, _, _), .dead(let id, _, _), .deadMessage(let id, _, _),
-            .retry(let id, _, _, _), .release(let id), .expired(let id):
+            .retry(let id, _, _, _), .release(let id), .expired(let id), .forgetToken(let id, _, _, _, _):
             id
         }
     }
@@ -93,12 +97,13 @@ public enum DeliveryUpdate: Sendable, Equatable {
 
 extension DeliveryUpdate {
     /// For an update that ends the delivery: its terminal state, reason and status, and whether it charges an
-    /// attempt. Only called for `.dropped`, `.dead`, `.deadMessage` and `.expired`.
+    /// attempt. Only called for `.dropped`, `.dead`, `.deadMessage`, `.expired` and `.forgetToken`.
     var ending: (state: DeliveryState, reason: DeliveryReason, status: Int?, charges: Bool) {
         switch self {
         case .dropped(_, let reason, let status): (.dropped, reason, status, true)
         case .dead(_, let reason, let status), .deadMessage(_, let reason, let status): (.dead, reason, status, true)
         case .expired: (.dead, .expired, nil, false)
+        case .forgetToken(_, let state, let reason, let status, _): (state, reason, status, true)
         case .delivered, .retry, .release: preconditionFailure("\(self) does not end a delivery this way")
         }
     }

@@ -293,8 +293,10 @@ extension Connection: QueueStore {
 
     // MARK: - Token registry
 
-    public func unregister(_ token: String, app: String) throws -> Bool {
-        try run("DELETE FROM tokens WHERE token = ? AND app = ?", .text(token), .text(app)) > 0
+    public func unregister(_ token: String, app: String, unchangedSince: Int64?) throws -> Bool {
+        try run(
+            "DELETE FROM tokens WHERE token = ? AND app = ? AND updated_at <= ?", .text(token), .text(app),
+            .integer(unchangedSince ?? Int64.max)) > 0
     }
 
     public func registeredApp(of token: String) throws -> String? {

@@ -38,6 +38,10 @@ public enum DeliveryReason: Hashable, Sendable {
 
     case v1(V1Code)
 
+    // MARK: APNs reasons with a rule (SPEC §15)
+
+    case apns(APNsCode)
+
     // MARK: Herald's own
 
     /// The TTL ran out before the message could be sent.
@@ -85,6 +89,40 @@ public enum DeliveryReason: Hashable, Sendable {
         case unauthenticated = "UNAUTHENTICATED"
     }
 
+    /// Apple's `reason` strings the APNs table acts on, as Apple spells them. (Its `InternalServerError` is the
+    /// legacy case of the same text.)
+    public enum APNsCode: String, Sendable, CaseIterable {
+        case unregistered = "Unregistered"
+        case expiredToken = "ExpiredToken"
+        case badDeviceToken = "BadDeviceToken"
+        case deviceTokenNotForTopic = "DeviceTokenNotForTopic"
+        case missingDeviceToken = "MissingDeviceToken"
+        case badCollapseID = "BadCollapseId"
+        case badExpirationDate = "BadExpirationDate"
+        case badMessageID = "BadMessageId"
+        case badPriority = "BadPriority"
+        case badPushType = "InvalidPushType"
+        case duplicateHeaders = "DuplicateHeaders"
+        case payloadEmpty = "PayloadEmpty"
+        case payloadTooLarge = "PayloadTooLarge"
+        case badPath = "BadPath"
+        case methodNotAllowed = "MethodNotAllowed"
+        case missingTopic = "MissingTopic"
+        case badTopic = "BadTopic"
+        case topicDisallowed = "TopicDisallowed"
+        case badCertificate = "BadCertificate"
+        case badCertificateEnvironment = "BadCertificateEnvironment"
+        case forbidden = "Forbidden"
+        case invalidProviderToken = "InvalidProviderToken"
+        case missingProviderToken = "MissingProviderToken"
+        case expiredProviderToken = "ExpiredProviderToken"
+        case tooManyRequests = "TooManyRequests"
+        case tooManyProviderTokenUpdates = "TooManyProviderTokenUpdates"
+        case idleTimeout = "IdleTimeout"
+        case serviceUnavailable = "ServiceUnavailable"
+        case shutdown = "Shutdown"
+    }
+
     // MARK: - The stored text
 
     /// The text stored in `deliveries.reason` and `token_events.reason`.
@@ -106,6 +144,7 @@ public enum DeliveryReason: Hashable, Sendable {
         case .topicsMessageRateExceeded: "TopicsMessageRateExceeded"
         case .invalidAPNsCredential: "InvalidApnsCredential"
         case .v1(let code): code.rawValue
+        case .apns(let code): code.rawValue
         case .expired: "Expired"
         case .maxAttempts: "MaxAttempts"
         case .collapsed: "Collapsed"
@@ -143,7 +182,10 @@ public enum DeliveryReason: Hashable, Sendable {
             .expired, .maxAttempts, .collapsed, .replaced, .cancelled, .canonicalID, .invalidResponse,
             .mismatchedResults, .deviceGroupPartialFailure, .unauthorized, .unknownError,
         ]
-        return Dictionary(uniqueKeysWithValues: (fixed + V1Code.allCases.map(v1)).map { ($0.rawValue, $0) })
+        return Dictionary(
+            uniqueKeysWithValues: (fixed + V1Code.allCases.map(v1) + APNsCode.allCases.map(apns)).map {
+                ($0.rawValue, $0)
+            })
     }()
 }
 

@@ -343,6 +343,42 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.events() == ["deleted dead"])
     }
 
+    /// APNs' 410 carries the time Apple learnt the token was gone: a token registered again after it (a reinstall
+    /// Apple had not seen yet) stays; one registered before goes, with its event, as NotRegistered does.
+    @Test(arguments: Engine.allCases)
+    func anUnregisteredTokenGoesUnlessItWasRegisteredAgainAfterTheProvidersTimestamp(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.register("stale", user: "u1")
+        try queue.register("fresh", user: "u2")
+        let message = try queue.enqueue(["stale", "fresh"])
+        let unregistered = DeliveryReason.apns(.unregistered)
+        let applied = try queue.answer(message, [
+            "stale": { .forgetToken(id: $0, state: .dropped, reason: unregistered, status: 410, since: t0 + 5) },
+            "fresh": { .forgetToken(id: $0, state: .dropped, reason: unregistered, status: 410, since: t0 - 5) },
+        ])
+        #expect(applied.tokensDeleted == 1)
+        #expect(try queue.registry() == ["fresh u2"])
+        #expect(try queue.rows() == ["stale dropped/Unregistered", "fresh dropped/Unregistered"])
+        #expect(try queue.store.strings("SELECT kind || ' ' || token || ' ' || reason FROM token_events")
+            == ["deleted stale Unregistered"])
+    }
+
+    /// APNs' `BadDeviceToken`: the delivery is a dead letter and the token can never work, so it goes too.
+    @Test(arguments: Engine.allCases) func anInvalidTokenIsADeadLetterAndLeavesTheRegistry(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.register("bad", user: "u1")
+        let message = try queue.enqueue(["bad"])
+        let applied = try queue.answer(message, [
+            "bad": {
+                .forgetToken(id: $0, state: .dead, reason: .apns(.badDeviceToken), status: 400, since: nil)
+            },
+        ])
+        #expect(applied.tokensDeleted == 1)
+        #expect(try queue.registry().isEmpty)
+        #expect(try queue.rows() == ["bad dead/BadDeviceToken"])
+        #expect(try queue.events() == ["deleted bad"])
+    }
+
     @Test(arguments: Engine.allCases)
     func canonicalIdMovesTheRegistryRowAndRetargetsQueuedDeliveriesWhenClaimed(_ engine: Engine) throws {
         let queue = try Queue(engine)
