@@ -28,7 +28,7 @@ enum V1Message {
     }
 
     /// The v1 `message` members of a legacy-shaped message, without the target.
-    private static func fields(for message: ClaimedMessage, now: Int64) -> [(key: String, value: JSON)] {
+    static func fields(for message: ClaimedMessage, now: Int64) -> [(key: String, value: JSON)] {
         let stored = (try? JSON.parse(Array(message.payload.utf8))) ?? .object([])
         let remaining = LegacyProvider.remainingTTL(message, now: now)
         var fields: [(key: String, value: JSON)] = []
