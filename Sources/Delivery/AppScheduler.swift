@@ -281,6 +281,11 @@ struct AppScheduler {
                 break
             }
             guard let request = pending.popFirst() else { break }
+            if let refusal = request.refusal {
+                write(request.deliveries.map { .deadMessage(id: $0.id, reason: refusal, status: nil) }, plan: nil,
+                      into: &actions)
+                continue
+            }
             // Its TTL (or TTL 0's window) ran out while it waited for a slot: never sent late.
             if request.message.expiresAt <= now {
                 write(request.deliveries.map { .expired(id: $0.id) }, plan: nil, into: &actions)

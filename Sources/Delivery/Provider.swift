@@ -1,6 +1,7 @@
 import Classify
 import Send
 import Queue
+import Support
 import Synchronization
 
 /// One FCM request about to be sent: the deliveries it carries, in the order FCM will answer them.
@@ -16,6 +17,9 @@ public final class PreparedRequest: Sendable {
     public let outbound: OutboundRequest
     public let kind: TargetKind
     public let format: RequestFormat
+    /// Set when the message cannot be sent to this provider at all (an APNs body over Apple's limit): the scheduler
+    /// makes its deliveries dead letters with this reason instead of sending.
+    public let refusal: DeliveryReason?
     private let sent = Atomic<Int64>(0)
 
     /// When the scheduler put it on the wire (Unix milliseconds; 0 before): whether its failure is part of the
@@ -26,8 +30,9 @@ public final class PreparedRequest: Sendable {
 
     public init(
         app: String, message: ClaimedMessage, deliveries: [ClaimedDelivery], outbound: OutboundRequest,
-        kind: TargetKind, format: RequestFormat
+        kind: TargetKind, format: RequestFormat, refusal: DeliveryReason? = nil
     ) {
+        self.refusal = refusal
         self.app = app
         self.message = message
         self.deliveries = deliveries

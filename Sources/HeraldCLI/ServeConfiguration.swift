@@ -11,9 +11,10 @@ import Support
 struct AppConfiguration: Sendable {
     static let legacy = "fcm-legacy"
     static let v1 = "fcm-v1"
+    static let apns = "apns"
 
     var name: String
-    /// `fcm-legacy` or `fcm-v1`.
+    /// `fcm-legacy`, `fcm-v1` or `apns`.
     var provider: String
     /// Legacy: the send URL. v1: the base URL, `https://fcm.googleapis.com`.
     var endpoint: String
@@ -30,6 +31,9 @@ struct AppConfiguration: Sendable {
     var projectID: String?
     var tokenURI: String?
     var serviceAccount: ServiceAccount?
+    /// APNs: the team's `.p8` key file, its id, the team id and the app's bundle id (SPEC §15); the key once
+    /// `ServeConfiguration.check` has read it.
+    var apns: APNsSettings?
 
     init(name: String, provider: String, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
          maxRate: Double? = nil, serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
@@ -48,7 +52,7 @@ struct AppConfiguration: Sendable {
     /// Requests in flight by default. v1: enough to carry FCM's default quota (10,000/s) at a 100 ms round trip,
     /// over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before.
     static func defaultConcurrency(_ provider: String) -> Int {
-        provider == v1 ? 1000 : 64
+        provider == v1 || provider == apns ? 1000 : 64
     }
 }
 
@@ -92,6 +96,11 @@ struct ServeConfiguration: Sendable {
         ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
         ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),
         ("fcm-service-account", nil, "service-account key file of app `default`: sends with FCM HTTP v1"),
+        ("apns-key-file", nil, "APNs .p8 key of app `ios` (with --apns-key-id, --apns-team-id, --apns-topic)"),
+        ("apns-key-id", nil, "the 10-character id of the APNs key (Apple's Key ID)"),
+        ("apns-team-id", nil, "the Apple developer team id that owns the key"),
+        ("apns-topic", nil, "the iOS app's bundle id, e.g. com.example.app"),
+        ("apns-environment", "production", "production or sandbox (development builds of the app)"),
         ("concurrency", nil, "concurrent FCM requests per app (default 1000 for FCM v1, 64 for legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
@@ -218,6 +227,14 @@ struct ServeConfiguration: Sendable {
         let configDirectory = configPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
         var apps = try parseApps(
             file.first(where: { $0.key == "apps" })?.value, concurrency: concurrency, directory: configDirectory)
+        if let app = try apnsApp(given: given, concurrency: concurrency, directory: configDirectory) {
+            guard !apps.contains(where: { $0.name == app.name }) else {
+                throw Invalid(description: """
+                    --apns-key-file configures app "ios", which the config file's "apps" also has: remove one of them
+                    """)
+            }
+            apps.append(app)
+        }
         let fcmKey = try raw("fcm-key").flatMap { $0.isEmpty ? nil : $0 }
         var serviceAccountFile = try given("fcm-service-account").flatMap { $0.isEmpty ? nil : $0 }
         if let path = serviceAccountFile, arguments.value("fcm-service-account") == nil,
@@ -305,6 +322,7 @@ struct ServeConfiguration: Sendable {
             for index in apps.indices {
                 switch apps[index].provider {
                 case AppConfiguration.v1: try Self.loadServiceAccount(&apps[index])
+                case AppConfiguration.apns: break
                 default:
                     if apps[index].serverKey == nil {
                         throw Invalid(description: """
@@ -314,6 +332,11 @@ struct ServeConfiguration: Sendable {
                     }
                 }
             }
+        }
+        // An APNs app sends to Apple (or the endpoint it names) even in the sandbox: its key is always read.
+        for index in apps.indices where apps[index].provider == AppConfiguration.apns {
+            let name = apps[index].name
+            try apps[index].apns?.loadKey(app: name)
         }
         for app in apps where app.provider == AppConfiguration.v1 {
             if app.endpoint.hasSuffix("/fcm/send") {
@@ -374,7 +397,7 @@ struct ServeConfiguration: Sendable {
     }
 
     /// A path from the config file, relative to the file's own directory.
-    private static func resolvePath(_ path: String, against directory: String) -> String {
+    static func resolvePath(_ path: String, against directory: String) -> String {
         path.hasPrefix("/") ? path : URL(fileURLWithPath: directory).appendingPathComponent(path).path
     }
 
@@ -389,6 +412,7 @@ struct ServeConfiguration: Sendable {
             let legacyKeys: Set = ["server_key"]
             let v1Keys: Set = ["service_account_file", "project_id", "token_uri"]
             let known = Set(["name", "provider", "endpoint", "concurrency", "max_rate"]).union(legacyKeys).union(v1Keys)
+                .union(APNsSettings.keys)
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
             }
@@ -403,12 +427,17 @@ struct ServeConfiguration: Sendable {
             }
             let inferred = item["service_account_file"] != nil ? AppConfiguration.v1 : AppConfiguration.legacy
             let provider = item["provider"]?.stringValue ?? inferred
-            guard provider == AppConfiguration.legacy || provider == AppConfiguration.v1 else {
+            guard [AppConfiguration.legacy, AppConfiguration.v1, AppConfiguration.apns].contains(provider) else {
                 throw Invalid(description: """
-                    apps[\(index)] "\(name)": provider "\(provider)" is not supported: use "fcm-v1" or "fcm-legacy"
+                    apps[\(index)] "\(name)": provider "\(provider)" is not supported: use "fcm-v1", "apns" or \
+                    "fcm-legacy"
                     """)
             }
-            let foreign = provider == AppConfiguration.v1 ? legacyKeys : v1Keys
+            let foreign = switch provider {
+            case AppConfiguration.v1: legacyKeys.union(APNsSettings.keys)
+            case AppConfiguration.apns: legacyKeys.union(v1Keys)
+            default: v1Keys.union(APNsSettings.keys)
+            }
             if let misplaced = object.first(where: { foreign.contains($0.key) }) {
                 throw Invalid(description: """
                     apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(provider)"
@@ -432,6 +461,18 @@ struct ServeConfiguration: Sendable {
                 appMaxRate = value
             }
             let isV1 = provider == AppConfiguration.v1
+            if provider == AppConfiguration.apns {
+                let settings = try APNsSettings(
+                    keyFile: item["key_file"]?.stringValue, keyID: item["key_id"]?.stringValue,
+                    teamID: item["team_id"]?.stringValue, topic: item["topic"]?.stringValue,
+                    environment: item["environment"]?.stringValue, app: name, directory: directory)
+                var app = AppConfiguration(
+                    name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? settings.defaultEndpoint,
+                    concurrency: appConcurrency, maxRate: appMaxRate)
+                app.apns = settings
+                apps.append(app)
+                continue
+            }
             apps.append(
                 AppConfiguration(
                     name: name, provider: provider,

@@ -78,6 +78,14 @@ final class Service: Sendable {
                     "client_email": .string(account.clientEmail),
                     "endpoint": .string(app.endpoint), "token_uri": .string(tokenURI),
                 ])
+            } else if app.provider == AppConfiguration.apns, let apns = app.apns, let key = apns.key {
+                provider = APNsProvider(
+                    app: app.name, key: key, keyID: apns.keyID, teamID: apns.teamID, topic: apns.topic,
+                    endpoint: app.endpoint)
+                Log.info("apns app", [
+                    "app": .string(app.name), "topic": .string(apns.topic), "key_id": .string(apns.keyID),
+                    "team_id": .string(apns.teamID), "endpoint": .string(app.endpoint),
+                ])
             } else {
                 provider = LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "")
             }
@@ -90,7 +98,8 @@ final class Service: Sendable {
             knownApps: Set(configuration.apps.map(\.name)),
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
-            legacyApps: Set(apps.filter { $0.provider != AppConfiguration.v1 }.map(\.name)), metrics: metrics,
+            legacyApps: Set(apps.filter { $0.provider == AppConfiguration.legacy }.map(\.name)),
+            apnsApps: Set(apps.filter { $0.provider == AppConfiguration.apns }.map(\.name)), metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections

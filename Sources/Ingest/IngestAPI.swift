@@ -19,6 +19,7 @@ public final class IngestAPI: HTTPHandler {
     private let knownApps: Set<String>?
     private let projects: [String: String]
     private let legacyApps: Set<String>
+    private let apnsApps: Set<String>
     private let maxWriterBacklog: Int
 
     /// - Parameters:
@@ -34,9 +35,11 @@ public final class IngestAPI: HTTPHandler {
     ///     app `default` (no app has a project id).
     ///   - legacyApps: apps that deliver over FCM legacy, which refuse at ingest the v1 messages legacy cannot
     ///     carry (an `fid` target, `webpush`).
+    ///   - apnsApps: apps that deliver over APNs, which addresses devices only: a topic, a condition or an `fid`
+    ///     is refused at ingest.
     public init(
         writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, knownApps: Set<String>? = nil,
-        projects: [String: String] = [:], legacyApps: Set<String> = [],
+        projects: [String: String] = [:], legacyApps: Set<String> = [], apnsApps: Set<String> = [],
         maxWriterBacklog: Int = 20_000, metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
@@ -44,6 +47,7 @@ public final class IngestAPI: HTTPHandler {
         self.knownApps = knownApps
         self.projects = projects
         self.legacyApps = legacyApps
+        self.apnsApps = apnsApps
         self.maxWriterBacklog = maxWriterBacklog
         self.writer = writer
         self.readers = readers
@@ -313,6 +317,18 @@ public final class IngestAPI: HTTPHandler {
 
     /// A v1 message that its app's provider cannot carry: FCM legacy has no FIDs and no web push block.
     private func refusal(of message: IncomingMessage) -> APIError? {
+        if apnsApps.contains(message.app) {
+            let addressed = switch message.target {
+            case .topic: "a topic"
+            case .condition: "a condition"
+            default: message.tokenField == .fid ? "a Firebase Installation ID" : nil
+            }
+            if let addressed {
+                return .invalidParameters("app \"\(message.app)\" delivers over APNs, which cannot address "
+                    + "\(addressed): send to device tokens or users")
+            }
+            return nil
+        }
         guard message.format == .v1, legacyApps.contains(message.app) else { return nil }
         if message.tokenField == .fid {
             return V1MessageValidator.invalid("Invalid value at 'message.fid': app \"\(message.app)\" delivers over "

@@ -41,7 +41,7 @@ public final class V1Provider: Provider {
         self.app = app
         var base = endpoint
         while base.hasSuffix("/") { base.removeLast() }
-        sendURL = base + "/v1/projects/" + Self.pathSegment(projectID) + "/messages:send"
+        sendURL = base + "/v1/projects/" + URLPathSegment.encode(projectID) + "/messages:send"
         self.timeoutMillis = timeoutMillis
         tokens = AccessTokenCache(app: app, account: account, tokenURI: tokenURI, pool: tokenPool)
     }
@@ -182,20 +182,5 @@ public final class V1Provider: Provider {
         } else {
             Log.info("fcm v1 endpoint answers", fields)
         }
-    }
-
-    /// A project id is `[a-z0-9-]`; anything else is percent-encoded rather than allowed to change the path.
-    private static func pathSegment(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                result += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        return result
     }
 }

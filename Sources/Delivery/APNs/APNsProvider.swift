@@ -1,0 +1,117 @@
+import Classify
+import OAuth
+import Queue
+import Send
+import Support
+
+/// Apple's Push Notification service directly (SPEC §15): `POST {endpoint}/3/device/{token}` over HTTP/2, one
+/// device per request, authenticated with the team's ES256 provider token (`APNsProviderToken`).
+///
+/// The message is rendered once for all its deliveries (`APNsNotification`); each request adds its device's path
+/// and its delivery's `apns-id`, the same on every attempt. `APNsClassifier` reads the answers, so claim, retry and
+/// reconciliation are the queue's as for FCM.
+///
+/// ```swift
+/// let provider = APNsProvider(app: "ios", key: try P256PrivateKey(pem: p8), keyID: "ABC123DEFG",
+///                             teamID: "DEF123GHIJ", topic: "com.example.app", endpoint: APNsProvider.production)
+/// ```
+public final class APNsProvider: Provider {
+    public static let production = "https://api.push.apple.com"
+    public static let sandbox = "https://api.sandbox.push.apple.com"
+
+    /// One device per request: HTTP/2 multiplexing carries the fan-out.
+    public let maxTargetsPerRequest = 1
+    public let app: String
+    public let topic: String
+    /// `{endpoint}/3/device/`.
+    let deviceURL: String
+    let tokens: APNsProviderToken
+    public let timeoutMillis: Int
+
+    public init(
+        app: String, key: P256PrivateKey, keyID: String, teamID: String, topic: String, endpoint: String,
+        timeoutMillis: Int = 30_000
+    ) {
+        self.app = app
+        self.topic = topic
+        var base = endpoint
+        while base.hasSuffix("/") { base.removeLast() }
+        deviceURL = base + "/3/device/"
+        tokens = APNsProviderToken(key: key, keyID: keyID, teamID: teamID)
+        self.timeoutMillis = timeoutMillis
+    }
+
+    // MARK: - Provider
+
+    public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
+        let rendered: APNsNotification
+        do {
+            rendered = try APNsNotification.render(message, topic: topic, now: now)
+        } catch {
+            return [PreparedRequest(
+                app: app, message: message, deliveries: deliveries, outbound: OutboundRequest(url: deviceURL),
+                kind: .tokens, format: .json, refusal: error.reason)]
+        }
+        let authorization: String
+        do {
+            authorization = "bearer " + (try tokens.current(now: now))
+        } catch {
+            // The key was read and checked at start: signing fails only if libcrypto does. Every request then
+            // fails with it, and the app is paused with the reason on its first answer.
+            Log.error("apns provider token could not be signed", ["app": .string(app), "error": .string("\(error)")])
+            authorization = "bearer -"
+        }
+        return deliveries.map { delivery in
+            let id = APNsNotification.apnsID(delivery: delivery.id)
+            let headers = [("authorization", authorization), ("apns-id", id)] + rendered.headers
+            return PreparedRequest(
+                app: app, message: message, deliveries: [delivery],
+                outbound: OutboundRequest(
+                    url: deviceURL + URLPathSegment.encode(delivery.token), headers: headers, body: rendered.body,
+                    timeoutMillis: timeoutMillis, keptResponseHeaders: APNsClassifier.headersRead),
+                kind: .tokens, format: .json)
+        }
+    }
+
+    public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
+        guard case .response(let status, let headers, let body, _) = result else {
+            if case .failure(let reason) = result { return Classifier.transportFailure(reason: reason, targetCount: 1) }
+            return Classifier.transportFailure(reason: "no answer", targetCount: 1)
+        }
+        let token = Self.providerToken(of: request)
+        var classification = APNsClassifier.classify(
+            status: status, headers: headers, body: body, now: now, mayRenewCredentials: tokens.mayRenew(token))
+        switch classification.outcomes.first {
+        case .requeue?:
+            // ExpiredProviderToken: a new token once; the same answer to that one pauses the app.
+            if tokens.expired(token, now: now) {
+                Log.warn("apns refused the provider token as expired: signing a new one", ["app": .string(app)])
+            } else {
+                classification = APNsClassifier.classify(
+                    status: status, headers: headers, body: body, now: now, mayRenewCredentials: false)
+            }
+        case .retry(.apns(.tooManyProviderTokenUpdates))?:
+            tokens.renewedTooOften(now: now)
+        default:
+            break
+        }
+        return classification
+    }
+
+    /// Over HTTPS, HTTP/2 with up to 100 requests per connection (fewer when Apple's SETTINGS say so).
+    public func maxConnections(concurrency: Int) -> Int {
+        HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: deviceURL.hasPrefix("https:"))
+    }
+
+    public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
+        HTTP2ClientPool(
+            maxConnectionsPerHost: maxConnections(concurrency: concurrency),
+            http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name,
+            liveness: liveness)
+    }
+
+    private static func providerToken(of request: PreparedRequest) -> String {
+        let value = request.outbound.headers.first { $0.name == "authorization" }?.value ?? ""
+        return value.hasPrefix("bearer ") ? String(value.dropFirst("bearer ".count)) : value
+    }
+}

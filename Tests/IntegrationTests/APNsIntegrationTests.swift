@@ -1,0 +1,133 @@
+import Foundation
+import NetworkTestSupport
+import OAuth
+import Storage
+import Testing
+
+/// The real `herald serve` with an APNs app (SPEC §15) sending to `scripts/apns-h2-standin.js`: node's `http2`
+/// over TLS, which verifies every provider token with node's own crypto against the key's public half, starts each
+/// connection at one concurrent stream and raises it after the first answer, and answers by token prefix as Apple
+/// does.
+@Suite(.serialized) struct APNsIntegrationTests {
+    static let keyID = "ABC123DEFG"
+    static let teamID = "TEAM123456"
+
+    struct Rig {
+        let standIn: H2StandIn
+        let herald: HeraldProcess
+    }
+
+    func start(_ standInArguments: [String] = []) throws -> Rig {
+        let key = try P256PrivateKey.generate()
+        let directory = HeraldProcess.makeDirectory()
+        let keyFile = directory.appendingPathComponent("AuthKey_\(Self.keyID).p8").path
+        try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
+        chmod(keyFile, 0o600)
+        let publicFile = directory.appendingPathComponent("public.pem").path
+        try key.publicKey.pem().write(toFile: publicFile, atomically: true, encoding: .utf8)
+        let standIn = try H2StandIn([
+            "--auth-key", publicFile, "--key-id", Self.keyID, "--team-id", Self.teamID, "--initial-streams", "1",
+            "--delay-ms", "20",
+        ] + standInArguments, script: "scripts/apns-h2-standin.js")
+        let config = directory.appendingPathComponent("herald.json").path
+        try """
+            {"apps": [{"name": "ios", "provider": "apns", "key_file": "\(keyFile)", "key_id": "\(Self.keyID)",
+                       "team_id": "\(Self.teamID)", "topic": "com.example.app",
+                       "endpoint": "https://127.0.0.1:\(standIn.port)"}]}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let herald = try HeraldProcess(
+            directory: directory, arguments: ["--config", config], environment: ["SSL_CERT_FILE": standIn.caFile])
+        return Rig(standIn: standIn, herald: herald)
+    }
+
+    func post(_ rig: Rig, _ body: String) async throws {
+        let reply = try await rig.herald.request("POST", "/v1/messages", body: body)
+        #expect(reply.status == 202, "\(reply.text)")
+    }
+
+    /// `token state/reason` of every delivery, once none is queued or in flight (bounded wait).
+    func settled(_ rig: Rig, count: Int) async throws -> [String: String] {
+        var rows: [String: String] = [:]
+        for _ in 0..<300 {
+            let connection = try Connection(path: rig.herald.databasePath, mode: .readOnly)
+            let all = try connection.query(
+                "SELECT token, state || coalesce('/' || reason, '') FROM deliveries ORDER BY id") {
+                ($0.string(0), $0.string(1))
+            }
+            rows = Dictionary(all, uniquingKeysWith: { $1 })
+            if all.count == count && !all.contains(where: { $0.1.hasPrefix("queued") || $0.1.hasPrefix("inflight") }) {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return rows
+    }
+
+    func registry(_ rig: Rig) throws -> [String] {
+        let connection = try Connection(path: rig.herald.databasePath, mode: .readOnly)
+        return try connection.query("SELECT token FROM tokens ORDER BY token") { $0.string(0) }
+    }
+
+    @Test func everyAnswerOfAppleReachesTheQueueAndTheRegistry() async throws {
+        let rig = try start()
+        defer { rig.herald.stop() }
+        let tokens = ["good-1", "good-2", "unregistered-1", "bad-1", "topic-1", "unavail-1-x"]
+        for token in tokens + ["unregistered-at-1-y"] {
+            let reply = try await rig.herald.request(
+                "PUT", "/v1/tokens/\(token)", body: #"{"app":"ios","user":"u1"}"#)
+            #expect(reply.status == 200 || reply.status == 201, "\(reply.text)")
+        }
+        try await post(rig, #"""
+            {"app":"ios","tokens":\#(tokens + ["unregistered-at-1-y"]),
+             "message":{"notification":{"title":"Hi","body":"there"},"data":{"order":"42"},
+                        "apns":{"headers":{"apns-priority":"10"},"payload":{"aps":{"badge":3}}}}}
+            """#)
+
+        let rows = try await settled(rig, count: 7)
+        #expect(rows["good-1"] == "delivered")
+        #expect(rows["good-2"] == "delivered")
+        #expect(rows["unavail-1-x"] == "delivered", "a 503 is retried")
+        #expect(rows["unregistered-1"] == "dropped/Unregistered")
+        #expect(rows["unregistered-at-1-y"] == "dropped/Unregistered")
+        #expect(rows["bad-1"] == "dead/BadDeviceToken")
+        #expect(rows["topic-1"] == "dead/DeviceTokenNotForTopic")
+        // 410 after the registration deletes; a 410 dated before it (Apple's timestamp 1 ms after the epoch)
+        // leaves the token registered; the invalid ones go.
+        #expect(try registry(rig) == ["good-1", "good-2", "unavail-1-x", "unregistered-at-1-y"])
+
+        let stats = try await rig.standIn.statsObject()
+        #expect(stats["bad_jwt"] as? Int == 0, "every provider token verified by node's crypto")
+        #expect(stats["over_limit"] as? Int == 0, "never more streams than the SETTINGS allowed")
+        #expect(stats["duplicates"] as? Int == 0)
+        let ids = stats["ids"] as? [String: [String]] ?? [:]
+        let retried = ids["unavail-1-x"] ?? []
+        #expect(retried.count == 2 && retried[0] == retried[1], "a retry carries the same apns-id: \(retried)")
+        let headers = stats["headers"] as? [String: [String: String]] ?? [:]
+        #expect(headers["good-1"]?["apns-topic"] == "com.example.app")
+        #expect(headers["good-1"]?["apns-push-type"] == "alert")
+        #expect(headers["good-1"]?["apns-priority"] == "10")
+        let body = (stats["bodies"] as? [String: String] ?? [:])["good-1"] ?? ""
+        #expect(body == #"{"aps":{"alert":{"title":"Hi","body":"there"},"badge":3},"order":"42"}"#)
+    }
+
+    @Test func anExpiredProviderTokenIsRenewedOnceAndTheMessageDelivered() async throws {
+        let rig = try start(["--expire-first", "1"])
+        defer { rig.herald.stop() }
+        try await post(rig, #"{"app":"ios","tokens":["good-1"],"message":{"data":{"a":"b"}}}"#)
+
+        let rows = try await settled(rig, count: 1)
+        #expect(rows["good-1"] == "delivered")
+        let stats = try await rig.standIn.statsObject()
+        #expect(stats["expired_answers"] as? Int == 1)
+        #expect(stats["jwts"] as? Int == 2, "the refused token, then one new token")
+    }
+
+    @Test func aTopicForAnAPNsAppIsRefusedAtIngest() async throws {
+        let rig = try start()
+        defer { rig.herald.stop() }
+        let reply = try await rig.herald.request(
+            "POST", "/v1/messages", body: #"{"app":"ios","message":{"topic":"news","data":{"a":"b"}}}"#)
+        #expect(reply.status == 400)
+        #expect(reply.text.contains("APNs"))
+    }
+}
