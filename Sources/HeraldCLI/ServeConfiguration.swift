@@ -101,7 +101,7 @@ struct ServeConfiguration: Sendable {
         ("apns-team-id", nil, "the Apple developer team id that owns the key"),
         ("apns-topic", nil, "the iOS app's bundle id, e.g. com.example.app"),
         ("apns-environment", "production", "production or sandbox (development builds of the app)"),
-        ("concurrency", nil, "concurrent FCM requests per app (default 1000 for FCM v1, 64 for legacy)"),
+        ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1 and APNs, 64 for FCM legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
         ("sandbox", nil, "send to a built-in FCM v1 simulator on loopback; no credentials needed"),
