@@ -143,8 +143,9 @@ extension HTTP2Connection {
             }
         }
         guard !ended.isEmpty else { return }
-        // GOAWAY refuses the streams above its last id highest first; the lowest goes back to the queue's front last.
-        let endings = ended
+        // Highest id first: refused streams go back to the front of the queue one by one, so the lowest ends up
+        // first and the order they were submitted in is kept.
+        let endings = ended.count > 1 ? ended.sorted { $0.0.id > $1.0.id } : ended
         ended.removeAll(keepingCapacity: true)
         for (stream, end) in endings {
             if end == .tooLarge, let session {

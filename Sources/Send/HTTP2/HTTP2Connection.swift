@@ -372,6 +372,13 @@ final class HTTP2Connection {
         }
         loop.core.statistics.closed(cause)
         if failure == "reset" { loop.core.statistics.lostRequests(unanswered.count) }
+        if cause == .idle || cause == .shutdown, let session {
+            // A polite end, best effort (one write, no waiting): GOAWAY tells the server nothing more will come.
+            // Closed first, so that a write failing on the way does not close it a second time.
+            state = .closed
+            nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
+            if blockedWriteLength == 0 && takeOutput() { writeOutput() }
+        }
         release()
         loop.closed(self)
         for stream in unanswered { loop.finish(stream, .failure(reason: failure)) }
