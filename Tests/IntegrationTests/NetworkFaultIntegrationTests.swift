@@ -5,7 +5,7 @@ import Storage
 import Testing
 
 /// The real `herald serve` sending FCM v1 over TLS + HTTP/2 to node's `http2` (the stand-in, answering after a
-/// delay so that many requests are in flight) through a TCP proxy that resets or freezes every connection on
+/// long delay so that every request is in flight when the fault comes) through a TCP proxy that resets or freezes every connection on
 /// command: what a load balancer's restart, a NAT flush or a dead path does to a real network (SPEC §11).
 @Suite(.serialized) struct NetworkFaultIntegrationTests {
     static let total = 400
@@ -19,7 +19,8 @@ import Testing
     /// The stand-in, the proxy in front of it, and Herald sending through the proxy (the token endpoint is reached
     /// directly: only messages:send goes through the faults).
     func start(_ arguments: [String] = []) throws -> Rig {
-        let standIn = try H2StandIn(["--delay-ms", "300"])
+        // Answers take 5 s: whatever the machine's load, the requests are still in flight when the fault comes.
+        let standIn = try H2StandIn(["--delay-ms", "5000"])
         let proxy = try FaultProxy(targetPort: standIn.port)
         let directory = HeraldProcess.makeDirectory()
         let keyFile = try V1IntegrationTests.writeServiceAccount(
