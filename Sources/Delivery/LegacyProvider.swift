@@ -46,8 +46,8 @@ public struct LegacyProvider: Provider {
             Classifier.classify(
                 status: status, headers: headers, body: body, targetCount: request.deliveries.count,
                 kind: request.kind, format: request.format, now: now)
-        case .failure(let reason):
-            Classifier.transportFailure(reason: reason, targetCount: request.deliveries.count)
+        case .failure(let failure):
+            Classifier.transportFailure(reason: DeliveryReason(failure), targetCount: request.deliveries.count)
         }
     }
 

@@ -61,7 +61,7 @@ import Testing
 
     @Test func transportFailuresRetryEveryToken() {
         let request = provider.requests(for: message(), deliveries: deliveries(3), now: now)[0]
-        let classification = provider.classify(.failure(reason: "timeout"), of: request, now: now)
+        let classification = provider.classify(.failure(.timeout), of: request, now: now)
         #expect(classification.outcomes == Array(repeating: .retry(reason: .other("timeout")), count: 3))
         #expect(classification.closesGate)
     }

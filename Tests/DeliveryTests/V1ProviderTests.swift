@@ -160,7 +160,7 @@ import Testing
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
         let request = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)[0]
-        let classification = provider.classify(.failure(reason: "timeout"), of: request, now: now)
+        let classification = provider.classify(.failure(.timeout), of: request, now: now)
         #expect(classification.outcomes == [.retry(reason: .other("timeout"))])
         #expect(classification.closesGate)
     }

@@ -75,8 +75,10 @@ public final class V1Provider: Provider {
 
     public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
         guard case .response(let status, let headers, let body, let version) = result else {
-            if case .failure(let reason) = result { return V1Classifier.transportFailure(reason: reason) }
-            return V1Classifier.transportFailure(reason: "no answer")
+            guard case .failure(let failure) = result else {
+                return V1Classifier.transportFailure(reason: .other("no answer"))
+            }
+            return V1Classifier.transportFailure(reason: DeliveryReason(failure))
         }
         noteHTTPVersion(version)
         var classification = V1Classifier.classify(
