@@ -1,3 +1,4 @@
+import Queue
 import Support
 
 /// Turns one FCM legacy answer into one `Outcome` per target sent (SPEC §6). Pure: no I/O, no clock, no logging;

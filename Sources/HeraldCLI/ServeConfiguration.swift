@@ -9,12 +9,8 @@ import Support
 
 /// One app: where its pushes go and with which credentials. Secrets stay in memory only.
 struct AppConfiguration: Sendable {
-    static let legacy = "fcm-legacy"
-    static let v1 = "fcm-v1"
-
     var name: String
-    /// `fcm-legacy` or `fcm-v1`.
-    var provider: String
+    var provider: ProviderKind
     /// Legacy: the send URL. v1: the base URL, `https://fcm.googleapis.com`.
     var endpoint: String
     var serverKey: String?
@@ -31,7 +27,7 @@ struct AppConfiguration: Sendable {
     var tokenURI: String?
     var serviceAccount: ServiceAccount?
 
-    init(name: String, provider: String, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
+    init(name: String, provider: ProviderKind, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
          maxRate: Double? = nil, serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
         self.name = name
         self.provider = provider
@@ -47,8 +43,8 @@ struct AppConfiguration: Sendable {
 
     /// Requests in flight by default. v1: enough to carry FCM's default quota (10,000/s) at a 100 ms round trip,
     /// over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before.
-    static func defaultConcurrency(_ provider: String) -> Int {
-        provider == v1 ? 1000 : 64
+    static func defaultConcurrency(_ provider: ProviderKind) -> Int {
+        provider == .fcmV1 ? 1000 : 64
     }
 }
 
@@ -235,7 +231,7 @@ struct ServeConfiguration: Sendable {
         if let index = apps.firstIndex(where: { $0.name == "default" }) {
             if let fcmKey {
                 // Legacy FCM no longer delivers: never let a stray HERALD_FCM_KEY turn a v1 app back into it.
-                guard apps[index].provider == AppConfiguration.legacy else {
+                guard apps[index].provider == .fcmLegacy else {
                     throw Invalid(description: """
                         app "default" is "fcm-v1" in the config file, and --fcm-key (or HERALD_FCM_KEY) gives it a \
                         legacy server key: remove one of them
@@ -244,8 +240,8 @@ struct ServeConfiguration: Sendable {
                 apps[index].serverKey = fcmKey
             }
             if let serviceAccountFile {
-                if apps[index].provider != AppConfiguration.v1 { apps[index].endpoint = defaultV1Endpoint }
-                apps[index].provider = AppConfiguration.v1
+                if apps[index].provider != .fcmV1 { apps[index].endpoint = defaultV1Endpoint }
+                apps[index].provider = .fcmV1
                 apps[index].serviceAccountFile = serviceAccountFile
                 apps[index].serverKey = nil
             }
@@ -255,18 +251,18 @@ struct ServeConfiguration: Sendable {
             let given = try given("fcm-endpoint")
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: AppConfiguration.v1, endpoint: given ?? defaultV1Endpoint,
+                    name: "default", provider: .fcmV1, endpoint: given ?? defaultV1Endpoint,
                     concurrency: concurrency, maxRate: maxRate, serviceAccountFile: serviceAccountFile), at: 0)
         } else if fcmKey != nil {
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: AppConfiguration.legacy, endpoint: endpoint, serverKey: fcmKey,
+                    name: "default", provider: .fcmLegacy, endpoint: endpoint, serverKey: fcmKey,
                     concurrency: concurrency, maxRate: maxRate), at: 0)
         } else if sandbox {
             // What production runs: FCM HTTP v1, against the built-in simulator with a throw-away service account.
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: AppConfiguration.v1, endpoint: defaultV1Endpoint,
+                    name: "default", provider: .fcmV1, endpoint: defaultV1Endpoint,
                     concurrency: concurrency ?? Self.sandboxConcurrency, maxRate: maxRate), at: 0)
         }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
@@ -304,8 +300,8 @@ struct ServeConfiguration: Sendable {
             }
             for index in apps.indices {
                 switch apps[index].provider {
-                case AppConfiguration.v1: try Self.loadServiceAccount(&apps[index])
-                default:
+                case .fcmV1: try Self.loadServiceAccount(&apps[index])
+                case .fcmLegacy:
                     if apps[index].serverKey == nil {
                         throw Invalid(description: """
                             app "\(apps[index].name)" has no server key ("server_key" in the config file, or \
@@ -315,7 +311,7 @@ struct ServeConfiguration: Sendable {
                 }
             }
         }
-        for app in apps where app.provider == AppConfiguration.v1 {
+        for app in apps where app.provider == .fcmV1 {
             if app.endpoint.hasSuffix("/fcm/send") {
                 throw Invalid(description: """
                     app "\(app.name)" uses FCM HTTP v1: its endpoint is a base URL such as \(Self.defaultV1Endpoint), \
@@ -401,17 +397,21 @@ struct ServeConfiguration: Sendable {
             for (key, value) in object where value.stringValue == nil && key != "concurrency" && key != "max_rate" {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
-            let inferred = item["service_account_file"] != nil ? AppConfiguration.v1 : AppConfiguration.legacy
-            let provider = item["provider"]?.stringValue ?? inferred
-            guard provider == AppConfiguration.legacy || provider == AppConfiguration.v1 else {
-                throw Invalid(description: """
-                    apps[\(index)] "\(name)": provider "\(provider)" is not supported: use "fcm-v1" or "fcm-legacy"
-                    """)
+            let provider: ProviderKind
+            if let named = item["provider"]?.stringValue {
+                guard let kind = ProviderKind(rawValue: named) else {
+                    throw Invalid(description: """
+                        apps[\(index)] "\(name)": provider "\(named)" is not supported: use "fcm-v1" or "fcm-legacy"
+                        """)
+                }
+                provider = kind
+            } else {
+                provider = item["service_account_file"] != nil ? .fcmV1 : .fcmLegacy
             }
-            let foreign = provider == AppConfiguration.v1 ? legacyKeys : v1Keys
+            let foreign = provider == .fcmV1 ? legacyKeys : v1Keys
             if let misplaced = object.first(where: { foreign.contains($0.key) }) {
                 throw Invalid(description: """
-                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(provider)"
+                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(provider.rawValue)"
                     """)
             }
             var appConcurrency = concurrency
@@ -431,7 +431,7 @@ struct ServeConfiguration: Sendable {
                 }
                 appMaxRate = value
             }
-            let isV1 = provider == AppConfiguration.v1
+            let isV1 = provider == .fcmV1
             apps.append(
                 AppConfiguration(
                     name: name, provider: provider,

@@ -1,4 +1,5 @@
 import Classify
+import Queue
 import Testing
 
 private let now: Int64 = 1_700_000_000_000

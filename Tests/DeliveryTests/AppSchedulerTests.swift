@@ -27,7 +27,7 @@ import Testing
         for id in first..<(first + Int64(count)) {
             result.deliveries.append(ClaimedDelivery(id: id, messageID: "m\(id)", token: "t\(id)", attempts: 0))
             result.messages["m\(id)"] = ClaimedMessage(
-                id: "m\(id)", app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: "tokens", ttlSeconds: 600,
+                id: "m\(id)", app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: .tokens, ttlSeconds: 600,
                 dryRun: false, expiresAt: expiresAt ?? now + 600_000)
         }
         return result
