@@ -37,7 +37,8 @@ let package = Package(
         .target(
             name: "PostgreSQL", dependencies: ["CLibPQ", "Queue", "Storage", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Queue", "HTTP", "Support"]),
-        .target(name: "Classify", dependencies: ["Support"]),
+        // Reads a request's TargetKind, a type of the queue's.
+        .target(name: "Classify", dependencies: ["Queue", "Support"]),
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
@@ -65,7 +66,7 @@ let package = Package(
             name: "PostgreSQLTests",
             dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support"]),
-        .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
+        .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Queue", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),

@@ -1,3 +1,4 @@
+import Queue
 import Support
 
 // MARK: - JSON replies (HTTP 200)

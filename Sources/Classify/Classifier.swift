@@ -1,3 +1,4 @@
+import Queue
 import Support
 
 /// Turns one FCM legacy answer into one `Outcome` per target sent (SPEC §6). Pure: no I/O, no clock, no logging;
@@ -27,9 +28,9 @@ public enum Classifier {
     }
 
     /// Timeout, reset, DNS or connect failure: every target retries, and the gate closes like a 5xx. `reason` is
-    /// the sender's description, stored as it is.
-    public static func transportFailure(reason: String, targetCount: Int) -> Classification {
-        Classification(outcomes: every(.retry(reason: DeliveryReason(stored: reason)), max(0, targetCount)),
+    /// the sender's description of the failure (`DeliveryReason(stored: failure.description)`), stored as it is.
+    public static func transportFailure(reason: DeliveryReason, targetCount: Int) -> Classification {
+        Classification(outcomes: every(.retry(reason: reason), max(0, targetCount)),
                        retryAfterUntil: nil, closesGate: true)
     }
 

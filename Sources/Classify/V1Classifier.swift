@@ -39,7 +39,7 @@ public enum V1Classifier {
     }
 
     /// Timeout, reset, DNS or connect failure: retry, and the gate closes like a 5xx.
-    public static func transportFailure(reason: String) -> Classification {
+    public static func transportFailure(reason: DeliveryReason) -> Classification {
         Classifier.transportFailure(reason: reason, targetCount: 1)
     }
 

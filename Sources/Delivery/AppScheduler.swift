@@ -158,7 +158,7 @@ struct AppScheduler {
     ) -> [Action] {
         inFlight -= 1
         var actions: [Action] = []
-        if case .failure("cancelled") = result {
+        if case .failure(.cancelled) = result {
             // Cancelled at shutdown: never charged.
             write(request.deliveries.map { .release(id: $0.id) }, plan: nil, into: &actions)
             return actions
@@ -359,12 +359,12 @@ struct AppScheduler {
     /// The short code `herald status` shows for a gate closed by this answer.
     private static func gateReason(_ result: TransportResult, retryAfter: Bool, quota: Bool) -> GateReason {
         switch result {
-        case .failure(let reason):
-            switch reason {
-            case "reset": .reset
-            case "timeout": .timeout
-            case "connect": .connect
-            default: .transport
+        case .failure(let failure):
+            switch failure {
+            case .reset: .reset
+            case .timeout: .timeout
+            case .connect: .connect
+            case .cancelled, .responseTooLarge, .other: .transport
             }
         case .response(let status, _, _, _):
             retryAfter ? .retryAfter : quota ? .quota : .http(status)

@@ -362,8 +362,8 @@ public final class DeliveryEngine: @unchecked Sendable {
                 "app": .string(runtime.app.name), "status": .int(Int64(status)),
                 "deliveries": .int(Int64(request.deliveries.count)), "seconds": .double(seconds),
             ])
-        } else if case .failure(let reason) = result, reason != "cancelled" {
-            tally.add(runtime, code: reason, seconds: seconds)
+        } else if case .failure(let failure) = result, failure != .cancelled {
+            tally.add(runtime, code: failure.description, seconds: seconds)
         }
         let actions = runtime.scheduler.answered(request, result: result, now: Clock.nowMillis(), using: &random)
         perform(actions, on: runtime)

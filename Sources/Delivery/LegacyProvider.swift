@@ -21,11 +21,7 @@ public struct LegacyProvider: Provider {
     }
 
     public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
-        let kind: TargetKind = switch message.targetKind {
-        case "topic": .topic
-        case "condition": .condition
-        default: .tokens
-        }
+        let kind = message.targetKind
         // Topics and conditions have one delivery each; tokens share requests of up to 1000.
         let size = kind == .tokens ? Self.maxTokensPerRequest : 1
         return stride(from: 0, to: deliveries.count, by: size).map { start in
@@ -46,8 +42,8 @@ public struct LegacyProvider: Provider {
             Classifier.classify(
                 status: status, headers: headers, body: body, targetCount: request.deliveries.count,
                 kind: request.kind, format: request.format, now: now)
-        case .failure(let reason):
-            Classifier.transportFailure(reason: reason, targetCount: request.deliveries.count)
+        case .failure(let failure):
+            Classifier.transportFailure(reason: DeliveryReason(failure), targetCount: request.deliveries.count)
         }
     }
 

@@ -59,8 +59,8 @@ enum MessageCommand {
         var lines = [
             "message      \(record.id)",
             "app          \(record.app)",
-            "target       \(record.targetKind)",
-            "priority     \(record.priority)",
+            "target       \(record.targetKind.rawValue)",
+            "priority     \(record.priority.rawValue)",
             "ttl          \(record.ttlSeconds)s, expires \(Output.time(record.expiresAt))"
                 + " (\(Output.relative(record.expiresAt, now: now)))",
             "created      \(Output.time(record.createdAt)) (\(Output.relative(record.createdAt, now: now)))",

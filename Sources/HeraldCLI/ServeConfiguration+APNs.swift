@@ -89,7 +89,7 @@ extension ServeConfiguration {
             topic: try flag("apns-topic"), environment: try given("apns-environment"), app: "ios",
             directory: nil)
         var app = AppConfiguration(
-            name: "ios", provider: AppConfiguration.apns, endpoint: settings.defaultEndpoint, concurrency: concurrency)
+            name: "ios", provider: .apns, endpoint: settings.defaultEndpoint, concurrency: concurrency)
         app.apns = settings
         return app
     }

@@ -9,13 +9,8 @@ import Support
 
 /// One app: where its pushes go and with which credentials. Secrets stay in memory only.
 struct AppConfiguration: Sendable {
-    static let legacy = "fcm-legacy"
-    static let v1 = "fcm-v1"
-    static let apns = "apns"
-
     var name: String
-    /// `fcm-legacy`, `fcm-v1` or `apns`.
-    var provider: String
+    var provider: ProviderKind
     /// Legacy: the send URL. v1: the base URL, `https://fcm.googleapis.com`.
     var endpoint: String
     var serverKey: String?
@@ -35,7 +30,7 @@ struct AppConfiguration: Sendable {
     /// `ServeConfiguration.check` has read it.
     var apns: APNsSettings?
 
-    init(name: String, provider: String, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
+    init(name: String, provider: ProviderKind, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
          maxRate: Double? = nil, serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
         self.name = name
         self.provider = provider
@@ -51,8 +46,8 @@ struct AppConfiguration: Sendable {
 
     /// Requests in flight by default. v1: enough to carry FCM's default quota (10,000/s) at a 100 ms round trip,
     /// over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before.
-    static func defaultConcurrency(_ provider: String) -> Int {
-        provider == v1 || provider == apns ? 1000 : 64
+    static func defaultConcurrency(_ provider: ProviderKind) -> Int {
+        provider == .fcmLegacy ? 64 : 1000
     }
 }
 
@@ -252,7 +247,7 @@ struct ServeConfiguration: Sendable {
         if let index = apps.firstIndex(where: { $0.name == "default" }) {
             if let fcmKey {
                 // Legacy FCM no longer delivers: never let a stray HERALD_FCM_KEY turn a v1 app back into it.
-                guard apps[index].provider == AppConfiguration.legacy else {
+                guard apps[index].provider == .fcmLegacy else {
                     throw Invalid(description: """
                         app "default" is "fcm-v1" in the config file, and --fcm-key (or HERALD_FCM_KEY) gives it a \
                         legacy server key: remove one of them
@@ -261,8 +256,8 @@ struct ServeConfiguration: Sendable {
                 apps[index].serverKey = fcmKey
             }
             if let serviceAccountFile {
-                if apps[index].provider != AppConfiguration.v1 { apps[index].endpoint = defaultV1Endpoint }
-                apps[index].provider = AppConfiguration.v1
+                if apps[index].provider != .fcmV1 { apps[index].endpoint = defaultV1Endpoint }
+                apps[index].provider = .fcmV1
                 apps[index].serviceAccountFile = serviceAccountFile
                 apps[index].serverKey = nil
             }
@@ -272,18 +267,18 @@ struct ServeConfiguration: Sendable {
             let given = try given("fcm-endpoint")
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: AppConfiguration.v1, endpoint: given ?? defaultV1Endpoint,
+                    name: "default", provider: .fcmV1, endpoint: given ?? defaultV1Endpoint,
                     concurrency: concurrency, maxRate: maxRate, serviceAccountFile: serviceAccountFile), at: 0)
         } else if fcmKey != nil {
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: AppConfiguration.legacy, endpoint: endpoint, serverKey: fcmKey,
+                    name: "default", provider: .fcmLegacy, endpoint: endpoint, serverKey: fcmKey,
                     concurrency: concurrency, maxRate: maxRate), at: 0)
         } else if sandbox {
             // What production runs: FCM HTTP v1, against the built-in simulator with a throw-away service account.
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: AppConfiguration.v1, endpoint: defaultV1Endpoint,
+                    name: "default", provider: .fcmV1, endpoint: defaultV1Endpoint,
                     concurrency: concurrency ?? Self.sandboxConcurrency, maxRate: maxRate), at: 0)
         }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
@@ -321,9 +316,9 @@ struct ServeConfiguration: Sendable {
             }
             for index in apps.indices {
                 switch apps[index].provider {
-                case AppConfiguration.v1: try Self.loadServiceAccount(&apps[index])
-                case AppConfiguration.apns: break
-                default:
+                case .fcmV1: try Self.loadServiceAccount(&apps[index])
+                case .apns: break
+                case .fcmLegacy:
                     if apps[index].serverKey == nil {
                         throw Invalid(description: """
                             app "\(apps[index].name)" has no server key ("server_key" in the config file, or \
@@ -334,11 +329,11 @@ struct ServeConfiguration: Sendable {
             }
         }
         // An APNs app sends to Apple (or the endpoint it names) even in the sandbox: its key is always read.
-        for index in apps.indices where apps[index].provider == AppConfiguration.apns {
+        for index in apps.indices where apps[index].provider == .apns {
             let name = apps[index].name
             try apps[index].apns?.loadKey(app: name)
         }
-        for app in apps where app.provider == AppConfiguration.v1 {
+        for app in apps where app.provider == .fcmV1 {
             if app.endpoint.hasSuffix("/fcm/send") {
                 throw Invalid(description: """
                     app "\(app.name)" uses FCM HTTP v1: its endpoint is a base URL such as \(Self.defaultV1Endpoint), \
@@ -425,22 +420,26 @@ struct ServeConfiguration: Sendable {
             for (key, value) in object where value.stringValue == nil && key != "concurrency" && key != "max_rate" {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
-            let inferred = item["service_account_file"] != nil ? AppConfiguration.v1 : AppConfiguration.legacy
-            let provider = item["provider"]?.stringValue ?? inferred
-            guard [AppConfiguration.legacy, AppConfiguration.v1, AppConfiguration.apns].contains(provider) else {
-                throw Invalid(description: """
-                    apps[\(index)] "\(name)": provider "\(provider)" is not supported: use "fcm-v1", "apns" or \
-                    "fcm-legacy"
-                    """)
+            let provider: ProviderKind
+            if let named = item["provider"]?.stringValue {
+                guard let kind = ProviderKind(rawValue: named) else {
+                    throw Invalid(description: """
+                        apps[\(index)] "\(name)": provider "\(named)" is not supported: use "fcm-v1", "apns" or \
+                        "fcm-legacy"
+                        """)
+                }
+                provider = kind
+            } else {
+                provider = item["service_account_file"] != nil ? .fcmV1 : .fcmLegacy
             }
             let foreign = switch provider {
-            case AppConfiguration.v1: legacyKeys.union(APNsSettings.keys)
-            case AppConfiguration.apns: legacyKeys.union(v1Keys)
-            default: v1Keys.union(APNsSettings.keys)
+            case .fcmV1: legacyKeys.union(APNsSettings.keys)
+            case .apns: legacyKeys.union(v1Keys)
+            case .fcmLegacy: v1Keys.union(APNsSettings.keys)
             }
             if let misplaced = object.first(where: { foreign.contains($0.key) }) {
                 throw Invalid(description: """
-                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(provider)"
+                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(provider.rawValue)"
                     """)
             }
             var appConcurrency = concurrency
@@ -460,8 +459,8 @@ struct ServeConfiguration: Sendable {
                 }
                 appMaxRate = value
             }
-            let isV1 = provider == AppConfiguration.v1
-            if provider == AppConfiguration.apns {
+            let isV1 = provider == .fcmV1
+            if provider == .apns {
                 let settings = try APNsSettings(
                     keyFile: item["key_file"]?.stringValue, keyID: item["key_id"]?.stringValue,
                     teamID: item["team_id"]?.stringValue, topic: item["topic"]?.stringValue,

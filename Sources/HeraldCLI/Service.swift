@@ -33,7 +33,7 @@ final class Service: Sendable {
         var apps = configuration.apps
         if configuration.sandbox {
             // v1 apps get a throw-away service account that only the built-in simulator trusts.
-            let sandboxAccount = try apps.contains { $0.provider == AppConfiguration.v1 }
+            let sandboxAccount = try apps.contains { $0.provider == .fcmV1 }
                 ? ServiceAccount(clientEmail: "sandbox@herald.invalid", privateKey: RSAPrivateKey.generate(),
                                  projectID: "sandbox", tokenURI: nil)
                 : nil
@@ -43,7 +43,7 @@ final class Service: Sendable {
             let address = try simulator.start()
             let endpoint = SimulatorCommand.endpointURL(address)
             for index in apps.indices {
-                if apps[index].provider == AppConfiguration.v1 {
+                if apps[index].provider == .fcmV1 {
                     apps[index].endpoint = "http://\(address)"
                     apps[index].serviceAccount = sandboxAccount
                     apps[index].projectID = sandboxAccount?.projectID
@@ -60,7 +60,7 @@ final class Service: Sendable {
         } else {
             simulator = nil
         }
-        let tokenPool = apps.contains { $0.provider == AppConfiguration.v1 }
+        let tokenPool = apps.contains { $0.provider == .fcmV1 }
             ? HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth") : nil
         self.tokenPool = tokenPool
         var options = DeliveryEngine.Options()
@@ -69,7 +69,7 @@ final class Service: Sendable {
         options.sharedQueue = database.isShared
         engine = DeliveryEngine(writer: writer, apps: apps.map { app in
             let provider: any Provider
-            if app.provider == AppConfiguration.v1, let account = app.serviceAccount, let projectID = app.projectID,
+            if app.provider == .fcmV1, let account = app.serviceAccount, let projectID = app.projectID,
                let tokenURI = app.tokenURI, let tokenPool {
                 provider = V1Provider(app: app.name, account: account, projectID: projectID, endpoint: app.endpoint,
                                       tokenURI: tokenURI, tokenPool: tokenPool)
@@ -78,7 +78,7 @@ final class Service: Sendable {
                     "client_email": .string(account.clientEmail),
                     "endpoint": .string(app.endpoint), "token_uri": .string(tokenURI),
                 ])
-            } else if app.provider == AppConfiguration.apns, let apns = app.apns, let key = apns.key {
+            } else if app.provider == .apns, let apns = app.apns, let key = apns.key {
                 provider = APNsProvider(
                     app: app.name, key: key, keyID: apns.keyID, teamID: apns.teamID, topic: apns.topic,
                     endpoint: app.endpoint)
@@ -98,8 +98,8 @@ final class Service: Sendable {
             knownApps: Set(configuration.apps.map(\.name)),
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
-            legacyApps: Set(apps.filter { $0.provider == AppConfiguration.legacy }.map(\.name)),
-            apnsApps: Set(apps.filter { $0.provider == AppConfiguration.apns }.map(\.name)), metrics: metrics,
+            legacyApps: Set(apps.filter { $0.provider == .fcmLegacy }.map(\.name)),
+            apnsApps: Set(apps.filter { $0.provider == .apns }.map(\.name)), metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections

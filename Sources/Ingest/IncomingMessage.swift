@@ -14,8 +14,7 @@ public struct IncomingMessage: Sendable, Equatable {
     /// v1: `token`, `fid`, `topic`, `condition`), in the sender's order. The sender adds the target of each request.
     public var payload: JSON
     public var collapseKey: String?
-    /// `"normal"` or `"high"`.
-    public var priority: String
+    public var priority: Priority
     /// 0...2419200 seconds.
     public var ttlSeconds: Int
     public var dryRun: Bool
@@ -27,7 +26,7 @@ public struct IncomingMessage: Sendable, Equatable {
         format: MessageFormat = .legacy,
         payload: JSON = .object([]),
         collapseKey: String? = nil,
-        priority: String = "normal",
+        priority: Priority = .normal,
         ttlSeconds: Int = 2_419_200,
         dryRun: Bool = false
     ) {

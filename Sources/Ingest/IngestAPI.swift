@@ -391,10 +391,10 @@ public final class IngestAPI: HTTPHandler {
             ("id", .string(record.id)),
             ("app", .string(record.app)),
             ("format", .string(record.format.rawValue)),
-            ("target_kind", .string(record.targetKind)),
+            ("target_kind", .string(record.targetKind.rawValue)),
             ("token_field", .string(record.tokenField.rawValue)),
             ("collapse_key", record.collapseKey.map(JSON.string) ?? .null),
-            ("priority", .string(record.priority)),
+            ("priority", .string(record.priority.rawValue)),
             ("ttl_seconds", .int(Int64(record.ttlSeconds))),
             ("dry_run", .bool(record.dryRun)),
             ("created_at", .int(record.createdAt)),
@@ -442,14 +442,7 @@ extension IncomingMessage {
     /// The storage form (also what `herald send` stores): payload as JSON text, users expanded later inside the
     /// ingest transaction.
     public func stored(idempotencyKey: String?) -> NewMessage {
-        let target: StoredTarget
-        switch self.target {
-        case .tokens(let tokens): target = .tokens(tokens)
-        case .topic(let topic): target = .topic(topic)
-        case .condition(let condition): target = .condition(condition)
-        case .users(let users): target = .users(users)
-        }
-        return NewMessage(
+        NewMessage(
             app: app, idempotencyKey: idempotencyKey, payload: payload.serialized(), format: format, target: target,
             tokenField: tokenField, collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds,
             dryRun: dryRun)

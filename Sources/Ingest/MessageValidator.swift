@@ -1,3 +1,4 @@
+import Queue
 import Support
 
 /// Checks an incoming FCM legacy message (SPEC §3) and extracts what Herald acts on. A body or batch item with a
@@ -197,12 +198,12 @@ public enum MessageValidator {
         }
     }
 
-    private static func checkPriority(_ value: JSON?) throws(APIError) -> String {
-        guard let value else { return "normal" }
+    private static func checkPriority(_ value: JSON?) throws(APIError) -> Priority {
+        guard let value else { return .normal }
         guard let priority = value.stringValue, sameBytes(priority, "normal") || sameBytes(priority, "high") else {
             throw .invalidParameters("priority must be \"normal\" or \"high\"")
         }
-        return priority
+        return sameBytes(priority, "high") ? .high : .normal
     }
 
     private static func checkTTL(_ value: JSON?) throws(APIError) -> Int {

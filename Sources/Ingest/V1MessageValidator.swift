@@ -115,7 +115,7 @@ public enum V1MessageValidator {
         try checkSize(message, target: target)
 
         let ttl = android.ttl ?? apns.ttl ?? webpush.ttl ?? MessageValidator.maximumTTL
-        let priority = android.priority ?? apns.priority ?? webpush.priority ?? "normal"
+        let priority = android.priority ?? apns.priority ?? webpush.priority ?? .normal
         return IncomingMessage(
             app: app, target: target, tokenField: tokenField, format: .v1,
             payload: .object(fields.filter { !messageTargets.contains($0.key) }),
@@ -174,7 +174,7 @@ public enum V1MessageValidator {
 
     private struct Derived {
         var ttl: Int?
-        var priority: String?
+        var priority: Priority?
         var collapseKey: String?
     }
 
@@ -203,7 +203,7 @@ public enum V1MessageValidator {
                     + "(type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), "
                     + "\(priority.serialized()): NORMAL or HIGH.")
             }
-            derived.priority = text == "HIGH" || text == "high" ? "high" : "normal"
+            derived.priority = text == "HIGH" || text == "high" ? .high : .normal
         }
         try checkStringMap(value["data"], at: "message.android.data", dataKeys: true)
         try checkObject(value["notification"], at: "message.android.notification", fields: androidNotificationFields,
@@ -238,7 +238,7 @@ public enum V1MessageValidator {
                 throw invalid("Invalid value at 'message.apns.headers.apns-priority': 10, 5 or 1, "
                     + "got \(quoted(priority)).")
             }
-            derived.priority = priority == "10" ? "high" : "normal"
+            derived.priority = priority == "10" ? .high : .normal
         }
         return derived
     }
@@ -265,7 +265,7 @@ public enum V1MessageValidator {
             derived.ttl = seconds
         }
         if let urgency = value["headers"]?["Urgency"]?.stringValue {
-            derived.priority = urgency == "high" ? "high" : "normal"
+            derived.priority = urgency == "high" ? .high : .normal
         }
         return derived
     }

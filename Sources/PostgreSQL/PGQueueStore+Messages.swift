@@ -42,10 +42,10 @@ extension PGQueueStore {
         // `message` row set is then empty), their collapse heads, and the wake-up.
         var arguments: [PGValue] = [
             .text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
-            .text(message.payload), .text(message.target.kind), .optional(message.collapseKey),
-            .text(message.priority), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
+            .text(message.payload), .text(message.target.kind.rawValue), .optional(message.collapseKey),
+            .text(message.priority.rawValue), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
             .integer(now), .integer(expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue),
-            .integer(message.priority == "high" ? 0 : 1), .array(targets), .text(Self.readyChannel),
+            .integer(message.priority.lane.rawValue), .array(targets), .text(Self.readyChannel),
         ]
         if let collapseKey { arguments.append(.text(collapseKey)) }
         let inserted = try connection.queryOne(

@@ -31,9 +31,11 @@ extension PGQueueStore: Store {
                 row: {
                     MessageRecord(
                         id: $0.string(0), app: $0.string(1), payload: $0.string(2),
-                        format: MessageFormat(rawValue: $0.string(10)) ?? .legacy, targetKind: $0.string(3),
+                        format: MessageFormat(rawValue: $0.string(10)) ?? .legacy,
+                        targetKind: TargetKind(stored: $0.string(3)),
                         tokenField: TokenField(rawValue: $0.string(11)) ?? .token,
-                        collapseKey: $0.optionalString(4), priority: $0.string(5), ttlSeconds: $0.int(6),
+                        collapseKey: $0.optionalString(4), priority: Priority(stored: $0.string(5)),
+                        ttlSeconds: $0.int(6),
                         dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
                 })
         else { return nil }

@@ -105,7 +105,8 @@ extension PGQueueStore: QueueStore {
             [.array(ids)]
         ) {
             ClaimedMessage(
-                id: $0.string(0), app: $0.string(1), payload: $0.string(2), targetKind: $0.string(3),
+                id: $0.string(0), app: $0.string(1), payload: $0.string(2),
+                targetKind: TargetKind(stored: $0.string(3)),
                 ttlSeconds: $0.int(4), dryRun: $0.int(5) != 0, expiresAt: $0.int64(6),
                 collapseKey: $0.optionalString(7), format: MessageFormat(rawValue: $0.string(8)) ?? .legacy,
                 tokenField: TokenField(rawValue: $0.string(9)) ?? .token)

@@ -66,7 +66,7 @@ extension QueueStore {
                 drops.append(.dropped(id: delivery.id, reason: .collapsed, status: nil))
                 continue
             }
-            guard anyTombstones, message.targetKind == "tokens" else { continue }
+            guard anyTombstones, message.targetKind == .tokens else { continue }
             var token = delivery.token
             var tombstone = try self.tombstone(app: app, token: token)
             for _ in 0..<8 {  // a chain of replacements, bounded against a cycle

@@ -21,7 +21,7 @@ public struct ClaimedMessage: Sendable, Equatable {
     public var id: String
     public var app: String
     public var payload: String
-    public var targetKind: String
+    public var targetKind: TargetKind
     public var ttlSeconds: Int
     public var dryRun: Bool
     public var expiresAt: Int64
@@ -32,8 +32,8 @@ public struct ClaimedMessage: Sendable, Equatable {
     public var tokenField: TokenField
 
     public init(
-        id: String, app: String, payload: String, targetKind: String, ttlSeconds: Int, dryRun: Bool, expiresAt: Int64,
-        collapseKey: String? = nil, format: MessageFormat = .legacy, tokenField: TokenField = .token
+        id: String, app: String, payload: String, targetKind: TargetKind, ttlSeconds: Int, dryRun: Bool,
+        expiresAt: Int64, collapseKey: String? = nil, format: MessageFormat = .legacy, tokenField: TokenField = .token
     ) {
         self.collapseKey = collapseKey
         self.format = format

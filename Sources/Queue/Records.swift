@@ -1,18 +1,26 @@
-/// Where a message goes, as stored: tokens (given, or expanded from users inside the ingest transaction),
-/// one topic, or one condition.
-public enum StoredTarget: Sendable, Equatable {
+/// Who a message goes to, as ingest validated it and storage keeps it: tokens, Herald's users (expanded to their
+/// tokens inside the ingest transaction), one topic, or one condition.
+public enum MessageTarget: Sendable, Equatable {
+    /// From `to` (one token or notification key) or `registration_ids` (deduplicated, first occurrence kept;
+    /// more than FCM's 1000 allowed, since Herald splits the requests).
     case tokens([String])
+    /// Herald's extension: user ids (deduplicated, order kept) that expand to their registered tokens.
     case users([String])
+    /// `to` naming a topic, kept as given: `/topics/news`.
     case topic(String)
+    /// A topic condition, kept as given: `'a' in topics && ('b' in topics || 'c' in topics)`.
     case condition(String)
 
-    public var kind: String {
+    public var kind: TargetKind {
         switch self {
-        case .tokens, .users: "tokens"
-        case .topic: "topic"
-        case .condition: "condition"
+        case .tokens, .users: .tokens
+        case .topic: .topic
+        case .condition: .condition
         }
     }
+
+    /// Whether FCM applies its smaller payload limit (2048 bytes instead of 4096).
+    public var isTopicOrCondition: Bool { kind != .tokens }
 }
 
 /// The shape a backend sent a message in (`messages.format`): how `payload` reads and how a provider renders it.
@@ -38,18 +46,18 @@ public struct NewMessage: Sendable, Equatable {
     /// The FCM message without its target, as JSON text, in `format`'s shape.
     public var payload: String
     public var format: MessageFormat
-    public var target: StoredTarget
+    public var target: MessageTarget
     /// For `.tokens` and `.users` targets: whether each device identifier is a token or an FID.
     public var tokenField: TokenField
     public var collapseKey: String?
-    public var priority: String
+    public var priority: Priority
     public var ttlSeconds: Int
     public var dryRun: Bool
 
     public init(
         app: String, idempotencyKey: String? = nil, payload: String, format: MessageFormat = .legacy,
-        target: StoredTarget, tokenField: TokenField = .token, collapseKey: String? = nil, priority: String = "normal",
-        ttlSeconds: Int = 2_419_200, dryRun: Bool = false
+        target: MessageTarget, tokenField: TokenField = .token, collapseKey: String? = nil,
+        priority: Priority = .normal, ttlSeconds: Int = 2_419_200, dryRun: Bool = false
     ) {
         self.app = app
         self.idempotencyKey = idempotencyKey
@@ -89,10 +97,10 @@ public struct MessageRecord: Sendable, Equatable {
     public var app: String
     public var payload: String
     public var format: MessageFormat = .legacy
-    public var targetKind: String
+    public var targetKind: TargetKind
     public var tokenField: TokenField = .token
     public var collapseKey: String?
-    public var priority: String
+    public var priority: Priority
     public var ttlSeconds: Int
     public var dryRun: Bool
     public var createdAt: Int64
@@ -100,8 +108,8 @@ public struct MessageRecord: Sendable, Equatable {
     public var deliveries: [DeliveryRecord]
 
     public init(
-        id: String, app: String, payload: String, format: MessageFormat = .legacy, targetKind: String,
-        tokenField: TokenField = .token, collapseKey: String?, priority: String, ttlSeconds: Int, dryRun: Bool,
+        id: String, app: String, payload: String, format: MessageFormat = .legacy, targetKind: TargetKind,
+        tokenField: TokenField = .token, collapseKey: String?, priority: Priority, ttlSeconds: Int, dryRun: Bool,
         createdAt: Int64, expiresAt: Int64, deliveries: [DeliveryRecord]
     ) {
         (self.id, self.app, self.payload, self.format, self.targetKind, self.tokenField) =
@@ -199,7 +207,7 @@ extension NewMessage {
         }
         for part in target { mix(part) }
         for part in [
-            payload, collapseKey ?? "\u{0}", priority, String(ttlSeconds), dryRun ? "1" : "0", format.rawValue,
+            payload, collapseKey ?? "\u{0}", priority.rawValue, String(ttlSeconds), dryRun ? "1" : "0", format.rawValue,
             tokenField.rawValue,
         ] { mix(part) }
         return Int64(bitPattern: hash)

@@ -11,15 +11,15 @@ enum Curl {
 
     static func initializeOnce() { _ = initialized }
 
-    /// The stable reason a failed transfer reports. Only the codes the classifier cares about are named;
-    /// the rest keep curl's own text so an operator can still tell them apart.
-    static func failureReason(_ code: CURLcode) -> String {
+    /// What a failed transfer reports. Only the codes the classifier cares about are named; the rest keep curl's
+    /// own text so an operator can still tell them apart.
+    static func failure(_ code: CURLcode) -> TransportFailure {
         switch code {
-        case CURLE_OPERATION_TIMEDOUT: "timeout"
-        case CURLE_COULDNT_CONNECT: "connect"
+        case CURLE_OPERATION_TIMEDOUT: .timeout
+        case CURLE_COULDNT_CONNECT: .connect
         // The connection ended before a complete answer (closed or reset by the peer).
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE: "reset"
-        default: String(cString: curl_easy_strerror(code))
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE: .reset
+        default: .other(String(cString: curl_easy_strerror(code)))
         }
     }
 

@@ -21,7 +21,7 @@ import Synchronization
 /// `connectionsNeeded(inFlight:multiplexed: false)`: one connection per request in flight.
 ///
 /// Every request goes on the wire at most once: libcurl's own re-sends (after a reused connection closes
-/// before the answer) are refused and reported as `.failure("reset")`, so the caller's retry policy, which
+/// before the answer) are refused and reported as `.failure(.reset)`, so the caller's retry policy, which
 /// counts attempts, is the only one.
 ///
 /// Related libcurl documentation: [libcurl-multi](https://curl.se/libcurl/c/libcurl-multi.html).
@@ -70,7 +70,7 @@ public final class HTTPClientPool: Sendable {
     /// transfer.
     ///
     /// After `shutdown` has begun, `completion` runs at once, on the calling thread, with
-    /// `.failure(reason: "cancelled")`.
+    /// `.failure(.cancelled)`.
     public func submit(_ request: OutboundRequest, completion: @escaping @Sendable (TransportResult, Double) -> Void) {
         core.shell.submit(request, completion: completion)
     }
@@ -86,7 +86,7 @@ public final class HTTPClientPool: Sendable {
     }
 
     /// Waits up to `gracePeriod` seconds for in-flight requests, then cancels the rest (their completion gets
-    /// `.failure("cancelled")`), and stops the thread. New submissions fail from the moment it is called.
+    /// `.failure(.cancelled)`), and stops the thread. New submissions fail from the moment it is called.
     ///
     /// Blocks until the thread has ended, except when called from a completion (on the pool's own thread),
     /// where it only starts the shutdown. A second call returns at once.

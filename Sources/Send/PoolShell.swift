@@ -70,7 +70,7 @@ final class PoolShell<Note: Sendable>: Sendable {
             if wasEmpty && !onLoopThread { wakeUp.signal() }
             return true
         }
-        if !posted { completion(.failure(reason: "cancelled"), 0) }
+        if !posted { completion(.failure(.cancelled), 0) }
     }
 
     /// Queues requests together: one mailbox update, and one wake-up after the lock is let go (a loop woken while
@@ -91,7 +91,7 @@ final class PoolShell<Note: Sendable>: Sendable {
         }
         if wake { wakeUp.signal() }
         if !posted {
-            for submission in submissions { submission.completion(.failure(reason: "cancelled"), 0) }
+            for submission in submissions { submission.completion(.failure(.cancelled), 0) }
         }
     }
 
@@ -140,7 +140,7 @@ final class PoolShell<Note: Sendable>: Sendable {
             return mailbox.submissions
         }
         for submission in leftover {
-            complete(submission.completion, .failure(reason: "cancelled"), since: submission.submittedAt)
+            complete(submission.completion, .failure(.cancelled), since: submission.submittedAt)
         }
     }
 

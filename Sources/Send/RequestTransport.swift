@@ -8,7 +8,7 @@ public protocol RequestTransport: AnyObject, Sendable {
 
     /// Queues a request; `completion` runs once with the result and the seconds from this call to the result. It
     /// must not block: it runs on the pool's own thread. After `shutdown` has begun it runs at once, on the calling
-    /// thread, with `.failure(reason: "cancelled")`.
+    /// thread, with `.failure(.cancelled)`.
     func submit(_ request: OutboundRequest, completion: @escaping @Sendable (TransportResult, Double) -> Void)
     /// Queues several requests at once, as `submit` each: a pool may hand them to its thread in one go.
     func submit(_ requests: [Submission])

@@ -95,13 +95,13 @@ final class TransferLoop: PoolTransport {
 
     func start(_ submission: PoolSubmission) {
         guard let transfer = idle.popLast() ?? Transfer() else {
-            complete(submission.completion, .failure(reason: "out of memory"), since: submission.submittedAt)
+            complete(submission.completion, .failure(.other("out of memory")), since: submission.submittedAt)
             return
         }
         let counter = core.connectionCounter.pointer
         guard transfer.prepare(submission.request, caFile: core.caFile, connectionCounter: counter) else {
             idle.append(transfer)
-            complete(submission.completion, .failure(reason: "invalid request"), since: submission.submittedAt)
+            complete(submission.completion, .failure(.other("invalid request")), since: submission.submittedAt)
             return
         }
         transfer.completion = submission.completion
@@ -111,7 +111,7 @@ final class TransferLoop: PoolTransport {
             transfer.finish()
             idle.append(transfer)
             let reason = String(cString: curl_multi_strerror(code))
-            complete(submission.completion, .failure(reason: reason), since: submission.submittedAt)
+            complete(submission.completion, .failure(.other(reason)), since: submission.submittedAt)
             return
         }
         active[ObjectIdentifier(transfer)] = transfer
@@ -133,10 +133,10 @@ final class TransferLoop: PoolTransport {
 
     private func result(of transfer: Transfer, code: CURLcode) -> TransportResult {
         guard code == CURLE_OK else {
-            if transfer.responseTooLarge { return .failure(reason: "response too large") }
+            if transfer.responseTooLarge { return .failure(.responseTooLarge) }
             // The connection went away after the request was sent and curl wanted to send it again.
-            if transfer.refusedResend { return .failure(reason: "reset") }
-            return .failure(reason: Curl.failureReason(code))
+            if transfer.refusedResend { return .failure(.reset) }
+            return .failure(Curl.failure(code))
         }
         var status = 0
         var version = 0
@@ -172,7 +172,7 @@ final class TransferLoop: PoolTransport {
     /// wakes the multi handle.
     func stop() {
         let cancelled = active.count
-        for transfer in Array(active.values) { release(transfer, result: .failure(reason: "cancelled")) }
+        for transfer in Array(active.values) { release(transfer, result: .failure(.cancelled)) }
         idle.removeAll()
         curl_multi_cleanup(multi)
         Log.info("sender pool stopped", ["pool": .string(shell.name), "cancelled": .int(Int64(cancelled))])

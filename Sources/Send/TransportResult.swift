@@ -4,10 +4,8 @@ public enum TransportResult: Sendable {
     /// made to match) and come from the final response only, never from a `100 Continue` before it.
     /// `httpVersion` is the version actually used: `"1.0"`, `"1.1"`, `"2"` or `"3"`.
     case response(status: Int, headers: [(name: String, value: String)], body: [UInt8], httpVersion: String)
-    /// No complete response. `reason` is short and stable: `"timeout"`, `"connect"`, `"reset"`, `"cancelled"`
-    /// (the pool shut down, or was already shut down at submit), `"response too large"`, or else curl's text
-    /// for its error code.
-    case failure(reason: String)
+    /// No complete response, and why.
+    case failure(TransportFailure)
 }
 
 extension TransportResult {

@@ -44,11 +44,12 @@ extension Connection {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             .text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
-            .text(message.payload), .text(message.target.kind), .optional(message.collapseKey), .text(message.priority),
+            .text(message.payload), .text(message.target.kind.rawValue), .optional(message.collapseKey),
+            .text(message.priority.rawValue),
             .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt),
             .text(message.format.rawValue), .text(message.tokenField.rawValue))
         let rowID = lastInsertRowID
-        let rank: Int64 = message.priority == "high" ? 0 : 1
+        let rank = message.priority.lane.rawValue
         let deliveries: Int
         switch message.target {
         case .users(let users):
@@ -133,9 +134,11 @@ extension Connection {
                 row: {
                     MessageRecord(
                         id: $0.string(0), app: $0.string(1), payload: $0.string(2),
-                        format: MessageFormat(rawValue: $0.string(10)) ?? .legacy, targetKind: $0.string(3),
+                        format: MessageFormat(rawValue: $0.string(10)) ?? .legacy,
+                        targetKind: TargetKind(stored: $0.string(3)),
                         tokenField: TokenField(rawValue: $0.string(11)) ?? .token,
-                        collapseKey: $0.optionalString(4), priority: $0.string(5), ttlSeconds: $0.int(6),
+                        collapseKey: $0.optionalString(4), priority: Priority(stored: $0.string(5)),
+                        ttlSeconds: $0.int(6),
                         dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
                 })
         else { return nil }

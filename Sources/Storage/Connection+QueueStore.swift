@@ -67,7 +67,8 @@ extension Connection: QueueStore {
 
     private static func claimedMessage(_ row: Statement) -> ClaimedMessage {
         ClaimedMessage(
-            id: row.string(0), app: row.string(1), payload: row.string(2), targetKind: row.string(3),
+            id: row.string(0), app: row.string(1), payload: row.string(2),
+            targetKind: TargetKind(stored: row.string(3)),
             ttlSeconds: row.int(4), dryRun: row.int(5) != 0, expiresAt: row.int64(6),
             collapseKey: row.optionalString(7), format: MessageFormat(rawValue: row.string(8)) ?? .legacy,
             tokenField: TokenField(rawValue: row.string(9)) ?? .token)

@@ -1,4 +1,5 @@
 import Classify
+import Queue
 import Testing
 
 private let now: Int64 = 1_700_000_000_000
@@ -317,7 +318,7 @@ private func classify(
     @Test func zeroOrNegativeTargetCountGivesNoOutcomes() {
         #expect(classify(200, #"{"results":[]}"#, targets: 0).outcomes.isEmpty)
         #expect(classify(503, "", targets: -2).outcomes.isEmpty)
-        #expect(Classifier.transportFailure(reason: "Timeout", targetCount: -1).outcomes.isEmpty)
+        #expect(Classifier.transportFailure(reason: .other("Timeout"), targetCount: -1).outcomes.isEmpty)
     }
 
     // MARK: - Retry-After and the gate
@@ -366,7 +367,7 @@ private func classify(
     }
 
     @Test func transportFailureRetriesEveryTargetAndClosesTheGate() {
-        #expect(Classifier.transportFailure(reason: "Timeout", targetCount: 3) == Classification(
+        #expect(Classifier.transportFailure(reason: .other("Timeout"), targetCount: 3) == Classification(
             outcomes: Array(repeating: .retry(reason: .other("Timeout")), count: 3), retryAfterUntil: nil,
             closesGate: true))
     }

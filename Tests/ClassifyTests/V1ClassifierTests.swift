@@ -166,7 +166,7 @@ private func classify(_ status: Int, _ body: String, headers: [(name: String, va
     }
 
     @Test func transportFailuresRetryAndCloseTheGate() {
-        let classification = V1Classifier.transportFailure(reason: "timeout")
+        let classification = V1Classifier.transportFailure(reason: .other("timeout"))
         #expect(classification.outcomes == [.retry(reason: .other("timeout"))])
         #expect(classification.closesGate)
     }

@@ -9,7 +9,7 @@ private func message(
     _ payload: String, format: MessageFormat, ttl: Int = 3600, collapseKey: String? = nil
 ) -> ClaimedMessage {
     ClaimedMessage(
-        id: "m1", app: "ios", payload: payload, targetKind: "tokens", ttlSeconds: ttl, dryRun: false,
+        id: "m1", app: "ios", payload: payload, targetKind: .tokens, ttlSeconds: ttl, dryRun: false,
         expiresAt: now + Int64(ttl) * 1000, collapseKey: collapseKey, format: format)
 }
 

@@ -190,7 +190,7 @@ import Testing
     }
 
     @Test func transportFailuresAreRetried() {
-        #expect(AccessTokenCache.read(.failure(reason: "connect")) == .failed("token endpoint: connect"))
+        #expect(AccessTokenCache.read(.failure(.connect)) == .failed("token endpoint: connect"))
     }
 }
 

@@ -27,7 +27,7 @@ import Testing
         for id in first..<(first + Int64(count)) {
             result.deliveries.append(ClaimedDelivery(id: id, messageID: "m\(id)", token: "t\(id)", attempts: 0))
             result.messages["m\(id)"] = ClaimedMessage(
-                id: "m\(id)", app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: "tokens", ttlSeconds: 600,
+                id: "m\(id)", app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: .tokens, ttlSeconds: 600,
                 dryRun: false, expiresAt: expiresAt ?? now + 600_000)
         }
         return result
@@ -159,7 +159,7 @@ import Testing
         var random = random
         var notes: [AppScheduler.Note] = []
         for request in sent {
-            notes += app.answered(request, result: .failure(reason: "reset"), now: now + 2, using: &random).notes
+            notes += app.answered(request, result: .failure(.reset), now: now + 2, using: &random).notes
         }
         #expect(notes == [.gateClosed(until: now + 2 + 1_000, status: nil, reason: .reset)], "closed once")
         #expect(app.gateUntil == now + 2 + 1_000, "for the base backoff, not a minute")
@@ -174,14 +174,14 @@ import Testing
         let timedOut = now + 10_000
         for (index, request) in sent.enumerated() {
             let at = timedOut + Int64(index)
-            notes += app.answered(request, result: .failure(reason: "timeout"), now: at, using: &random).notes
+            notes += app.answered(request, result: .failure(.timeout), now: at, using: &random).notes
         }
         #expect(notes == [.gateClosed(until: timedOut + 1_000, status: nil, reason: .timeout)], "closed once")
         #expect(app.gateUntil == timedOut + 24 + 1_000, "held a base step from the last of them, never grown")
         // The next fault, of a request sent after the gate reopened, is the second step, not the 26th.
         let reopened = app.gateUntil
         let next = app.claimed(claim(1, first: 100), now: reopened).sentRequests
-        let actions = app.answered(next[0], result: .failure(reason: "timeout"), now: reopened + 5, using: &random)
+        let actions = app.answered(next[0], result: .failure(.timeout), now: reopened + 5, using: &random)
         #expect(actions.notes == [.gateClosed(until: reopened + 5 + 2_000, status: nil, reason: .timeout)])
     }
 
@@ -195,7 +195,7 @@ import Testing
             let sent = app.claimed(claim(5, first: Int64(fault) * 10 + 1), now: at).sentRequests
             #expect(sent.count == 5)
             for request in sent {
-                let actions = app.answered(request, result: .failure(reason: "reset"), now: at + 1, using: &random)
+                let actions = app.answered(request, result: .failure(.reset), now: at + 1, using: &random)
                 for case .gateClosed(let until, _, _) in actions.notes { steps.append(until - (at + 1)) }
             }
             at = app.gateUntil
@@ -204,7 +204,7 @@ import Testing
         let delivered = app.claimed(claim(1, first: 100), now: at).sentRequests
         _ = app.answered(delivered[0], result: answer(200), now: at + 1, using: &random)
         let next = app.claimed(claim(1, first: 101), now: at + 1).sentRequests
-        let actions = app.answered(next[0], result: .failure(reason: "reset"), now: at + 2, using: &random)
+        let actions = app.answered(next[0], result: .failure(.reset), now: at + 2, using: &random)
         #expect(actions.notes == [.gateClosed(until: at + 2 + 1_000, status: nil, reason: .reset)],
                 "a success starts the backoff over")
     }
@@ -213,24 +213,24 @@ import Testing
         var app = scheduler(concurrency: 2)
         var random = random
         let early = app.claimed(claim(2), now: now).sentRequests
-        _ = app.answered(early[0], result: .failure(reason: "reset"), now: now + 1, using: &random)
+        _ = app.answered(early[0], result: .failure(.reset), now: now + 1, using: &random)
         #expect(app.gateUntil == now + 1_001)
         let later = app.claimed(claim(1, first: 10), now: now + 1_001).sentRequests
         #expect(later.count == 1, "sent once the gate reopened, beside the early request still in flight")
-        let stale = app.answered(early[1], result: .failure(reason: "timeout"), now: now + 1_500, using: &random)
+        let stale = app.answered(early[1], result: .failure(.timeout), now: now + 1_500, using: &random)
         #expect(stale.notes == [.gateClosed(until: now + 2_500, status: nil, reason: .timeout)],
                 "the first fault's: closed again for its step, not grown")
-        let own = app.answered(later[0], result: .failure(reason: "reset"), now: now + 2_600, using: &random)
+        let own = app.answered(later[0], result: .failure(.reset), now: now + 2_600, using: &random)
         #expect(own.notes == [.gateClosed(until: now + 4_600, status: nil, reason: .reset)],
                 "sent after the gate reopened: a fault of its own, the second step")
     }
 
     @Test func theGateNamesWhatClosedIt() {
         let cases: [(TransportResult, GateReason)] = [
-            (.failure(reason: "reset"), .reset),
-            (.failure(reason: "timeout"), .timeout),
-            (.failure(reason: "connect"), .connect),
-            (.failure(reason: "SSL peer certificate or SSH remote key was not OK"), .transport),
+            (.failure(.reset), .reset),
+            (.failure(.timeout), .timeout),
+            (.failure(.connect), .connect),
+            (.failure(.other("SSL peer certificate or SSH remote key was not OK")), .transport),
             (answer(503), .http(503)),
             (answer(500, retryAfter: "7"), .retryAfter),
             (answer(429), .quota),
@@ -313,7 +313,7 @@ import Testing
         let late = app.claimed(claim(2, first: 10), now: now)
         #expect(late.sent.isEmpty && late.written == [.release(id: 10), .release(id: 11)])
         var random = random
-        let cancelled = app.answered(sent[0], result: .failure(reason: "cancelled"), now: now, using: &random)
+        let cancelled = app.answered(sent[0], result: .failure(.cancelled), now: now, using: &random)
         #expect(cancelled.written == [.release(id: 1)], "a request cancelled at shutdown is not charged")
         #expect(cancelled.sent.isEmpty && cancelled.claims.isEmpty)
     }

@@ -10,7 +10,7 @@ import Testing
     let provider = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k-123")
     let now: Int64 = 1_700_000_000_000
 
-    func message(_ kind: String = "tokens",
+    func message(_ kind: TargetKind = .tokens,
                  payload: String = #"{"priority":"high","time_to_live":600,"data":{"a":"b"}}"#,
                  ttl: Int = 600, expiresIn: Int64 = 600_000) -> ClaimedMessage {
         ClaimedMessage(id: "m1", app: "default", payload: payload, targetKind: kind, ttlSeconds: ttl, dryRun: false,
@@ -42,13 +42,13 @@ import Testing
 
     @Test func topicsAndConditionsKeepTheirAddress() {
         let topic = provider.requests(
-            for: message("topic"),
+            for: message(.topic),
             deliveries: [ClaimedDelivery(id: 1, messageID: "m1", token: "/topics/news", attempts: 0)],
             now: now)
         #expect(body(topic[0]).hasPrefix(#"{"to":"/topics/news","#))
         #expect(topic[0].kind == .topic)
         let condition = provider.requests(
-            for: message("condition"),
+            for: message(.condition),
             deliveries: [ClaimedDelivery(id: 1, messageID: "m1", token: "'a' in topics", attempts: 0)], now: now)
         #expect(body(condition[0]).hasPrefix(#"{"condition":"'a' in topics","#))
     }
@@ -61,7 +61,7 @@ import Testing
 
     @Test func transportFailuresRetryEveryToken() {
         let request = provider.requests(for: message(), deliveries: deliveries(3), now: now)[0]
-        let classification = provider.classify(.failure(reason: "timeout"), of: request, now: now)
+        let classification = provider.classify(.failure(.timeout), of: request, now: now)
         #expect(classification.outcomes == Array(repeating: .retry(reason: .other("timeout")), count: 3))
         #expect(classification.closesGate)
     }
@@ -73,7 +73,7 @@ import Testing
     func request(_ count: Int, attempts: Int = 0, ttl: Int = 3600) -> PreparedRequest {
         PreparedRequest(
             app: "default",
-            message: ClaimedMessage(id: "m", app: "default", payload: "{}", targetKind: "tokens", ttlSeconds: ttl,
+            message: ClaimedMessage(id: "m", app: "default", payload: "{}", targetKind: .tokens, ttlSeconds: ttl,
                                     dryRun: false, expiresAt: now + Int64(ttl) * 1000),
             deliveries: (0..<count).map {
                 ClaimedDelivery(id: Int64($0), messageID: "m", token: "t\($0)", attempts: attempts)

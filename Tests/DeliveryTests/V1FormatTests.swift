@@ -24,7 +24,7 @@ import Testing
 
     /// A v1 message claimed `elapsed` seconds after it was accepted with a TTL of `ttl`.
     func message(_ payload: String = full, ttl: Int = 600, elapsed: Int64 = 0, dryRun: Bool = false,
-                 kind: String = "tokens", field: TokenField = .token) -> ClaimedMessage {
+                 kind: TargetKind = .tokens, field: TokenField = .token) -> ClaimedMessage {
         ClaimedMessage(id: "m1", app: "default", payload: payload, targetKind: kind, ttlSeconds: ttl, dryRun: dryRun,
                        expiresAt: now + Int64(ttl) * 1000 - elapsed * 1000, format: .v1, tokenField: field)
     }
@@ -60,9 +60,9 @@ import Testing
     @Test func eachTargetKindGoesInItsOwnField() {
         #expect(v1Body(message("{}", field: .fid), "fid-1")
             == #"{"validate_only":false,"message":{"fid":"fid-1"}}"#)
-        #expect(v1Body(message("{}", kind: "topic"), "/topics/news", .topic)
+        #expect(v1Body(message("{}", kind: .topic), "/topics/news", .topic)
             == #"{"validate_only":false,"message":{"topic":"news"}}"#)
-        #expect(v1Body(message("{}", kind: "condition"), "'a' in topics", .condition)
+        #expect(v1Body(message("{}", kind: .condition), "'a' in topics", .condition)
             == #"{"validate_only":false,"message":{"condition":"'a' in topics"}}"#)
         #expect(v1Body(message("{}"), "quote\"d") == #"{"validate_only":false,"message":{"token":"quote\"d"}}"#)
     }

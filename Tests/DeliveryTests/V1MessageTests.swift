@@ -10,7 +10,7 @@ import Testing
     let now: Int64 = 1_700_000_000_000
 
     func message(_ payload: String, ttl: Int = 3600, expiresIn: Int64 = 3_600_000, dryRun: Bool = false,
-                 kind: String = "tokens") -> ClaimedMessage {
+                 kind: TargetKind = .tokens) -> ClaimedMessage {
         ClaimedMessage(id: "m1", app: "default", payload: payload, targetKind: kind, ttlSeconds: ttl, dryRun: dryRun,
                        expiresAt: now + expiresIn)
     }
@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func topicsLoseTheirPrefixAndConditionsStayAsWritten() {
-        let stored = message(#"{"data":{"a":"b"}}"#, kind: "topic")
+        let stored = message(#"{"data":{"a":"b"}}"#, kind: .topic)
         #expect(body(stored, "/topics/news", .topic).hasPrefix(#"{"validate_only":false,"message":{"topic":"news","#))
         let condition = "'a' in topics && ('b' in topics || 'c' in topics)"
         #expect(body(stored, condition, .condition).hasPrefix(

@@ -18,7 +18,7 @@ import Testing
                    tokenURI: endpoint.url, tokenPool: pool)
     }
 
-    func message(kind: String = "tokens") -> ClaimedMessage {
+    func message(kind: TargetKind = .tokens) -> ClaimedMessage {
         ClaimedMessage(id: "m1", app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: kind, ttlSeconds: 60,
                        dryRun: false, expiresAt: now + 60_000)
     }
@@ -67,7 +67,7 @@ import Testing
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
-        let topic = provider.requests(for: message(kind: "topic"), deliveries: deliveries(["/topics/news"]), now: now)
+        let topic = provider.requests(for: message(kind: .topic), deliveries: deliveries(["/topics/news"]), now: now)
         #expect(topic.map(\.kind) == [.topic])
         #expect(String(decoding: topic[0].outbound.body, as: UTF8.self).contains(#""topic":"news""#))
     }
@@ -78,12 +78,12 @@ import Testing
         let provider = provider(endpoint)
         let payload = #"{"data":{"a":"b"},"priority":"high"}"#
         func legacy(_ id: String, expiresIn seconds: Int64, dryRun: Bool = false) -> ClaimedMessage {
-            ClaimedMessage(id: id, app: "default", payload: payload, targetKind: "tokens", ttlSeconds: 600,
+            ClaimedMessage(id: id, app: "default", payload: payload, targetKind: .tokens, ttlSeconds: 600,
                            dryRun: dryRun, expiresAt: now + seconds * 1000 + 500)
         }
         let v1Payload = #"{"data":{"a":"b"},"android":{"ttl":"600s"}}"#
         func v1(_ id: String, expiresIn seconds: Int64) -> ClaimedMessage {
-            ClaimedMessage(id: id, app: "default", payload: v1Payload, targetKind: "tokens", ttlSeconds: 600,
+            ClaimedMessage(id: id, app: "default", payload: v1Payload, targetKind: .tokens, ttlSeconds: 600,
                            dryRun: false, expiresAt: now + seconds * 1000 + 500, format: .v1)
         }
         func body(_ message: ClaimedMessage, _ token: String, at time: Int64? = nil) -> String {
@@ -160,7 +160,7 @@ import Testing
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
         let request = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)[0]
-        let classification = provider.classify(.failure(reason: "timeout"), of: request, now: now)
+        let classification = provider.classify(.failure(.timeout), of: request, now: now)
         #expect(classification.outcomes == [.retry(reason: .other("timeout"))])
         #expect(classification.closesGate)
     }

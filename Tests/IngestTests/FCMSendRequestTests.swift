@@ -196,7 +196,7 @@ import Queue
         let message = try #require(try readJSON(text, app: "second").get().message)
         #expect(message.app == "second")
         #expect(message.collapseKey == "score")
-        #expect(message.priority == "high")
+        #expect(message.priority == .high)
         #expect(message.ttlSeconds == 60)
         #expect(message.dryRun)
         #expect(message.payload == JSON.object([

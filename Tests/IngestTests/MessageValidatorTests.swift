@@ -162,7 +162,7 @@ import Testing
     @Test func defaults() {
         let message = accepted(#"{"to":"tok"}"#)
         #expect(message == IncomingMessage(
-            app: "default", target: .tokens(["tok"]), payload: [:], collapseKey: nil, priority: "normal",
+            app: "default", target: .tokens(["tok"]), payload: [:], collapseKey: nil, priority: .normal,
             ttlSeconds: 2_419_200, dryRun: false))
     }
 
@@ -171,7 +171,7 @@ import Testing
             #"{"to":"tok","app":"shop","collapse_key":"score","priority":"high","time_to_live":60,"dry_run":true}"#)
         #expect(message?.app == "shop")
         #expect(message?.collapseKey == "score")
-        #expect(message?.priority == "high")
+        #expect(message?.priority == .high)
         #expect(message?.ttlSeconds == 60)
         #expect(message?.dryRun == true)
     }

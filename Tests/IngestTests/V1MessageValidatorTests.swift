@@ -39,7 +39,7 @@ import Testing
             "webpush":{"headers":{"TTL":"300"},"data":{"w":"1"}},"fcm_options":{"analytics_label":"l"}}
             """, "key order and every platform block as received")
         #expect(message.ttlSeconds == 600, "android.ttl comes first")
-        #expect(message.priority == "high")
+        #expect(message.priority == .high)
         #expect(message.collapseKey == "score")
         #expect(message.dryRun)
     }
@@ -58,13 +58,13 @@ import Testing
     @Test func priorityAndCollapseKeyFallBackToAPNsHeaders() throws {
         let message = try v1(
             #"{"message":{"token":"t","apns":{"headers":{"apns-priority":"10","apns-collapse-id":"c"}}}}"#).get()
-        #expect(message.priority == "high")
+        #expect(message.priority == .high)
         #expect(message.collapseKey == "c")
-        #expect(try v1(#"{"message":{"token":"t","android":{"priority":"NORMAL"}}}"#).get().priority == "normal")
-        #expect(try v1(#"{"message":{"token":"t","webpush":{"headers":{"Urgency":"high"}}}}"#).get().priority == "high")
+        #expect(try v1(#"{"message":{"token":"t","android":{"priority":"NORMAL"}}}"#).get().priority == .normal)
+        #expect(try v1(#"{"message":{"token":"t","webpush":{"headers":{"Urgency":"high"}}}}"#).get().priority == .high)
         let both = #"{"message":{"token":"t","android":{"priority":"normal"},"#
             + #""webpush":{"headers":{"Urgency":"high"}}}}"#
-        #expect(try v1(both).get().priority == "normal", "android's priority comes first")
+        #expect(try v1(both).get().priority == .normal, "android's priority comes first")
     }
 
     @Test func everyTargetKind() throws {

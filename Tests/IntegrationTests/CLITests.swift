@@ -216,7 +216,7 @@ import Testing
         #expect(stored.deliveries.map(\.token) == ["a", "b"])
         #expect(stored.deliveries.allSatisfy { $0.state == .queued && $0.attempts == 0 })
         let second = try #require(try connection().message(id: secondID))
-        #expect(second.app == "second" && second.priority == "high")
+        #expect(second.app == "second" && second.priority == .high)
     }
 
     @Test func sendWithAnIdempotencyKeyStoresOnce() throws {

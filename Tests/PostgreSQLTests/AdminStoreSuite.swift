@@ -72,7 +72,7 @@ private let day: Int64 = 86_400_000
         let admin = try Admin(engine)
         let message = NewMessage(
             app: "default", payload: #"{"data":{"score":"1:0"}}"#, format: .v1, target: .tokens(["b", "a"]),
-            tokenField: .fid, collapseKey: "score", priority: "high", ttlSeconds: 60)
+            tokenField: .fid, collapseKey: "score", priority: .high, ttlSeconds: 60)
         let id = try admin.underTest.insert(message, now: t0).id
         try admin.finish("a", "delivered", at: t0 + 5, attempts: 1)
         _ = try admin.underTest.strings(
@@ -82,8 +82,8 @@ private let day: Int64 = 86_400_000
         #expect(b < a, "deliveries are numbered in the order of the targets")
 
         #expect(try admin.store.message(id: id) == MessageRecord(
-            id: id, app: "default", payload: #"{"data":{"score":"1:0"}}"#, format: .v1, targetKind: "tokens",
-            tokenField: .fid, collapseKey: "score", priority: "high", ttlSeconds: 60, dryRun: false, createdAt: t0,
+            id: id, app: "default", payload: #"{"data":{"score":"1:0"}}"#, format: .v1, targetKind: .tokens,
+            tokenField: .fid, collapseKey: "score", priority: .high, ttlSeconds: 60, dryRun: false, createdAt: t0,
             expiresAt: t0 + 60_000,
             deliveries: [
                 DeliveryRecord(
@@ -103,8 +103,8 @@ private let day: Int64 = 86_400_000
             now: t0
         ).id
         let record = try #require(try admin.store.message(id: id))
-        #expect(record.targetKind == "topic" && record.format == .legacy && record.tokenField == .token)
-        #expect(record.dryRun && record.collapseKey == nil && record.priority == "normal" && record.ttlSeconds == 0)
+        #expect(record.targetKind == .topic && record.format == .legacy && record.tokenField == .token)
+        #expect(record.dryRun && record.collapseKey == nil && record.priority == .normal && record.ttlSeconds == 0)
         #expect(record.expiresAt == t0 + defaultTTLZeroWindowMillis, "TTL 0 waits no longer than the window")
         #expect(record.deliveries.map(\.token) == ["/topics/news"])
     }
@@ -222,7 +222,7 @@ private let day: Int64 = 86_400_000
     @Test(arguments: Engine.allCases) func oldestReadyIsTheEarliestDueOverBothLanes(_ engine: Engine) throws {
         let admin = try Admin(engine)
         _ = try admin.underTest.insert(
-            NewMessage(app: "default", payload: "{}", target: .tokens(["high"]), priority: "high"), now: t0 + 50)
+            NewMessage(app: "default", payload: "{}", target: .tokens(["high"]), priority: .high), now: t0 + 50)
         try admin.enqueue(["normal"], at: t0 + 20)
         let status = try #require(try admin.store.appStatuses(now: t0 + 100, lastMinute: true).first)
         #expect(status.queued == 2 && status.ready == 2 && status.oldestReadySince == t0 + 20)

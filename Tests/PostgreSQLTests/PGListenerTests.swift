@@ -29,7 +29,7 @@ private let t0: Int64 = 1_700_000_000_000
         writer.close()
     }
 
-    private static func message(_ app: String, target: StoredTarget = .tokens(["a"])) -> NewMessage {
+    private static func message(_ app: String, target: MessageTarget = .tokens(["a"])) -> NewMessage {
         NewMessage(app: app, payload: "{}", target: target)
     }
 

@@ -20,7 +20,7 @@ private let t0: Int64 = 1_700_000_000_000
         @discardableResult
         func insert(
             _ tokens: [String], app: String = "default", payload: String = "{}", key: String? = nil,
-            collapseKey: String? = nil, priority: String = "normal", ttl: Int = 3600, dryRun: Bool = false,
+            collapseKey: String? = nil, priority: Priority = .normal, ttl: Int = 3600, dryRun: Bool = false,
             at now: Int64 = t0
         ) throws -> AcceptedMessage {
             try store.insert(
@@ -32,7 +32,7 @@ private let t0: Int64 = 1_700_000_000_000
 
         @discardableResult
         func enqueue(
-            _ tokens: [String], collapseKey: String? = nil, priority: String = "normal", ttl: Int = 3600,
+            _ tokens: [String], collapseKey: String? = nil, priority: Priority = .normal, ttl: Int = 3600,
             at now: Int64 = t0
         ) throws -> String {
             try insert(tokens, collapseKey: collapseKey, priority: priority, ttl: ttl, at: now).id
@@ -124,7 +124,7 @@ private let t0: Int64 = 1_700_000_000_000
         let queue = try Queue(engine)
         try queue.enqueue(["old-normal"], at: t0)
         try queue.enqueue(["new-normal"], at: t0 + 10)
-        try queue.enqueue(["new-high"], priority: "high", at: t0 + 20)
+        try queue.enqueue(["new-high"], priority: .high, at: t0 + 20)
         let claimed = try queue.claim(limit: 2, now: t0 + 100)
         #expect(claimed.deliveries.map(\.token) == ["new-high", "old-normal"])
         #expect(try queue.states()["new-normal"] == "queued")
@@ -682,12 +682,12 @@ private let t0: Int64 = 1_700_000_000_000
         let queue = try Queue(engine)
         let accepted = try queue.store.insert(
             NewMessage(app: "default", payload: #"{"data":{"a":"b"}}"#, format: .v1, target: .tokens(["fid-1"]),
-                       tokenField: .fid, collapseKey: "k", priority: "high", ttlSeconds: 60),
+                       tokenField: .fid, collapseKey: "k", priority: .high, ttlSeconds: 60),
             now: t0)
         let claimed = try queue.claim(now: t0 + 1)
         let message = try #require(claimed.messages[accepted.id])
         #expect(message == ClaimedMessage(
-            id: accepted.id, app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: "tokens", ttlSeconds: 60,
+            id: accepted.id, app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: .tokens, ttlSeconds: 60,
             dryRun: false, expiresAt: t0 + 60_000, collapseKey: "k", format: .v1, tokenField: .fid))
     }
 }

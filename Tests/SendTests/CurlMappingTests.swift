@@ -4,17 +4,17 @@ import Testing
 
 @Suite struct CurlMappingTests {
     @Test(arguments: [
-        (CURLE_OPERATION_TIMEDOUT, "timeout"),
-        (CURLE_COULDNT_CONNECT, "connect"),
-        (CURLE_RECV_ERROR, "reset"),
-        (CURLE_SEND_ERROR, "reset"),
-        (CURLE_GOT_NOTHING, "reset"),
-        (CURLE_PARTIAL_FILE, "reset"),
-        (CURLE_COULDNT_RESOLVE_HOST, String(cString: curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST))),
-        (CURLE_SSL_CONNECT_ERROR, String(cString: curl_easy_strerror(CURLE_SSL_CONNECT_ERROR))),
+        (CURLE_OPERATION_TIMEDOUT, TransportFailure.timeout),
+        (CURLE_COULDNT_CONNECT, .connect),
+        (CURLE_RECV_ERROR, .reset),
+        (CURLE_SEND_ERROR, .reset),
+        (CURLE_GOT_NOTHING, .reset),
+        (CURLE_PARTIAL_FILE, .reset),
+        (CURLE_COULDNT_RESOLVE_HOST, .other(String(cString: curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST)))),
+        (CURLE_SSL_CONNECT_ERROR, .other(String(cString: curl_easy_strerror(CURLE_SSL_CONNECT_ERROR)))),
     ])
-    func curlErrorsMapToStableReasons(code: CURLcode, reason: String) {
-        #expect(Curl.failureReason(code) == reason)
+    func curlErrorsMapToStableReasons(code: CURLcode, failure: TransportFailure) {
+        #expect(Curl.failure(code) == failure)
     }
 
     @Test(arguments: [

@@ -106,9 +106,10 @@ extension TransportResult {
         return version
     }
 
+    /// The failure's stable text (`"timeout"`, `"reset"`, libcurl's or TLS's words).
     var failureReason: String? {
-        guard case .failure(let reason) = self else { return nil }
-        return reason
+        guard case .failure(let failure) = self else { return nil }
+        return failure.description
     }
 }
 

@@ -19,12 +19,12 @@ import Queue
     @Test func aMessageGetsOneQueuedDeliveryPerToken() throws {
         let accepted = try insert(NewMessage(
             app: "default", payload: #"{"data":{"a":"b"}}"#, target: .tokens(["t1", "t2", "t3"]),
-            collapseKey: "score", priority: "high", ttlSeconds: 60))
+            collapseKey: "score", priority: .high, ttlSeconds: 60))
         #expect(accepted.deliveries == 3)
         #expect(!accepted.isRepeat)
         let record = try #require(try writer.write { try $0.message(id: accepted.id) })
         #expect(record.payload == #"{"data":{"a":"b"}}"#)
-        #expect(record.targetKind == "tokens")
+        #expect(record.targetKind == .tokens)
         #expect(record.collapseKey == "score")
         #expect(record.expiresAt == record.createdAt + 60_000)
         #expect(record.deliveries.map(\.token) == ["t1", "t2", "t3"])

@@ -75,8 +75,10 @@ public final class APNsProvider: Provider {
 
     public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
         guard case .response(let status, let headers, let body, _) = result else {
-            if case .failure(let reason) = result { return Classifier.transportFailure(reason: reason, targetCount: 1) }
-            return Classifier.transportFailure(reason: "no answer", targetCount: 1)
+            guard case .failure(let failure) = result else {
+                return Classifier.transportFailure(reason: .other("no answer"), targetCount: 1)
+            }
+            return Classifier.transportFailure(reason: DeliveryReason(failure), targetCount: 1)
         }
         let token = Self.providerToken(of: request)
         var classification = APNsClassifier.classify(

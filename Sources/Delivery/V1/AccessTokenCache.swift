@@ -234,7 +234,7 @@ final class AccessTokenCache: Sendable {
     /// "error_description"}`. Pure.
     static func read(_ result: TransportResult) -> Answer {
         guard case .response(let status, _, let body, _) = result else {
-            if case .failure(let reason) = result { return .failed("token endpoint: \(reason)") }
+            if case .failure(let failure) = result { return .failed("token endpoint: \(failure)") }
             return .failed("token endpoint: no answer")
         }
         let reply = try? JSON.parse(body)

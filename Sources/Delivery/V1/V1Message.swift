@@ -53,7 +53,7 @@ enum V1Message {
             android.append(("collapse_key", .string(collapseKey)))
         }
         if let priority = stored["priority"]?.stringValue {
-            android.append(("priority", .string(priority == "high" ? "HIGH" : "NORMAL")))
+            android.append(("priority", .string(Priority(rawValue: priority) == .high ? "HIGH" : "NORMAL")))
         }
         android.append(("ttl", .string("\(remaining)s")))
         if let package = stored["restricted_package_name"]?.stringValue {
@@ -76,7 +76,7 @@ enum V1Message {
     ) -> JSON {
         var headers: [(key: String, value: JSON)] = []
         if let priority = stored["priority"]?.stringValue {
-            headers.append(("apns-priority", .string(priority == "high" ? "10" : "5")))
+            headers.append(("apns-priority", .string(Priority(rawValue: priority) == .high ? "10" : "5")))
         }
         let expiration = remaining == 0 ? 0 : now / 1000 + Int64(remaining)
         headers.append(("apns-expiration", .string(String(expiration))))

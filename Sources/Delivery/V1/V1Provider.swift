@@ -52,11 +52,7 @@ public final class V1Provider: Provider {
         tokens.renewIfDue(now: now)
         // Without a usable token the engine prepares before it sends, and releases these requests unsent.
         let headers = headers(token: tokens.usableToken(now: now)?.value ?? "")
-        let kind: TargetKind = switch message.targetKind {
-        case "topic": .topic
-        case "condition": .condition
-        default: .tokens
-        }
+        let kind = message.targetKind
         // The message is rendered once for all its deliveries here; each body is then bytes spliced. A v1-shaped
         // message keeps its own TTL fields, counted down; a legacy-shaped one is mapped with the TTL left at `now`.
         let template = template(for: message, now: now)
@@ -75,8 +71,10 @@ public final class V1Provider: Provider {
 
     public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
         guard case .response(let status, let headers, let body, let version) = result else {
-            if case .failure(let reason) = result { return V1Classifier.transportFailure(reason: reason) }
-            return V1Classifier.transportFailure(reason: "no answer")
+            guard case .failure(let failure) = result else {
+                return V1Classifier.transportFailure(reason: .other("no answer"))
+            }
+            return V1Classifier.transportFailure(reason: DeliveryReason(failure))
         }
         noteHTTPVersion(version)
         var classification = V1Classifier.classify(

@@ -87,7 +87,7 @@ public final class HTTP2ClientPool: RequestTransport {
     }
 
     /// Waits up to `gracePeriod` seconds for in-flight requests, then cancels the rest (their completion gets
-    /// `.failure("cancelled")`), and stops the thread. New submissions fail from the moment it is called.
+    /// `.failure(.cancelled)`), and stops the thread. New submissions fail from the moment it is called.
     ///
     /// Blocks until the thread has ended, except when called from a completion (on the pool's own thread), where
     /// it only starts the shutdown. A second call returns at once.

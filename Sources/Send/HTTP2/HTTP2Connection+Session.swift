@@ -169,7 +169,7 @@ extension HTTP2Connection {
     func endedBySession() {
         let reason = "protocol error: " + (lastError ?? "the session ended")
         if !sawServerSettings {
-            fail(opening: reason)
+            fail(opening: .other(reason))
         } else if goingAway {
             close(.goAway, reason: streams.isEmpty ? nil : "connection ended")
         } else {

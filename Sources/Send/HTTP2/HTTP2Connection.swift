@@ -117,7 +117,7 @@ final class HTTP2Connection {
             state = .connecting
             connectNext(now: Clock.monotonicSeconds())
         case .failure(let error):
-            fail(opening: error.reason)
+            fail(opening: .other(error.reason))
         }
     }
 
@@ -147,7 +147,7 @@ final class HTTP2Connection {
             if nextAddress < addresses.count { nextAttemptAt = now + Self.raceDelay }
             return
         }
-        if attempts.isEmpty { fail(opening: "connect") }
+        if attempts.isEmpty { fail(opening: .connect) }
     }
 
     /// No Nagle delay; and the kernel as a backstop to the PINGs: data unacknowledged for as long as a PING may
@@ -184,7 +184,7 @@ final class HTTP2Connection {
         watching = .write
         loop.core.statistics.opened()
         guard let context = loop.tls, let ssl = SSL_new(context.pointer) else {
-            fail(opening: TLSError.last("SSL_new").description)
+            fail(opening: .other(TLSError.last("SSL_new").description))
             return
         }
         self.ssl = ssl
@@ -217,7 +217,7 @@ final class HTTP2Connection {
             if verification != X509_V_OK {
                 reason += " (" + String(cString: X509_verify_cert_error_string(verification)) + ")"
             }
-            fail(opening: reason)
+            fail(opening: .other(reason))
         }
     }
 
@@ -233,7 +233,7 @@ final class HTTP2Connection {
             return
         }
         guard startSession() else {
-            fail(opening: "HTTP/2 session: " + (lastError ?? "out of memory"))
+            fail(opening: .other("HTTP/2 session: " + (lastError ?? "out of memory")))
             return
         }
         state = .open
@@ -352,16 +352,16 @@ final class HTTP2Connection {
 
     // MARK: - Closing
 
-    /// Opening failed: `reason` is what the requests waiting for it learn if no other connection can take them.
-    func fail(opening reason: String) {
+    /// Opening failed: `failure` is what the requests waiting for it learn if no other connection can take them.
+    func fail(opening failure: TransportFailure) {
         loop.core.statistics.closed(.connect)
         release()
-        loop.openingFailed(self, reason: reason)
+        loop.openingFailed(self, failure: failure)
     }
 
     /// Closes it; every stream still unanswered completes with `failure` (`reason`, when given, is logged). Streams
     /// lost with a connection may have reached the server: they are counted as requests retried after a loss.
-    func close(_ cause: HTTP2CloseCause, failing failure: String = "reset", reason: String?) {
+    func close(_ cause: HTTP2CloseCause, failing failure: TransportFailure = .reset, reason: String?) {
         guard state != .closed else { return }
         let unanswered = streams.values.filter { !$0.finished }
         streams.removeAll()
@@ -371,7 +371,7 @@ final class HTTP2Connection {
             ])
         }
         loop.core.statistics.closed(cause)
-        if failure == "reset" { loop.core.statistics.lostRequests(unanswered.count) }
+        if failure == .reset { loop.core.statistics.lostRequests(unanswered.count) }
         if cause == .idle || cause == .shutdown, let session {
             // A polite end, best effort (one write, no waiting): GOAWAY tells the server nothing more will come.
             // Closed first, so that a write failing on the way does not close it a second time.
@@ -381,7 +381,7 @@ final class HTTP2Connection {
         }
         release()
         loop.closed(self)
-        for stream in unanswered { loop.finish(stream, .failure(reason: failure)) }
+        for stream in unanswered { loop.finish(stream, .failure(failure)) }
     }
 
     private func release() {

@@ -17,7 +17,7 @@ final class HTTP2Loop: PoolTransport {
     let poller: Poller
     /// nil when the TLS context could not be made: every request then fails with `tlsFailure`.
     let tls: TLSContext?
-    private let tlsFailure: String
+    private let tlsFailure: TransportFailure
     /// Where `SSL_read` decrypts to, for every connection in turn.
     let readBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 << 10)
 
@@ -54,10 +54,10 @@ final class HTTP2Loop: PoolTransport {
         BrokenPipe.ignoreOnce()
         do {
             tls = try TLSContext(caFile: core.caFile)
-            tlsFailure = ""
+            tlsFailure = .other("")
         } catch {
             tls = nil
-            tlsFailure = error.description
+            tlsFailure = .other(error.description)
             Log.error("TLS set-up failed: no HTTP/2 request can be sent", [
                 "pool": .string(core.name), "reason": .string(error.description),
             ])
@@ -109,7 +109,7 @@ final class HTTP2Loop: PoolTransport {
             return
         }
         guard tls != nil else {
-            shell.complete(submission.completion, .failure(reason: tlsFailure), since: submission.submittedAt)
+            shell.complete(submission.completion, .failure(tlsFailure), since: submission.submittedAt)
             return
         }
         let origin: HTTP2Origin
@@ -254,15 +254,15 @@ final class HTTP2Loop: PoolTransport {
         if !connection.origin.waiting.isEmpty { needsDispatch(connection.origin) }
     }
 
-    /// A connection could not be opened. The requests waiting fail with `reason` unless another connection is open
+    /// A connection could not be opened. The requests waiting fail with `failure` unless another connection is open
     /// or opening to take them; no new connection is tried for a second.
-    func openingFailed(_ connection: HTTP2Connection, reason: String) {
+    func openingFailed(_ connection: HTTP2Connection, failure: TransportFailure) {
         let origin = connection.origin
         closed(connection)
         origin.noConnectionsBefore = Clock.monotonicSeconds() + 1
-        Log.warn("fcm connection failed", ["pool": .string(core.name), "reason": .string(reason)])
+        Log.warn("fcm connection failed", ["pool": .string(core.name), "reason": .string(failure.description)])
         guard origin.connections.isEmpty else { return }
-        while let stream = origin.waiting.popFirst() { finish(stream, .failure(reason: reason)) }
+        while let stream = origin.waiting.popFirst() { finish(stream, .failure(failure)) }
     }
 
     /// The server did not agree to HTTP/2 on this handshake: the connection goes (it carried nothing), and for a
@@ -295,9 +295,9 @@ final class HTTP2Loop: PoolTransport {
             stream.resetForResend()
             connection.origin.waiting.pushFront(stream)
         case .refused, .reset:
-            finish(stream, .failure(reason: "reset"))
+            finish(stream, .failure(.reset))
         case .tooLarge:
-            finish(stream, .failure(reason: "response too large"))
+            finish(stream, .failure(.responseTooLarge))
         }
         // A stream is free: a request waiting for one may take it.
         if !connection.origin.waiting.isEmpty { needsDispatch(connection.origin) }
@@ -308,14 +308,14 @@ final class HTTP2Loop: PoolTransport {
     private func sweep(now: Double) {
         for origin in origins.values {
             for stream in origin.waiting.removeAll(where: { $0.finished || $0.deadline <= now }) {
-                finish(stream, .failure(reason: "timeout"))
+                finish(stream, .failure(.timeout))
             }
             // After a failed connection's pause, the next look may open one.
             if !origin.waiting.isEmpty { needsDispatch(origin) }
             for connection in origin.connections {
                 if connection.isOpening {
                     if connection.connectDeadline <= now {
-                        connection.fail(opening: "timeout")
+                        connection.fail(opening: .timeout)
                     } else if connection.nextAttemptAt <= now {
                         connection.connectNext(now: now)
                     }
@@ -323,7 +323,7 @@ final class HTTP2Loop: PoolTransport {
                 }
                 for stream in connection.streams.values where !stream.finished && stream.deadline <= now {
                     connection.cancel(stream)
-                    finish(stream, .failure(reason: "timeout"))
+                    finish(stream, .failure(.timeout))
                     // The server may be gone: no new streams on it until a PING says otherwise.
                     connection.suspect = true
                 }
@@ -366,12 +366,12 @@ final class HTTP2Loop: PoolTransport {
         for origin in origins.values {
             while let stream = origin.waiting.popFirst() {
                 guard !stream.finished else { continue }
-                finish(stream, .failure(reason: "cancelled"))
+                finish(stream, .failure(.cancelled))
                 cancelled += 1
             }
             for connection in origin.connections {
                 cancelled += connection.streams.values.filter { !$0.finished }.count
-                connection.close(.shutdown, failing: "cancelled", reason: nil)
+                connection.close(.shutdown, failing: .cancelled, reason: nil)
             }
         }
         runCompletions()

@@ -1,0 +1,46 @@
+/// Why a request got no complete response. Its `description` is the text Herald has always stored and counted
+/// (`deliveries.reason`, `herald_fcm_requests_total{code}`): users script against it, so a case's text never
+/// changes.
+///
+/// ```swift
+/// TransportFailure.responseTooLarge.description        // "response too large"
+/// TransportFailure(describing: "timeout")              // .timeout
+/// ```
+public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
+    /// No answer within the request's timeout.
+    case timeout
+    /// No connection could be made to any of the host's addresses.
+    case connect
+    /// The connection ended (closed or reset by the peer, a PING unanswered) before a complete answer.
+    case reset
+    /// The pool shut down, or was already shut down at submit: never charged to the delivery.
+    case cancelled
+    /// The answer was larger than a response may be.
+    case responseTooLarge
+    /// Anything else, in libcurl's or TLS's words (`"Couldn't resolve host name"`, `"TLS handshake: …"`).
+    /// Never the text of another case: build it from text with `init(describing:)`.
+    case other(String)
+
+    /// The failure whose `description` is `text`: a named case when one has that text, else `.other(text)`.
+    public init(describing text: String) {
+        self = switch text {
+        case "timeout": .timeout
+        case "connect": .connect
+        case "reset": .reset
+        case "cancelled": .cancelled
+        case "response too large": .responseTooLarge
+        default: .other(text)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .timeout: "timeout"
+        case .connect: "connect"
+        case .reset: "reset"
+        case .cancelled: "cancelled"
+        case .responseTooLarge: "response too large"
+        case .other(let text): text
+        }
+    }
+}
