@@ -178,10 +178,27 @@ public final class DeliveryEngine: @unchecked Sendable {
             case .send(let request): send(request, on: runtime)
             case .write(let updates, let plan): write(updates, plan: plan, app: runtime.app.name)
             case .prepare:
-                runtime.app.provider.prepare(now: Clock.nowMillis()) { readiness in
+                let prepared: @Sendable (ProviderReadiness) -> Void = { readiness in
                     self.queue.async {
                         self.perform(runtime.scheduler.prepared(readiness, now: Clock.nowMillis()), on: runtime)
                     }
+                }
+                guard let credentials = runtime.app.provider.credentials else {
+                    prepared(.ready)
+                    continue
+                }
+                credentials.obtain(now: Clock.nowMillis(), completion: prepared)
+            case .renewCredentials:
+                runtime.app.provider.credentials?.renew(now: Clock.nowMillis())
+            case .credentialRefused(let request, let result):
+                let refusal = runtime.app.provider.credentials?.refused(request) ?? .stale
+                perform(
+                    runtime.scheduler.refusalJudged(
+                        refusal, request: request, result: result, now: Clock.nowMillis(), using: &random),
+                    on: runtime)
+            case .credentialAccepted(let request):
+                if runtime.app.provider.credentials?.accepted(request) == false {
+                    runtime.scheduler.credentialProven()
                 }
             case .wake(let at):
                 let delay = max(0, at - Clock.nowMillis())
@@ -197,6 +214,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         switch note {
         case .pausedForCredentials(let reason):
             Log.warn("app paused: credentials refused", ["app": .string(app), "reason": .string(reason)])
+        case .renewingRefusedCredential:
+            Log.warn("fcm v1 refused the access token: fetching a new one", ["app": .string(app)])
         case .pausedByFCM(let reason):
             Log.warn("app paused: FCM refused the sender", ["app": .string(app), "reason": .string(reason)])
         case .pausedOutside(let reason):
