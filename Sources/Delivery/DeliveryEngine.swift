@@ -13,10 +13,9 @@ import Synchronization
 /// through the app's client pool, timers on the queue. All of it happens on one serial dispatch queue, so nothing
 /// here blocks. What the apps share is two more machines of the same kind, whose actions the engine carries out
 /// too: the `Outbox`, which decides when the outcomes gathered are written, and the `LeaseKeeper`, which holds the
-/// leases, renews them and decides when the rescuer runs. Ingest wakes
-/// the engine after each commit; otherwise an app sleeps until the earliest `next_attempt_at` or gate it knows
-/// of, with a one-second look at the `apps` table so a `herald resume` or a requeue from the CLI is seen within a
-/// second.
+/// leases, renews them and decides when the rescuer runs. Ingest wakes the engine after each commit; otherwise an
+/// app sleeps until the earliest `next_attempt_at` or gate it knows of, with a one-second look at the `apps` table
+/// so a `herald resume` or a requeue from the CLI is seen within a second.
 public final class DeliveryEngine: @unchecked Sendable {
     public struct App: Sendable {
         public var name: String
