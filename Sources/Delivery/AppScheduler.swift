@@ -145,11 +145,13 @@ struct AppScheduler {
         // A message's deliveries come together in a claim (one due time, consecutive ids): each run of them goes
         // to the provider at once, found without hashing every delivery's message id. (Runs of one message split
         // by another's, as retries can be, only make more legacy multicast requests than needed.)
+        let deliveries = claim.deliveries
         let credentials = app.provider.credentials
         // Without a current credential `pump` obtains one first, and releases these requests unsent.
         let credential = credentials?.current(now: now)
-        if let credentials, credentials.renewalDue(now: now) { actions.append(.renewCredentials) }
-        let deliveries = claim.deliveries
+        if !deliveries.isEmpty, let credentials, credentials.renewalDue(now: now) {
+            actions.append(.renewCredentials)
+        }
         var start = deliveries.startIndex
         while start < deliveries.endIndex {
             let id = deliveries[start].messageID

@@ -309,6 +309,9 @@ import Testing
         _ = app.pump(now: now)
         #expect(app.claimed(claim(2), now: now).renewals == 0)
         provider.scripted.state.withLock { $0.renewalDue = true }
+        _ = app.rowsCommitted(now: now)
+        #expect(app.claimed(claim(0), now: now).renewals == 0, "an empty claim sends nothing: no reason to renew")
+        _ = app.rowsCommitted(now: now)
         let actions = app.claimed(claim(2, first: 3), now: now)
         #expect(actions.renewals == 1)
         #expect(actions.prepares == 0, "the current credential is still good")
