@@ -13,7 +13,9 @@ import Queue
 /// ```
 ///
 /// The provider is asked only what it can answer without waiting: the requests for a claim, the classification of
-/// an answer, whether it needs preparing.
+/// an answer, and of its credentials which one is current. Everything else about credentials (obtaining one,
+/// renewing it in its last minutes, what a refusal means, whether a renewed one works) is an action the engine
+/// carries out against `app.provider.credentials`, answered by an event.
 struct AppScheduler {
     enum Action {
         /// Lease up to `limit` ready deliveries; answer with `claimed` or `claimFailed`.
@@ -22,8 +24,18 @@ struct AppScheduler {
         case send(PreparedRequest)
         /// Write these row updates and the plan's app switches (pause, gate).
         case write([DeliveryUpdate], plan: OutcomePlan?)
-        /// Get the provider ready (v1: an access token); answer with `prepared`.
+        /// Obtain the provider's credentials (v1: an access token); answer with `prepared`.
         case prepare
+        /// Renew the credentials in the background: the current one is in its last minutes. No answer: sending goes
+        /// on with the current one, and `prepare` is asked for if it runs out first.
+        case renewCredentials
+        /// The answer to `request` refused the credential it was made with: ask the credentials what that means
+        /// (`Credentials.refused`) and answer with `refusalJudged`.
+        case credentialRefused(PreparedRequest, TransportResult)
+        /// A credential renewed after a refusal is waiting to be proven, and `request` was answered without a
+        /// refusal: tell the credentials (`Credentials.accepted`); answer with `credentialProven` once they wait no
+        /// more.
+        case credentialAccepted(PreparedRequest)
         /// Call `timerFired(at:)` at this Unix millisecond.
         case wake(at: Int64)
         /// Worth a line in the log.
@@ -33,6 +45,8 @@ struct AppScheduler {
     enum Note: Equatable {
         /// The provider's credentials were refused.
         case pausedForCredentials(reason: String)
+        /// The endpoint refused the current credential: a new one is obtained.
+        case renewingRefusedCredential
         /// FCM refused the sender (401, InvalidApnsCredential).
         case pausedByFCM(reason: String)
         /// Paused from outside (`herald pause`, another instance).
@@ -66,6 +80,9 @@ struct AppScheduler {
     private var quotaFaults = 0
     /// The provider is getting ready; nothing is claimed or sent meanwhile.
     private var preparing = false
+    /// A credential renewed after a refusal has not yet been seen to work: answers are reported to the credentials
+    /// (`.credentialAccepted`) until they say it has.
+    private var credentialUnproven = false
     /// The provider asked not to be prepared again before this time.
     private var notReadyUntil: Int64 = 0
     private var stopping = false
@@ -129,6 +146,12 @@ struct AppScheduler {
         // to the provider at once, found without hashing every delivery's message id. (Runs of one message split
         // by another's, as retries can be, only make more legacy multicast requests than needed.)
         let deliveries = claim.deliveries
+        let credentials = app.provider.credentials
+        // Without a current credential `pump` obtains one first, and releases these requests unsent.
+        let credential = credentials?.current(now: now)
+        if !deliveries.isEmpty, let credentials, credentials.renewalDue(now: now) {
+            actions.append(.renewCredentials)
+        }
         var start = deliveries.startIndex
         while start < deliveries.endIndex {
             let id = deliveries[start].messageID
@@ -136,7 +159,7 @@ struct AppScheduler {
             while end < deliveries.endIndex, deliveries[end].messageID == id { end += 1 }
             if let message = claim.messages[id] {
                 pending.append(contentsOf: app.provider.requests(
-                    for: message, deliveries: Array(deliveries[start..<end]), now: now))
+                    for: message, deliveries: Array(deliveries[start..<end]), credential: credential, now: now))
             }
             start = end
         }
@@ -164,6 +187,51 @@ struct AppScheduler {
             return actions
         }
         let classification = app.provider.classify(result, of: request, now: now)
+        if app.provider.credentials != nil, case .response = result {
+            if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
+                // What the refusal means (renew once, or pause) is the credentials' to say: planned once they have.
+                return [.credentialRefused(request, result)]
+            }
+            if credentialUnproven { actions.append(.credentialAccepted(request)) }
+        }
+        settle(request, result: result, classification: classification, now: now, using: &random, into: &actions)
+        return actions
+    }
+
+    /// The credentials said what the refusal of `request`'s credential means (`.credentialRefused`).
+    mutating func refusalJudged(
+        _ refusal: CredentialRefusal, request: PreparedRequest, result: TransportResult, now: Int64,
+        using random: inout some RandomNumberGenerator
+    ) -> [Action] {
+        var actions: [Action] = []
+        var classification = app.provider.classify(result, of: request, now: now)
+        switch refusal {
+        case .renew:
+            credentialUnproven = true
+            actions.append(.note(.renewingRefusedCredential))
+        case .stale:
+            break
+        case .pause:
+            // Renewing again would not help: the requeue becomes a pause, for the same reason.
+            credentialUnproven = false
+            classification.outcomes = classification.outcomes.map {
+                if case .requeue(let reason) = $0 { .pauseApp(reason: reason) } else { $0 }
+            }
+        }
+        settle(request, result: result, classification: classification, now: now, using: &random, into: &actions)
+        return actions
+    }
+
+    /// The credentials no longer wait for proof that a renewed credential works (`.credentialAccepted`).
+    mutating func credentialProven() {
+        credentialUnproven = false
+    }
+
+    /// What an answer does once classified: the plan of its rows, the gate, a pause, releases, the next sends.
+    private mutating func settle(
+        _ request: PreparedRequest, result: TransportResult, classification: Classification, now: Int64,
+        using random: inout some RandomNumberGenerator, into actions: inout [Action]
+    ) {
         let status: Int? = if case .response(let status, _, _, _) = result { status } else { nil }
         // A quota error without Retry-After: FCM asks for a minute at least, and every other request would meet
         // the same quota meanwhile.
@@ -215,10 +283,9 @@ struct AppScheduler {
         }
         write(updates, plan: plan, into: &actions)
         pump(now: now, into: &actions)
-        return actions
     }
 
-    /// The provider's `prepare` finished.
+    /// The credentials asked for by `.prepare` were obtained, or could not be.
     mutating func prepared(_ readiness: ProviderReadiness, now: Int64) -> [Action] {
         preparing = false
         guard !stopping else { return [] }
@@ -271,7 +338,7 @@ struct AppScheduler {
             schedule(at: gateUntil, into: &actions)
             return
         }
-        if app.provider.needsPreparation(now: now) {
+        if let credentials = app.provider.credentials, credentials.current(now: now) == nil {
             prepare(now: now, into: &actions)
             return
         }

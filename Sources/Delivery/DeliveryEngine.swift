@@ -11,11 +11,11 @@ import Synchronization
 /// When to claim, send, hold back, gate or pause is each app's `AppScheduler` (a state machine without I/O); the
 /// engine feeds it events and carries out the actions it returns: database work through the writer, requests
 /// through the app's client pool, timers on the queue. All of it happens on one serial dispatch queue, so nothing
-/// here blocks. The engine itself keeps what is shared by the apps: the outbox that commits a turn's outcomes in
-/// one writer job, the leases this process holds (renewed four times per lease), and the rescuer. Ingest wakes
-/// the engine after each commit; otherwise an app sleeps until the earliest `next_attempt_at` or gate it knows
-/// of, with a one-second look at the `apps` table so a `herald resume` or a requeue from the CLI is seen within a
-/// second.
+/// here blocks. What the apps share is two more machines of the same kind, whose actions the engine carries out
+/// too: the `Outbox`, which decides when the outcomes gathered are written, and the `LeaseKeeper`, which holds the
+/// leases, renews them and decides when the rescuer runs. Ingest wakes the engine after each commit; otherwise an
+/// app sleeps until the earliest `next_attempt_at` or gate it knows of, with a one-second look at the `apps` table
+/// so a `herald resume` or a requeue from the CLI is seen within a second.
 public final class DeliveryEngine: @unchecked Sendable {
     public struct App: Sendable {
         public var name: String
@@ -87,46 +87,13 @@ public final class DeliveryEngine: @unchecked Sendable {
     private let runtimes: [String: Runtime]
     private var random = SystemRandomNumberGenerator()
     private var stopping = false
-    private var ticks = 0
-    /// Outcomes waiting for the next flush, per app: every answer handled in one turn of `queue` shares one
-    /// writer job instead of each paying for its own.
-    private var outbox: [String: Outbox] = [:]
-    private var flushScheduled = false
-    /// When the last outcome write was handed to the writer (`DispatchTime` nanoseconds).
-    private var lastFlush: UInt64 = 0
-    /// Outcome writes start at least this far apart. A commit rewrites every page it touches and syncs the WAL
-    /// whatever it carries, so at FCM's rate fewer, fuller commits cost less per send; an answer waits at most this
-    /// much longer before it is stored (its row stays leased and renewed meanwhile). Claims do not wait for it.
-    private static let flushSpacingNanos: UInt64 = 20_000_000
-    /// Outcome writes handed to the writer and not yet answered. While one is there the next waits for it, so the
-    /// answers arriving meanwhile share one writer job (and one statement per kind) instead of one job per turn.
-    private var outcomeWrites = 0
-    /// Deliveries this process has leased and whose outcome is not yet committed: waiting for a slot, in flight,
-    /// or in the outbox. Their leases are renewed; nothing else's is.
-    private var held = Set<Int64>()
-    /// When a write last failed (the database away, the disk full). After an outage every lease looks expired,
-    /// other instances' too: the rescuer waits half a lease after the last failure, so that every instance cut off
-    /// with this one has renewed what it still holds (they renew four times per lease) before anything is taken.
-    private var lastWriteFailure: Int64 = 0
+    /// When the outcomes gathered are written (every answer of a turn of `queue` in one writer job). Only touched
+    /// on `queue`.
+    private var outbox = Outbox()
+    /// The leases this process holds, their renewal and the rescuer's timing. Only touched on `queue`.
+    private var leases: LeaseKeeper
     /// Answers from the pools waiting for `handleAnswers` on `queue`.
     private let answers = Mutex<[Answer]>([])
-
-    private struct Outbox {
-        var updates: [DeliveryUpdate] = []
-        var pauseReason: String?
-        /// The latest gate closing decided, with its reason: the one the app's row keeps.
-        var gate: (until: Int64, reason: GateReason)?
-
-        mutating func add(_ more: [DeliveryUpdate], plan: OutcomePlan?) {
-            updates += more
-            if let reason = plan?.pauseReason { pauseReason = pauseReason ?? reason }
-            if let until = plan?.gateUntil { closeGate(until: until, reason: plan?.gateReason ?? .transport) }
-        }
-
-        mutating func closeGate(until: Int64, reason: GateReason) {
-            if until > gate?.until ?? 0 { gate = (until, reason) }
-        }
-    }
     /// Identifies this process's leases.
     public let owner: String
 
@@ -137,6 +104,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         self.options = options
         self.owner = "herald-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         self.runtimes = Dictionary(uniqueKeysWithValues: apps.map { ($0.name, Runtime(app: $0, options: options)) })
+        leases = LeaseKeeper(leaseMillis: options.leaseMillis, tickMillis: options.tickMillis)
     }
 
     /// Registers the apps and starts delivering. On a queue of its own (`Options.sharedQueue` false: `serve` holds
@@ -185,7 +153,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         let pools = runtimes.values.map(\.pool)
         DispatchQueue.concurrentPerform(iterations: pools.count) { pools[$0].shutdown(gracePeriod: gracePeriod) }
         queue.sync {}  // completions posted by the pool have been planned
-        queue.sync { flush(force: true) }  // and handed to the writer
+        queue.sync { perform(outbox.flush(now: Self.monotonicNow())) }  // and handed to the writer
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
     }
 
@@ -209,10 +177,27 @@ public final class DeliveryEngine: @unchecked Sendable {
             case .send(let request): send(request, on: runtime)
             case .write(let updates, let plan): write(updates, plan: plan, app: runtime.app.name)
             case .prepare:
-                runtime.app.provider.prepare(now: Clock.nowMillis()) { readiness in
+                let prepared: @Sendable (ProviderReadiness) -> Void = { readiness in
                     self.queue.async {
                         self.perform(runtime.scheduler.prepared(readiness, now: Clock.nowMillis()), on: runtime)
                     }
+                }
+                guard let credentials = runtime.app.provider.credentials else {
+                    prepared(.ready)
+                    continue
+                }
+                credentials.obtain(now: Clock.nowMillis(), completion: prepared)
+            case .renewCredentials:
+                runtime.app.provider.credentials?.renew(now: Clock.nowMillis())
+            case .credentialRefused(let request, let result):
+                let refusal = runtime.app.provider.credentials?.refused(request) ?? .stale
+                perform(
+                    runtime.scheduler.refusalJudged(
+                        refusal, request: request, result: result, now: Clock.nowMillis(), using: &random),
+                    on: runtime)
+            case .credentialAccepted(let request):
+                if runtime.app.provider.credentials?.accepted(request) == false {
+                    runtime.scheduler.credentialProven()
                 }
             case .wake(let at):
                 let delay = max(0, at - Clock.nowMillis())
@@ -228,6 +213,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         switch note {
         case .pausedForCredentials(let reason):
             Log.warn("app paused: credentials refused", ["app": .string(app), "reason": .string(reason)])
+        case .renewingRefusedCredential:
+            Log.warn("fcm v1 refused the access token: fetching a new one", ["app": .string(app)])
         case .pausedByFCM(let reason):
             Log.warn("app paused: FCM refused the sender", ["app": .string(app), "reason": .string(reason)])
         case .pausedOutside(let reason):
@@ -266,11 +253,11 @@ public final class DeliveryEngine: @unchecked Sendable {
                 metrics.increment(
                     "herald_deliveries_total", ["app": app, "outcome": "dropped"], by: Double(claim.dropped))
             }
-            held.formUnion(claim.deliveries.lazy.map(\.id))
+            leases.claimed(claim.deliveries.lazy.map(\.id))
             perform(runtime.scheduler.claimed(claim, now: Clock.nowMillis()), on: runtime)
         case .failure(let error):
             Log.warn("claim failed", ["app": .string(app), "error": .string("\(error)")])
-            lastWriteFailure = Clock.nowMillis()
+            leases.writeFailed(now: Clock.nowMillis())
             perform(runtime.scheduler.claimFailed(now: Clock.nowMillis()), on: runtime)
         }
     }
@@ -369,41 +356,35 @@ public final class DeliveryEngine: @unchecked Sendable {
         perform(actions, on: runtime)
     }
 
-    /// Queues updates (and the app switches of `plan`) for the next flush, which commits every app's outbox in one
-    /// writer job.
+    /// Queues updates (and the app switches of `plan`) for the next outcome write.
     private func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, app: String) {
-        // In place: a copy of the app's box taken out and put back would copy its growing list of updates for
-        // every answer of the turn.
-        outbox[app, default: Outbox()].add(updates, plan: plan)
-        scheduleFlush()
+        perform(outbox.gathered(updates, plan: plan, app: app))
     }
 
-    /// A flush once the previous outcome write is answered and `flushSpacingNanos` after it started.
-    private func scheduleFlush() {
-        guard !flushScheduled, outcomeWrites == 0, !outbox.isEmpty else { return }
-        flushScheduled = true
-        let due = DispatchTime(uptimeNanoseconds: lastFlush + Self.flushSpacingNanos)
-        if due <= .now() {
-            queue.async { self.flush() }
-        } else {
-            queue.asyncAfter(deadline: due) { self.flush() }
+    // MARK: - Carrying out the outbox's actions (on `queue`)
+
+    private func perform(_ actions: [Outbox.Action]) {
+        for action in actions {
+            switch action {
+            case .write(let outcomes): write(outcomes)
+            case .wake(let at):
+                let fire: @Sendable () -> Void = { self.perform(self.outbox.timerFired(now: Self.monotonicNow())) }
+                if at <= Self.monotonicNow() {
+                    queue.async(execute: fire)
+                } else {
+                    queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: at), execute: fire)
+                }
+            }
         }
     }
 
-    /// Hands the outbox to the writer, unless an outcome write is already there (its answer flushes again);
-    /// `force` does it anyway, for a read or a shutdown that must come after every outcome decided so far.
-    private func flush(force: Bool = false) {
-        flushScheduled = false
-        guard !outbox.isEmpty, force || outcomeWrites == 0 else { return }
-        let boxes = outbox
-        outbox = [:]
-        outcomeWrites += 1
-        lastFlush = DispatchTime.now().uptimeNanoseconds
+    /// One writer job for every app's outcomes, with their pauses and gates.
+    private func write(_ outcomes: [String: AppOutcomes]) {
         let (owner, metrics) = (self.owner, self.metrics)
         writer.enqueue({ connection -> [String: AppliedOutcomes] in
             let now = Clock.nowMillis()
             var applied: [String: AppliedOutcomes] = [:]
-            for (app, box) in boxes {
+            for (app, box) in outcomes {
                 applied[app] = try connection.apply(box.updates, owner: owner, now: now)
                 if let reason = box.pauseReason { _ = try connection.pauseApp(app, reason: reason, now: now) }
                 if let gate = box.gate {
@@ -414,50 +395,41 @@ public final class DeliveryEngine: @unchecked Sendable {
         }) { result in
             switch result {
             case .success(let applied):
-                for (app, outcomes) in applied {
-                    Self.count(boxes[app]?.updates ?? [], applied: outcomes, app: app, into: metrics)
+                for (app, counts) in applied {
+                    Self.count(outcomes[app]?.updates ?? [], applied: counts, app: app, into: metrics)
                 }
-                self.queue.async { self.written(boxes) }
+                self.queue.async { self.written(outcomes) }
             case .failure(let error as any StoreError) where error.isTransient:
                 // The database is away (connection lost, disk full): these answers are still true and the rows
-                // still leased to this process, so write them again rather than let the rescuer send them twice.
+                // still leased to this process, so the outbox writes them again rather than let the rescuer send
+                // them twice.
                 Log.warn("writing outcomes failed; trying again", [
-                    "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
+                    "apps": .string(outcomes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
                 ])
-                self.queue.asyncAfter(deadline: .now() + .seconds(1)) {
-                    self.outcomeWrites -= 1
-                    self.lastWriteFailure = Clock.nowMillis()
-                    self.rewrite(boxes)
+                self.queue.async {
+                    self.leases.writeFailed(now: Clock.nowMillis())
+                    self.perform(self.outbox.writeFailed(outcomes, now: Self.monotonicNow()))
                 }
             case .failure(let error):
                 // The leases stay, no longer renewed: the rescuer hands the rows out again when they expire.
                 Log.error("writing outcomes failed", [
-                    "apps": .string(boxes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
+                    "apps": .string(outcomes.keys.sorted().joined(separator: ",")), "error": .string("\(error)"),
                 ])
-                self.queue.async { self.written(boxes) }
+                self.queue.async { self.written(outcomes) }
             }
         }
     }
 
-    /// Puts outcomes whose write failed back in front of the outbox; their rows stay among the held, whose leases
-    /// are renewed, until they are written.
-    private func rewrite(_ boxes: [String: Outbox]) {
-        for (app, failed) in boxes {
-            var box = outbox[app] ?? Outbox()
-            box.updates = failed.updates + box.updates
-            box.pauseReason = box.pauseReason ?? failed.pauseReason
-            if let gate = failed.gate { box.closeGate(until: gate.until, reason: gate.reason) }
-            outbox[app] = box
-        }
-        flush()
+    /// The write of `outcomes` is over (committed, or failed for good): their leases are no longer this process's
+    /// to renew, and what gathered in the outbox meanwhile goes next.
+    private func written(_ outcomes: [String: AppOutcomes]) {
+        for box in outcomes.values { leases.released(box.updates.lazy.map(\.id)) }
+        perform(outbox.written())
     }
 
-    /// The write of `boxes` is over (committed, or failed for good): their leases are no longer this process's to
-    /// renew, and what gathered in the outbox meanwhile goes next.
-    private func written(_ boxes: [String: Outbox]) {
-        outcomeWrites -= 1
-        for box in boxes.values { held.subtract(box.updates.lazy.map(\.id)) }
-        scheduleFlush()
+    /// The outbox's clock: monotonic, as its pacing is.
+    private static func monotonicNow() -> UInt64 {
+        DispatchTime.now().uptimeNanoseconds
     }
 
     /// Metrics and the dead-letter log line for a committed batch of outcomes.
@@ -506,18 +478,17 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// Once a tick: pick up changes made outside this process (pause/resume, requeues) and rescue expired leases.
     private func tick() {
         guard !stopping else { return }
-        ticks += 1
         let names = Array(runtimes.keys)
         // Read through the writer, not a reader, after every outcome decided so far: a pause or gate this process
         // decided is never undone by a read that predates its commit.
-        flush(force: true)
+        perform(outbox.flush(now: Self.monotonicNow()))
         writer.enqueue({ connection in
             try connection.apps().filter { names.contains($0.name) }.map { state in
                 (state, try connection.nextDue(app: state.name))
             }
         }) { result in
             self.queue.async {
-                if case .failure = result { self.lastWriteFailure = Clock.nowMillis() }
+                if case .failure = result { self.leases.writeFailed(now: Clock.nowMillis()) }
                 if case .success(let states) = result {
                     let now = Clock.nowMillis()
                     for (state, due) in states {
@@ -531,25 +502,29 @@ public final class DeliveryEngine: @unchecked Sendable {
                 self.queue.asyncAfter(deadline: .now() + .milliseconds(self.options.tickMillis)) { self.tick() }
             }
         }
-        if ticks % max(1, Int(options.leaseMillis / 4) / options.tickMillis) == 0 {
-            // Renewed first, in the same job: the rescuer never takes back a row this process still holds.
-            let (ids, owner, lease) = (Array(held), self.owner, options.leaseMillis)
-            let rescue = Clock.nowMillis() - lastWriteFailure >= lease / 2
-            writer.enqueue(durable: false, { connection -> Int in
-                let now = Clock.nowMillis()
-                _ = try connection.renewLeases(ids, owner: owner, leaseMillis: lease, now: now)
-                return rescue ? try connection.rescueExpiredLeases(now: now) : 0
-            }) { result in
-                switch result {
-                case .success(let rescued) where rescued > 0:
-                    Log.warn("rescued expired leases", ["deliveries": .int(Int64(rescued))])
-                    self.wake()
-                case .failure(let error):
-                    Log.warn("renewing leases failed", ["error": .string("\(error)")])
-                    self.queue.async { self.lastWriteFailure = Clock.nowMillis() }
-                default:
-                    break
-                }
+        for case .renew(let ids, let rescue) in leases.ticked(now: Clock.nowMillis()) { renew(ids, rescue: rescue) }
+    }
+
+    // MARK: - Carrying out the lease keeper's actions
+
+    /// Renews the leases of `ids` and then, when `rescue`, takes back the expired leases nobody renewed: renewed
+    /// first, in the same job, so the rescuer never takes back a row this process still holds.
+    private func renew(_ ids: [Int64], rescue: Bool) {
+        let (owner, lease) = (self.owner, options.leaseMillis)
+        writer.enqueue(durable: false, { connection -> Int in
+            let now = Clock.nowMillis()
+            _ = try connection.renewLeases(ids, owner: owner, leaseMillis: lease, now: now)
+            return rescue ? try connection.rescueExpiredLeases(now: now) : 0
+        }) { result in
+            switch result {
+            case .success(let rescued) where rescued > 0:
+                Log.warn("rescued expired leases", ["deliveries": .int(Int64(rescued))])
+                self.wake()
+            case .failure(let error):
+                Log.warn("renewing leases failed", ["error": .string("\(error)")])
+                self.queue.async { self.leases.writeFailed(now: Clock.nowMillis()) }
+            default:
+                break
             }
         }
     }

@@ -20,7 +20,10 @@ public struct LegacyProvider: Provider {
         self.timeoutMillis = timeoutMillis
     }
 
-    public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
+    /// `credential` is unused: the server key is in `headers`.
+    public func requests(
+        for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String? = nil, now: Int64
+    ) -> [PreparedRequest] {
         let kind = message.targetKind
         // Topics and conditions have one delivery each; tokens share requests of up to 1000.
         let size = kind == .tokens ? Self.maxTokensPerRequest : 1

@@ -42,7 +42,7 @@ public final class PreparedRequest: Sendable {
     }
 }
 
-/// Whether a provider can send, once `prepare` has run.
+/// Whether a provider can send, once its credentials were obtained (`Credentials.obtain`).
 public enum ProviderReadiness: Sendable, Equatable {
     case ready
     /// Not before this Unix millisecond: the credentials could not be had for now (the token endpoint failed).
@@ -52,21 +52,25 @@ public enum ProviderReadiness: Sendable, Equatable {
 }
 
 /// What differs between FCM's legacy HTTP API and HTTP v1: how claimed deliveries become requests and how
-/// answers become outcomes, and whether credentials must be obtained first. Everything around it (claim, retry,
+/// answers become outcomes, and which credentials must be obtained first. Everything around it (claim, retry,
 /// reconcile) is shared.
+///
+/// `requests` and `classify` are pure: they are handed the credential and never obtain, renew or judge one. That is
+/// `credentials`' part, carried out by the engine when the app's scheduler asks.
 public protocol Provider: Sendable {
     /// How many deliveries one request can carry (legacy multicast: 1000; v1: one token per request).
     var maxTargetsPerRequest: Int { get }
-    /// The requests for one message's claimed deliveries.
-    func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest]
-    /// One outcome per delivery of `request`.
+    /// What the provider must obtain before it sends (v1: an access token); nil when it needs nothing (a legacy
+    /// server key, in the provider's own headers).
+    var credentials: (any Credentials)? { get }
+    /// The requests for one message's claimed deliveries, made with `credential` (`credentials`' current one; nil
+    /// for a provider without credentials).
+    func requests(
+        for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
+    ) -> [PreparedRequest]
+    /// One outcome per delivery of `request`. A refusal of the request's credential is `.requeue`: whether it is
+    /// renewed or the app pauses is for `credentials` to say.
     func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification
-    /// Whether the engine must call `prepare` before it sends or claims for this app (v1: no usable access token).
-    /// Called on the engine's queue: cheap, never blocking.
-    func needsPreparation(now: Int64) -> Bool
-    /// Gets ready to send (v1: fetches an access token) without blocking the caller; `completion` runs once, on any
-    /// thread.
-    func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void)
     /// The connections to the endpoint that `concurrency` requests in flight need, which the app's pool may open.
     func maxConnections(concurrency: Int) -> Int
     /// The app's sender pool, for `concurrency` requests in flight; `liveness` for its HTTP/2 connections.
@@ -74,12 +78,8 @@ public protocol Provider: Sendable {
 }
 
 extension Provider {
-    /// A server key needs no preparation.
-    public func needsPreparation(now: Int64) -> Bool { false }
-
-    public func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
-        completion(.ready)
-    }
+    /// A server key needs nothing obtained.
+    public var credentials: (any Credentials)? { nil }
 
     /// One connection per request in flight: HTTP/1.1 keep-alive.
     public func maxConnections(concurrency: Int) -> Int {

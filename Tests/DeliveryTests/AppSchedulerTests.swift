@@ -275,17 +275,17 @@ import Testing
     // MARK: - Preparation (v1 access tokens)
 
     @Test func nothingIsClaimedBeforeTheProviderIsReady() {
-        provider.needsPreparation.store(true, ordering: .relaxed)
+        provider.scripted.state.withLock { $0.current = nil }
         var app = scheduler()
         let actions = app.pump(now: now)
         #expect(actions.prepares == 1 && actions.claims.isEmpty)
         #expect(app.pump(now: now).isEmpty, "one preparation at a time")
-        provider.needsPreparation.store(false, ordering: .relaxed)
+        provider.scripted.state.withLock { $0.current = "token-1" }
         #expect(app.prepared(.ready, now: now).claims == [6])
     }
 
     @Test func aProviderThatCannotGetReadyIsAskedAgainLater() {
-        provider.needsPreparation.store(true, ordering: .relaxed)
+        provider.scripted.state.withLock { $0.current = nil }
         var app = scheduler()
         _ = app.pump(now: now)
         #expect(app.prepared(.retry(at: now + 5_000), now: now).wakes == [now + 5_000])
@@ -293,13 +293,80 @@ import Testing
     }
 
     @Test func refusedCredentialsPauseTheApp() {
-        provider.needsPreparation.store(true, ordering: .relaxed)
+        provider.scripted.state.withLock { $0.current = nil }
         var app = scheduler()
         _ = app.pump(now: now)
         let actions = app.prepared(.pause(reason: "invalid_grant"), now: now)
         #expect(actions.notes == [.pausedForCredentials(reason: "invalid_grant")])
         #expect(actions.plans.contains { $0.pauseReason == "invalid_grant" })
         #expect(app.paused)
+    }
+
+    // MARK: - Credentials: renewed in their last minutes, judged when refused
+
+    @Test func aClaimInTheCredentialsLastMinutesAsksForARenewalAndSendsMeanwhile() {
+        var app = scheduler(concurrency: 2)
+        _ = app.pump(now: now)
+        #expect(app.claimed(claim(2), now: now).renewals == 0)
+        provider.scripted.state.withLock { $0.renewalDue = true }
+        _ = app.rowsCommitted(now: now)
+        #expect(app.claimed(claim(0), now: now).renewals == 0, "an empty claim sends nothing: no reason to renew")
+        _ = app.rowsCommitted(now: now)
+        let actions = app.claimed(claim(2, first: 3), now: now)
+        #expect(actions.renewals == 1)
+        #expect(actions.prepares == 0, "the current credential is still good")
+    }
+
+    @Test func aRefusedCredentialIsJudgedBeforeTheAnswerIsPlanned() {
+        var app = scheduler(concurrency: 2)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(2), now: now).sentRequests
+        var random = random
+        let refused = app.answered(sent[0], result: answer(498), now: now, using: &random)
+        #expect(refused.refused == [1] && refused.count == 1, "nothing is written before the credentials judge")
+        #expect(app.inFlight == 1)
+        provider.scripted.state.withLock { $0.current = nil }  // dropped by the credentials
+        let renewing = app.refusalJudged(.renew, request: sent[0], result: answer(498), now: now, using: &random)
+        #expect(renewing.notes == [.renewingRefusedCredential])
+        #expect(renewing.written == [.release(id: 1)], "back to the queue, not charged")
+        #expect(renewing.prepares == 1, "a new credential is obtained before anything more is sent")
+        #expect(!app.paused)
+    }
+
+    @Test func anOlderCredentialRefusedOnlyRequeues() {
+        var app = scheduler(concurrency: 2)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(2), now: now).sentRequests
+        var random = random
+        _ = app.answered(sent[1], result: answer(498), now: now, using: &random)
+        let stale = app.refusalJudged(.stale, request: sent[1], result: answer(498), now: now, using: &random)
+        #expect(stale.notes.isEmpty && stale.written == [.release(id: 2)])
+    }
+
+    @Test func aRenewedCredentialRefusedTooPausesTheApp() {
+        var app = scheduler(concurrency: 2)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(2), now: now).sentRequests
+        var random = random
+        _ = app.answered(sent[0], result: answer(498), now: now, using: &random)
+        let paused = app.refusalJudged(.pause, request: sent[0], result: answer(498), now: now, using: &random)
+        #expect(paused.notes == [.pausedByFCM(reason: "UNAUTHENTICATED")])
+        #expect(paused.plans.contains { $0.pauseReason == "UNAUTHENTICATED" })
+        #expect(app.paused)
+    }
+
+    @Test func answersAreReportedToTheCredentialsUntilARenewedOneIsProven() {
+        var app = scheduler(concurrency: 3)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(3), now: now).sentRequests
+        var random = random
+        #expect(app.answered(sent[0], result: answer(200), now: now, using: &random).accepted.isEmpty)
+        _ = app.answered(sent[1], result: answer(498), now: now, using: &random)
+        _ = app.refusalJudged(.renew, request: sent[1], result: answer(498), now: now, using: &random)
+        let next = app.claimed(claim(2, first: 4), now: now).sentRequests
+        #expect(app.answered(next[0], result: answer(200), now: now, using: &random).accepted == [4])
+        app.credentialProven()
+        #expect(app.answered(next[1], result: answer(200), now: now, using: &random).accepted.isEmpty)
     }
 
     // MARK: - Shutdown
@@ -321,15 +388,18 @@ import Testing
 
 // MARK: - Support
 
-/// Legacy requests (one token each) with answers classified by status alone; whether it needs preparing is set by
-/// the test.
+/// Legacy requests (one token each) with answers classified by status alone (498: the credential refused, as FCM
+/// v1's 401 `UNAUTHENTICATED`); its credentials are set by the test.
 final class ScriptedProvider: Provider {
-    let needsPreparation = Atomic<Bool>(false)
+    let scripted = ScriptedCredentials()
     private let legacy = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k")
 
     var maxTargetsPerRequest: Int { 1 }
+    var credentials: (any Credentials)? { scripted }
 
-    func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
+    func requests(
+        for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
+    ) -> [PreparedRequest] {
         deliveries.flatMap { legacy.requests(for: message, deliveries: [$0], now: now) }
     }
 
@@ -343,6 +413,8 @@ final class ScriptedProvider: Provider {
             })
         case .response(401, _, _, _):
             return Classification(outcomes: Array(repeating: .pauseApp(reason: .unauthorized), count: count))
+        case .response(498, _, _, _):
+            return Classification(outcomes: Array(repeating: .requeue(reason: .v1(.unauthenticated)), count: count))
         case .response(429, _, _, _):
             return Classification(
                 outcomes: Array(repeating: .retrySlow(reason: .v1(.quotaExceeded)), count: count),
@@ -353,8 +425,24 @@ final class ScriptedProvider: Provider {
                 closesGate: true)
         }
     }
+}
 
-    func needsPreparation(now: Int64) -> Bool { needsPreparation.load(ordering: .relaxed) }
+/// Credentials whose current value and whether a renewal is due are set by the test. The scheduler only reads
+/// them: obtaining and judging are the engine's, answered to the scheduler by events the test sends itself.
+final class ScriptedCredentials: Credentials {
+    struct State {
+        var current: String? = "token-1"
+        var renewalDue = false
+    }
+
+    let state = Mutex(State())
+
+    func current(now: Int64) -> String? { state.withLock { $0.current } }
+    func renewalDue(now: Int64) -> Bool { state.withLock { $0.renewalDue } }
+    func renew(now: Int64) {}
+    func obtain(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) { completion(.ready) }
+    func refused(_ request: PreparedRequest) -> CredentialRefusal { .renew }
+    func accepted(_ request: PreparedRequest) -> Bool { false }
 }
 
 /// A deterministic generator (SplitMix64), so a plan's jitter is the same every run.
@@ -382,4 +470,11 @@ extension [AppScheduler.Action] {
     var wakes: [Int64] { compactMap { if case .wake(let at) = $0 { at } else { nil } } }
     var notes: [AppScheduler.Note] { compactMap { if case .note(let note) = $0 { note } else { nil } } }
     var prepares: Int { count { if case .prepare = $0 { true } else { false } } }
+    var renewals: Int { count { if case .renewCredentials = $0 { true } else { false } } }
+    var refused: [Int64] {
+        compactMap { if case .credentialRefused(let request, _) = $0 { request.deliveries[0].id } else { nil } }
+    }
+    var accepted: [Int64] {
+        compactMap { if case .credentialAccepted(let request) = $0 { request.deliveries[0].id } else { nil } }
+    }
 }

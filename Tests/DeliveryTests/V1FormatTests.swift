@@ -77,7 +77,7 @@ import Testing
         let requests = provider.requests(
             for: stored, deliveries: ["f1", "f2"].enumerated().map {
                 ClaimedDelivery(id: Int64($0.offset), messageID: "m1", token: $0.element, attempts: 0)
-            }, now: now)
+            }, credential: "t", now: now)
         #expect(requests.map { String(decoding: $0.outbound.body, as: UTF8.self) } == [
             #"{"validate_only":false,"message":{"fid":"f1","android":{"ttl":"60s"}}}"#,
             #"{"validate_only":false,"message":{"fid":"f2","android":{"ttl":"60s"}}}"#,

@@ -36,21 +36,31 @@ import Testing
     static let unauthenticated = #"{"error":{"code":401,"message":"Request had invalid authentication credentials.","#
         + #""status":"UNAUTHENTICATED"}}"#
 
+    /// The token the credentials hold now, which the scheduler hands to `requests`.
+    func token(_ provider: V1Provider) -> String? {
+        provider.credentials?.current(now: now)
+    }
+
+    func obtain(_ provider: V1Provider) -> ProviderReadiness? {
+        readiness { provider.credentials?.obtain(now: now, completion: $0) }
+    }
+
     @Test func needsATokenBeforeItCanSend() throws {
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
-        #expect(provider.needsPreparation(now: now))
-        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
-        #expect(!provider.needsPreparation(now: now))
+        #expect(token(provider) == nil)
+        #expect(obtain(provider) == .ready)
+        #expect(token(provider) == "token-1")
     }
 
     @Test func oneRequestPerTokenWithTheBearerToken() throws {
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
-        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
-        let requests = provider.requests(for: message(), deliveries: deliveries(["a", "b", "c"]), now: now)
+        #expect(obtain(provider) == .ready)
+        let requests = provider.requests(
+            for: message(), deliveries: deliveries(["a", "b", "c"]), credential: token(provider), now: now)
         #expect(requests.count == 3)
         #expect(requests.map { $0.deliveries.map(\.token) } == [["a"], ["b"], ["c"]])
         for request in requests {
@@ -67,7 +77,8 @@ import Testing
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
-        let topic = provider.requests(for: message(kind: .topic), deliveries: deliveries(["/topics/news"]), now: now)
+        let topic = provider.requests(
+            for: message(kind: .topic), deliveries: deliveries(["/topics/news"]), credential: "t", now: now)
         #expect(topic.map(\.kind) == [.topic])
         #expect(String(decoding: topic[0].outbound.body, as: UTF8.self).contains(#""topic":"news""#))
     }
@@ -87,7 +98,8 @@ import Testing
                            dryRun: false, expiresAt: now + seconds * 1000 + 500, format: .v1)
         }
         func body(_ message: ClaimedMessage, _ token: String, at time: Int64? = nil) -> String {
-            let request = provider.requests(for: message, deliveries: deliveries([token]), now: time ?? now)[0]
+            let request = provider.requests(
+                for: message, deliveries: deliveries([token]), credential: "t", now: time ?? now)[0]
             return String(decoding: request.outbound.body, as: UTF8.self)
         }
 
@@ -113,7 +125,7 @@ import Testing
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
-        let request = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)[0]
+        let request = provider.requests(for: message(), deliveries: deliveries(["a"]), credential: "t", now: now)[0]
         let classification = provider.classify(answer(200, #"{"name":"projects/test-project/messages/1"}"#),
                                                of: request, now: now)
         #expect(classification.outcomes == [.delivered(fcmMessageID: "projects/test-project/messages/1",
@@ -124,24 +136,28 @@ import Testing
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
-        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
-        let first = provider.requests(for: message(), deliveries: deliveries(["a", "b"]), now: now)
+        #expect(obtain(provider) == .ready)
+        let credentials = try #require(provider.credentials)
+        let first = provider.requests(for: message(), deliveries: deliveries(["a", "b"]), credential: token(provider),
+                                      now: now)
 
-        // The first refusal requeues without charging, and the token is dropped.
+        // A refusal is classified as a requeue whatever the token, and classifying it leaves the token alone.
         #expect(provider.classify(answer(401, Self.unauthenticated), of: first[0], now: now).outcomes
             == [.requeue(reason: .v1(.unauthenticated))])
-        #expect(provider.needsPreparation(now: now))
-        // Another request that carried the same token is requeued too, without a second renewal.
-        #expect(provider.classify(answer(401, Self.unauthenticated), of: first[1], now: now).outcomes
-            == [.requeue(reason: .v1(.unauthenticated))])
+        #expect(token(provider) == "token-1")
+        // The first refusal drops the token, to be renewed; another request that carried it is only requeued.
+        #expect(credentials.refused(first[0]) == .renew)
+        #expect(token(provider) == nil)
+        #expect(credentials.refused(first[1]) == .stale)
 
-        #expect(readiness { provider.prepare(now: now, completion: $0) } == .ready)
+        #expect(obtain(provider) == .ready)
         #expect(endpoint.forms.count == 2)
-        let second = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)
+        let second = provider.requests(for: message(), deliveries: deliveries(["a"]), credential: token(provider),
+                                       now: now)
         #expect(second[0].outbound.headers.last?.value == "Bearer token-2")
+        #expect(credentials.accepted(first[0]), "an answer to the old token proves nothing of the new one")
         // The renewed token refused too: renewing again cannot help.
-        #expect(provider.classify(answer(401, Self.unauthenticated), of: second[0], now: now).outcomes
-            == [.pauseApp(reason: .v1(.unauthenticated))])
+        #expect(credentials.refused(second[0]) == .pause)
     }
 
     @Test func requeueReleasesWithoutChargingAndWithoutPausing() {
@@ -159,7 +175,7 @@ import Testing
         let endpoint = try TestTokenEndpoint()
         defer { endpoint.shutdown() }
         let provider = provider(endpoint)
-        let request = provider.requests(for: message(), deliveries: deliveries(["a"]), now: now)[0]
+        let request = provider.requests(for: message(), deliveries: deliveries(["a"]), credential: "t", now: now)[0]
         let classification = provider.classify(.failure(.timeout), of: request, now: now)
         #expect(classification.outcomes == [.retry(reason: .other("timeout"))])
         #expect(classification.closesGate)

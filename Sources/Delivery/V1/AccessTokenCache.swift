@@ -31,14 +31,7 @@ final class AccessTokenCache: Sendable {
     }
 
     /// What FCM's refusal of a token (401 `UNAUTHENTICATED`) means.
-    enum Rejection: Sendable, Equatable {
-        /// The current token: dropped, and the next one fetched.
-        case renew
-        /// An older token: a newer one is already in use or on its way.
-        case stale
-        /// The token fetched because its predecessor was refused is refused too: renewing again would not help.
-        case pause
-    }
+    typealias Rejection = CredentialRefusal
 
     /// What the token endpoint answered.
     enum Answer: Sendable, Equatable {
@@ -147,9 +140,12 @@ final class AccessTokenCache: Sendable {
 
     /// FCM answered a request made with `value` with something other than `UNAUTHENTICATED`: the token works.
     /// `value` is only asked for (taken out of the request's headers) after a rejection, which is when it matters.
-    func accepted(_ value: () -> String) {
+    /// Returns whether a token renewed after a rejection still waits for such an answer.
+    @discardableResult
+    func accepted(_ value: () -> String) -> Bool {
         state.withLock { state in
             if state.renewedAfterRejection, state.token?.value == value() { state.renewedAfterRejection = false }
+            return state.renewedAfterRejection || state.renewingAfterRejection
         }
     }
 

@@ -48,10 +48,14 @@ public final class V1Provider: Provider {
 
     // MARK: - Provider
 
-    public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
-        tokens.renewIfDue(now: now)
-        // Without a usable token the engine prepares before it sends, and releases these requests unsent.
-        let headers = headers(token: tokens.usableToken(now: now)?.value ?? "")
+    public var credentials: (any Credentials)? { tokens }
+
+    /// `credential`: the access token. Without one the scheduler obtains one before it sends, and releases these
+    /// requests unsent.
+    public func requests(
+        for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
+    ) -> [PreparedRequest] {
+        let headers = headers(token: credential ?? "")
         let kind = message.targetKind
         // The message is rendered once for all its deliveries here; each body is then bytes spliced. A v1-shaped
         // message keeps its own TTL fields, counted down; a legacy-shaped one is mapped with the TTL left at `now`.
@@ -69,31 +73,16 @@ public final class V1Provider: Provider {
         }
     }
 
+    /// A refused access token (401 `UNAUTHENTICATED`) is `.requeue`.
     public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
-        guard case .response(let status, let headers, let body, let version) = result else {
-            guard case .failure(let failure) = result else {
-                return V1Classifier.transportFailure(reason: .other("no answer"))
-            }
+        switch result {
+        case .response(let status, let headers, let body, let version):
+            noteHTTPVersion(version)
+            return V1Classifier.classify(
+                status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
+        case .failure(let failure):
             return V1Classifier.transportFailure(reason: DeliveryReason(failure))
         }
-        noteHTTPVersion(version)
-        var classification = V1Classifier.classify(
-            status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
-        guard case .requeue? = classification.outcomes.first else {
-            tokens.accepted { Self.bearerToken(of: request) }
-            return classification
-        }
-        let token = Self.bearerToken(of: request)
-        switch tokens.rejected(token) {
-        case .renew:
-            Log.warn("fcm v1 refused the access token: fetching a new one", ["app": .string(app)])
-        case .stale:
-            break
-        case .pause:
-            classification = V1Classifier.classify(
-                status: status, headers: headers, body: body, now: now, mayRenewCredentials: false)
-        }
-        return classification
     }
 
     /// Over HTTPS, HTTP/2 with up to 100 requests per connection; a cleartext endpoint (the sandbox's simulator)
@@ -112,14 +101,6 @@ public final class V1Provider: Provider {
             maxConnectionsPerHost: maxConnections(concurrency: concurrency),
             http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name,
             liveness: liveness)
-    }
-
-    public func needsPreparation(now: Int64) -> Bool {
-        tokens.usableToken(now: now) == nil
-    }
-
-    public func prepare(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
-        tokens.fetch(now: now, completion: completion)
     }
 
     // MARK: - Helpers
@@ -158,11 +139,6 @@ public final class V1Provider: Provider {
             cached = (token, headers)
             return headers
         }
-    }
-
-    private static func bearerToken(of request: PreparedRequest) -> String {
-        let value = request.outbound.headers.first(where: { $0.name == "Authorization" })?.value ?? ""
-        return value.hasPrefix("Bearer ") ? String(value.dropFirst("Bearer ".count)) : value
     }
 
     /// HTTP/2 is what lets one connection carry many v1 requests at once; an endpoint that answers over HTTP/1.1
