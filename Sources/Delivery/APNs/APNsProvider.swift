@@ -43,7 +43,11 @@ public final class APNsProvider: Provider {
 
     // MARK: - Provider
 
-    public func requests(for message: ClaimedMessage, deliveries: [ClaimedDelivery], now: Int64) -> [PreparedRequest] {
+    public var credentials: (any Credentials)? { tokens }
+
+    public func requests(
+        for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
+    ) -> [PreparedRequest] {
         let rendered: APNsNotification
         do {
             rendered = try APNsNotification.render(message, topic: topic, now: now)
@@ -52,15 +56,8 @@ public final class APNsProvider: Provider {
                 app: app, message: message, deliveries: deliveries, outbound: OutboundRequest(url: deviceURL),
                 kind: .tokens, format: .json, refusal: error.reason)]
         }
-        let authorization: String
-        do {
-            authorization = "bearer " + (try tokens.current(now: now))
-        } catch {
-            // The key was read and checked at start: signing fails only if libcrypto does. Every request then
-            // fails with it, and the app is paused with the reason on its first answer.
-            Log.error("apns provider token could not be signed", ["app": .string(app), "error": .string("\(error)")])
-            authorization = "bearer -"
-        }
+        // Without a credential the engine obtains one before it sends, and releases these requests unsent.
+        let authorization = "bearer " + (credential ?? "")
         return deliveries.map { delivery in
             let id = APNsNotification.apnsID(delivery: delivery.id)
             let headers = [("authorization", authorization), ("apns-id", id)] + rendered.headers
@@ -73,6 +70,7 @@ public final class APNsProvider: Provider {
         }
     }
 
+    /// `ExpiredProviderToken` is `.requeue`: whether the token is renewed or the app pauses is `tokens`' to say.
     public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
         guard case .response(let status, let headers, let body, _) = result else {
             guard case .failure(let failure) = result else {
@@ -80,24 +78,8 @@ public final class APNsProvider: Provider {
             }
             return Classifier.transportFailure(reason: DeliveryReason(failure), targetCount: 1)
         }
-        let token = Self.providerToken(of: request)
-        var classification = APNsClassifier.classify(
-            status: status, headers: headers, body: body, now: now, mayRenewCredentials: tokens.mayRenew(token))
-        switch classification.outcomes.first {
-        case .requeue?:
-            // ExpiredProviderToken: a new token once; the same answer to that one pauses the app.
-            if tokens.expired(token, now: now) {
-                Log.warn("apns refused the provider token as expired: signing a new one", ["app": .string(app)])
-            } else {
-                classification = APNsClassifier.classify(
-                    status: status, headers: headers, body: body, now: now, mayRenewCredentials: false)
-            }
-        case .retry(.apns(.tooManyProviderTokenUpdates))?:
-            tokens.renewedTooOften(now: now)
-        default:
-            break
-        }
-        return classification
+        return APNsClassifier.classify(
+            status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
     }
 
     /// Over HTTPS, HTTP/2 with up to 100 requests per connection (fewer when Apple's SETTINGS say so).
@@ -110,10 +92,5 @@ public final class APNsProvider: Provider {
             maxConnectionsPerHost: maxConnections(concurrency: concurrency),
             http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name,
             liveness: liveness)
-    }
-
-    private static func providerToken(of request: PreparedRequest) -> String {
-        let value = request.outbound.headers.first { $0.name == "authorization" }?.value ?? ""
-        return value.hasPrefix("bearer ") ? String(value.dropFirst("bearer ".count)) : value
     }
 }

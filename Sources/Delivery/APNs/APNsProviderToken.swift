@@ -8,17 +8,15 @@ import Synchronization
 ///
 /// Apple wants one token reused for 20 to 60 minutes and answers `TooManyProviderTokenUpdates` to a sender that
 /// renews faster than every 20. Herald renews after `refreshMillis` (40 min), and sooner only once, when Apple
-/// calls the token expired (`ExpiredProviderToken`, a clock that ran away): a second refusal of the renewed token
-/// pauses the app instead.
+/// calls the token expired (`ExpiredProviderToken`, a clock that ran away): a refusal of the renewed token before
+/// Apple took it pauses the app instead.
 ///
 /// ```swift
 /// let tokens = APNsProviderToken(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
-/// let jwt = try tokens.current(now: Clock.nowMillis())   // the same string for the next 40 minutes
+/// let jwt = try tokens.token(now: Clock.nowMillis())   // the same string for the next 40 minutes
 /// ```
 final class APNsProviderToken: Sendable {
     static let refreshMillis: Int64 = 40 * 60_000
-    /// How long a token is kept when Apple says it is renewed too often (it expires at 60 minutes).
-    static let extendedMillis: Int64 = 55 * 60_000
 
     private struct Current {
         var token: String
@@ -40,7 +38,7 @@ final class APNsProviderToken: Sendable {
     }
 
     /// The token to send with now, signed anew when the current one is due for renewal.
-    func current(now: Int64) throws(CryptoError) -> String {
+    func token(now: Int64) throws(CryptoError) -> String {
         if let current = state.withLock({ $0 }), now < current.renewAt { return current.token }
         let token = try sign(now: now)
         return state.withLock { state in
@@ -51,35 +49,26 @@ final class APNsProviderToken: Sendable {
         }
     }
 
-    /// Apple answered `ExpiredProviderToken` to a request sent with `token`. True when a request may go out again
-    /// with a newer token (one made now, or already made since); false when the token was itself the renewal of a
-    /// refused one, and the app must pause.
-    func expired(_ token: String, now: Int64) -> Bool {
-        guard let fresh = try? sign(now: now) else { return false }
+    /// Apple refused `token` (`ExpiredProviderToken`): a new one once; the same answer to that one pauses the app.
+    func refused(token: String, now: Int64) -> CredentialRefusal {
+        guard let fresh = try? sign(now: now) else { return .pause }
         return state.withLock { state in
-            guard let current = state, current.token == token else { return true }
-            guard !current.madeAfterRefusal else { return false }
+            guard let current = state, current.token == token else { return .stale }
+            guard !current.madeAfterRefusal else { return .pause }
             state = Current(token: fresh, issuedAt: now, renewAt: now + Self.refreshMillis, madeAfterRefusal: true)
-            return true
+            return .renew
         }
     }
 
-    /// Whether the token sent with a request may still be renewed once for it (the classifier's
-    /// `mayRenewCredentials`).
-    func mayRenew(_ token: String) -> Bool {
+    /// Apple took a request sent with `token`: a renewal made after a refusal has proved itself, and a later
+    /// refusal may renew again. Returns whether the current token still waits for such proof.
+    func accepted(token: String) -> Bool {
         state.withLock { state in
-            guard let current = state, current.token == token else { return true }
-            return !current.madeAfterRefusal
-        }
-    }
-
-    /// Apple answered `TooManyProviderTokenUpdates`: another sender with the same key renews too, so this token is
-    /// kept nearly as long as Apple accepts one (`extendedMillis`).
-    func renewedTooOften(now: Int64) {
-        state.withLock { state in
-            guard var current = state else { return }
-            current.renewAt = max(current.renewAt, current.issuedAt + Self.extendedMillis)
+            guard var current = state, current.madeAfterRefusal else { return false }
+            guard current.token == token else { return true }
+            current.madeAfterRefusal = false
             state = current
+            return false
         }
     }
 
@@ -87,5 +76,40 @@ final class APNsProviderToken: Sendable {
         try JWT.signES256(
             header: [("kid", .string(keyID))], claims: .object([("iss", .string(teamID)), ("iat", .int(now / 1000))]),
             with: key)
+    }
+}
+
+/// The provider token as the engine drives it (`Credentials`): signed here, at once, so there is nothing to wait for.
+extension APNsProviderToken: Credentials {
+    func current(now: Int64) -> String? {
+        try? token(now: now)
+    }
+
+    /// `current` renews a token that is due as it reads it.
+    func renewalDue(now: Int64) -> Bool { false }
+
+    func renew(now: Int64) {}
+
+    func obtain(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
+        do {
+            _ = try token(now: now)
+            completion(.ready)
+        } catch {
+            completion(.pause(reason: "the APNs key cannot sign a provider token: \(error)"))
+        }
+    }
+
+    func refused(_ request: PreparedRequest) -> CredentialRefusal {
+        refused(token: Self.providerToken(of: request), now: Clock.nowMillis())
+    }
+
+    func accepted(_ request: PreparedRequest) -> Bool {
+        accepted(token: Self.providerToken(of: request))
+    }
+
+    /// The token a request was sent with, from its `authorization: bearer …` header.
+    static func providerToken(of request: PreparedRequest) -> String {
+        let value = request.outbound.headers.first { $0.name == "authorization" }?.value ?? ""
+        return value.hasPrefix("bearer ") ? String(value.dropFirst("bearer ".count)) : value
     }
 }
