@@ -307,7 +307,7 @@ public final class IngestAPI: HTTPHandler {
     // MARK: - Helpers
 
     private func unknownApp(_ app: String) -> APIError? {
-        guard let knownApps, !knownApps.contains(app) else { return nil }
+        guard let knownApps, !knownApps.contains(app), app != NewMessage.everyApp else { return nil }
         return .unknownApp(app, known: Array(knownApps))
     }
 
@@ -378,6 +378,7 @@ public final class IngestAPI: HTTPHandler {
         let deliveries: [JSON] = record.deliveries.map { delivery in
             .object([
                 ("token", .string(delivery.token)),
+                ("app", .string(delivery.app)),
                 ("state", .string(delivery.state.rawValue)),
                 ("reason", delivery.reason.map(JSON.string) ?? .null),
                 ("attempts", .int(Int64(delivery.attempts))),

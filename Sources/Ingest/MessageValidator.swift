@@ -84,7 +84,9 @@ public enum MessageValidator {
         // 3
         let target = try checkTarget(message)
         // 4
-        let app = try checkApp(message["app"])
+        // A message to users that names no app reaches them in every app (SPEC §17).
+        let app = message["app"] == nil && message["users"] != nil
+            ? NewMessage.everyApp : try checkApp(message["app"])
         for field in ["collapse_key", "restricted_package_name"] {
             if let value = message[field], value.stringValue == nil {
                 throw .invalidParameters("\(field) must be a string")

@@ -94,7 +94,8 @@ public enum V1MessageValidator {
             dryRun = flag
         }
         let (target, tokenField) = try checkTarget(request, message: message)
-        var app = MessageValidator.defaultApp
+        // A message to users that names no app reaches them in every app (SPEC §17).
+        var app = request["users"] != nil ? NewMessage.everyApp : MessageValidator.defaultApp
         if let value = request["app"] {
             guard let name = value.stringValue, MessageValidator.isValidAppName(name) else {
                 throw invalid("Invalid value at 'app': a string of 1 to 100 characters from [A-Za-z0-9._-].")

@@ -25,17 +25,22 @@ extension PGQueueStore {
         }
 
         let targets: [String]
+        // Each target's app: the message's, but for a fan-out to users in every app, each token's own.
+        var apps: [String]?
         switch message.target {
         case .tokens(let tokens): targets = tokens
         case .topic(let topic): targets = [topic]
         case .condition(let condition): targets = [condition]
-        case .users(let users): targets = try tokens(ofUsers: users, app: message.app)
+        case .users(let users):
+            let found = try tokens(ofUsers: users, app: message.app)
+            targets = found.map(\.token)
+            if message.app == NewMessage.everyApp { apps = found.map(\.app) }
         }
 
         let id = MessageID.make(now: now)
         // TTL 0 is "now or never": it may wait for a send no longer than the window.
         let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
-        try ensureApp(message.app)
+        if message.app != NewMessage.everyApp { try ensureApp(message.app) }
         // A dry run reaches no device, so it supersedes nothing.
         let collapseKey = message.dryRun ? nil : message.collapseKey
         // One statement, one round trip: the message, its deliveries (none when the key was taken meanwhile: the
@@ -46,6 +51,7 @@ extension PGQueueStore {
             .text(message.priority.rawValue), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
             .integer(now), .integer(expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue),
             .integer(message.priority.lane.rawValue), .array(targets), .text(Self.readyChannel),
+            .array(apps ?? Array(repeating: message.app, count: targets.count)),
         ]
         if let collapseKey { arguments.append(.text(collapseKey)) }
         let inserted = try connection.queryOne(
@@ -63,7 +69,8 @@ extension PGQueueStore {
         return AcceptedMessage(id: id, rowID: rowID, deliveries: inserted.deliveries, isRepeat: false)
     }
 
-    /// `$1`–`$14` the message's columns, `$15` the priority rank, `$16` the targets, `$17` the wake-up channel. The
+    /// `$1`–`$14` the message's columns, `$15` the priority rank, `$16` the targets, `$17` the wake-up channel, `$18`
+    /// each target's app (the message's, or each token's own for a fan-out in every app: one wake-up per app). The
     /// deliveries' foreign key is checked at the end of the statement, when the message row is there.
     private static func insertMessageSQL(moreCTEs: String) -> String {
         """
@@ -76,19 +83,20 @@ extension PGQueueStore {
         inserted AS (
             INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
                                     created_at)
-            SELECT $1::text, $2::text, target.token, 'queued', $11::bigint, $11::bigint, $15::int, $11::bigint
-            FROM message, unnest($16::text[]) WITH ORDINALITY AS target (token, position)
+            SELECT $1::text, target.app, target.token, 'queued', $11::bigint, $11::bigint, $15::int, $11::bigint
+            FROM message, unnest($16::text[], $18::text[]) WITH ORDINALITY AS target (token, app, position)
             ORDER BY target.position
-            RETURNING id, token),\(moreCTEs)
-        counted AS (SELECT count(*) AS n FROM inserted)
-        SELECT message.rowid, counted.n, CASE WHEN counted.n > 0 THEN pg_notify($17, $2) END
-        FROM counted LEFT JOIN message ON true
+            RETURNING id, token, app),\(moreCTEs)
+        counted AS (SELECT count(*) AS n FROM inserted),
+        notified AS (SELECT count(pg_notify($17, app)) AS apps FROM (SELECT DISTINCT app FROM inserted) AS woken)
+        SELECT message.rowid, counted.n, notified.apps
+        FROM counted CROSS JOIN notified LEFT JOIN message ON true
         """
     }
 
     private static let insertMessageSQL = insertMessageSQL(moreCTEs: "")
 
-    /// With each target's collapse head (`$18` the key) pointing at its new delivery: the newest message with the key
+    /// With each target's collapse head (`$19` the key) pointing at its new delivery: the newest message with the key
     /// supersedes older ones still queued for the target while it will reach the device (the claim decides,
     /// `CollapseHead.supersedes`). A head whose dead or dropped delivery is deleted goes with it (the schema's
     /// `collapse_head_removed` trigger). A target named twice gets the head of its last delivery.
@@ -97,8 +105,8 @@ extension PGQueueStore {
 
             heads AS (
                 INSERT INTO collapse_heads (app, collapse_key, token, message_id, delivery_id, created_at)
-                SELECT DISTINCT ON (token) $2::text, $18::text, token, $1::text, id, $11::bigint
-                FROM inserted ORDER BY token, id DESC
+                SELECT DISTINCT ON (app, token) app, $19::text, token, $1::text, id, $11::bigint
+                FROM inserted ORDER BY app, token, id DESC
                 ON CONFLICT (app, collapse_key, token) DO UPDATE SET
                     message_id = excluded.message_id, delivery_id = excluded.delivery_id,
                     created_at = excluded.created_at),
@@ -129,19 +137,17 @@ extension PGQueueStore {
         return AcceptedMessage(id: earlier.id, rowID: earlier.rowID, deliveries: count, isRepeat: true)
     }
 
-    /// Every registered token of these users in `app`, each once, in registration order per user.
-    func tokens(ofUsers users: [String], app: String) throws -> [String] {
-        var seen = Set<String>()
-        var tokens: [String] = []
-        for user in users {
-            let found = try connection.query(
-                """
-                SELECT token FROM tokens WHERE app = $1 AND "user" = $2 ORDER BY created_at, token
-                """,
-                [.text(app), .text(user)]) { $0.string(0) }
-            for token in found where seen.insert(token).inserted { tokens.append(token) }
-        }
-        return tokens
+    /// Every registered token of these users in `app` (in every app `apps` knows for `NewMessage.everyApp`), each
+    /// once, in the order they were first registered: the order SQLite's fan-out has.
+    func tokens(ofUsers users: [String], app: String) throws -> [(app: String, token: String)] {
+        let everyApp = app == NewMessage.everyApp
+        return try connection.query(
+            """
+            SELECT app, token FROM tokens
+            WHERE \(everyApp ? "app IN (SELECT name FROM apps)" : "app = $2") AND "user" = ANY($1::text[])
+            ORDER BY created_at, token
+            """,
+            everyApp ? [.array(users)] : [.array(users), .text(app)]) { (app: $0.string(0), token: $0.string(1)) }
     }
 
     /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;

@@ -42,7 +42,7 @@ extension PGQueueStore: Store {
         record.deliveries = try connection.query(
             """
             SELECT id, token, state, reason, attempts, next_attempt_at, fcm_message_id, canonical_token, last_status,
-                   updated_at
+                   updated_at, app
             FROM deliveries WHERE message_id = $1 ORDER BY id
             """, [.text(id)]
         ) {
@@ -50,7 +50,7 @@ extension PGQueueStore: Store {
                 id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)),
                 reason: $0.optionalString(3), attempts: $0.int(4), nextAttemptAt: $0.int64(5),
                 fcmMessageID: $0.optionalString(6), canonicalToken: $0.optionalString(7),
-                lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
+                lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9), app: $0.string(10))
         }
         return record
     }

@@ -41,6 +41,12 @@ public enum TokenField: String, Sendable, Equatable {
 
 /// A validated message ready to be stored.
 public struct NewMessage: Sendable, Equatable {
+    /// The `app` of a message to `users` that names none (SPEC §17): it reaches every registered token and
+    /// subscription of those users in every app, each delivery in its token's app, and its `Idempotency-Key` is the
+    /// backend's rather than an app's. No app can have this name (app names are `[A-Za-z0-9._-]`).
+    public static let everyApp = "*"
+
+    /// The app `users` fan out in, or `everyApp`.
     public var app: String
     public var idempotencyKey: String?
     /// The FCM message without its target, as JSON text, in `format`'s shape.
@@ -130,11 +136,14 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var canonicalToken: String?
     public var lastStatus: Int64?
     public var updatedAt: Int64
+    /// The app it is sent by: the message's, or its token's own for a message to users in every app (SPEC §17).
+    public var app: String
 
     public init(
         id: Int64, token: String, state: DeliveryState, reason: String?, attempts: Int, nextAttemptAt: Int64,
-        fcmMessageID: String?, canonicalToken: String?, lastStatus: Int64?, updatedAt: Int64
+        fcmMessageID: String?, canonicalToken: String?, lastStatus: Int64?, updatedAt: Int64, app: String = "default"
     ) {
+        self.app = app
         (self.id, self.token, self.state, self.reason, self.attempts, self.nextAttemptAt) =
             (id, token, state, reason, attempts, nextAttemptAt)
         (self.fcmMessageID, self.canonicalToken, self.lastStatus, self.updatedAt) =

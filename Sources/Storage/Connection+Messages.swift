@@ -36,7 +36,7 @@ extension Connection {
         let id = MessageID.make(now: now)
         // TTL 0 is "now or never": it may wait for a send no longer than the window.
         let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
-        try ensureApp(message.app)
+        if message.app != NewMessage.everyApp { try ensureApp(message.app) }
         try run(
             """
             INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
@@ -85,22 +85,26 @@ extension Connection {
         return targets.count
     }
 
-    /// One queued delivery per registered token of these users in `app` (each token once: it has one user), in the
-    /// order the tokens were first registered; returns how many.
+    /// One queued delivery per registered token of these users in `app` — in every app for `NewMessage.everyApp`,
+    /// each delivery in its token's app (each token once: it has one user and one app) — in the order the tokens
+    /// were first registered; returns how many.
     ///
     /// One set-based statement, so a fan-out to a million tokens never passes through Swift. The tokens are read in
     /// rowid order (`rowid IN (…)` walks the sorted rowids the index gives), which visits each table page once:
-    /// looked up user by user, a large fan-out reads one random page per token, several seconds for a million.
+    /// looked up user by user, a large fan-out reads one random page per token, several seconds for a million. Every
+    /// app is every app `apps` knows (serve registers its apps there as it starts), each looked up through the same
+    /// `(app, user)` index.
     private func insertDeliveries(toUsers users: [String], messageID: String, app: String, rank: Int64, now: Int64)
         throws -> Int
     {
-        try run(
+        let apps = app == NewMessage.everyApp ? "app IN (SELECT name FROM apps)" : "app = ?2"
+        return try run(
             """
             INSERT INTO deliveries
                 (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-            SELECT ?1, ?2, token, 'queued', ?3, ?3, ?4, ?3 FROM tokens
+            SELECT ?1, app, token, 'queued', ?3, ?3, ?4, ?3 FROM tokens
             WHERE rowid IN (
-                SELECT rowid FROM tokens WHERE app = ?2 AND user IN (SELECT value FROM json_each(?5))
+                SELECT rowid FROM tokens WHERE \(apps) AND user IN (SELECT value FROM json_each(?5))
             )
             ORDER BY rowid
             """, .text(messageID), .text(app), .integer(now), .integer(rank),
@@ -145,7 +149,7 @@ extension Connection {
         record.deliveries = try query(
             """
             SELECT id, token, state, reason, attempts, next_attempt_at, fcm_message_id, canonical_token, last_status,
-                   updated_at
+                   updated_at, app
             FROM deliveries WHERE message_id = ? ORDER BY id
             """, [.text(id)]
         ) {
@@ -153,7 +157,7 @@ extension Connection {
                 id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)),
                 reason: $0.optionalString(3), attempts: $0.int(4), nextAttemptAt: $0.int64(5),
                 fcmMessageID: $0.optionalString(6), canonicalToken: $0.optionalString(7),
-                lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9))
+                lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9), app: $0.string(10))
         }
         return record
     }

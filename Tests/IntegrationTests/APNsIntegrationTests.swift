@@ -17,7 +17,8 @@ import Testing
         let herald: HeraldProcess
     }
 
-    func start(_ standInArguments: [String] = []) throws -> Rig {
+    /// Also an FCM v1 app `default` sending to `fcm`, when given (the two stand-ins' certificates in one bundle).
+    func start(_ standInArguments: [String] = [], fcm: H2StandIn? = nil) throws -> Rig {
         let key = try P256PrivateKey.generate()
         let directory = HeraldProcess.makeDirectory()
         let keyFile = directory.appendingPathComponent("AuthKey_\(Self.keyID).p8").path
@@ -29,14 +30,25 @@ import Testing
             "--auth-key", publicFile, "--key-id", Self.keyID, "--team-id", Self.teamID, "--initial-streams", "1",
             "--delay-ms", "20",
         ] + standInArguments, script: "scripts/apns-h2-standin.js")
+        var fcmApp = ""
+        var certificates = try String(contentsOfFile: standIn.caFile, encoding: .utf8)
+        if let fcm {
+            let account = try V1IntegrationTests.writeServiceAccount(
+                key: V1IntegrationTests.key, tokenURI: fcm.baseURL + "/token", in: directory, name: "sa.json")
+            fcmApp = #", {"name": "default", "provider": "fcm-v1", "service_account_file": "\#(account)", "#
+                + #""endpoint": "\#(fcm.baseURL)"}"#
+            certificates += try String(contentsOfFile: fcm.caFile, encoding: .utf8)
+        }
+        let bundle = directory.appendingPathComponent("certificates.pem").path
+        try certificates.write(toFile: bundle, atomically: true, encoding: .utf8)
         let config = directory.appendingPathComponent("herald.json").path
         try """
             {"apps": [{"name": "ios", "provider": "apns", "key_file": "\(keyFile)", "key_id": "\(Self.keyID)",
                        "team_id": "\(Self.teamID)", "topic": "com.example.app",
-                       "endpoint": "https://127.0.0.1:\(standIn.port)"}]}
+                       "endpoint": "https://127.0.0.1:\(standIn.port)"}\(fcmApp)]}
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let herald = try HeraldProcess(
-            directory: directory, arguments: ["--config", config], environment: ["SSL_CERT_FILE": standIn.caFile])
+            directory: directory, arguments: ["--config", config], environment: ["SSL_CERT_FILE": bundle])
         return Rig(standIn: standIn, herald: herald)
     }
 
@@ -120,6 +132,37 @@ import Testing
         let stats = try await rig.standIn.statsObject()
         #expect(stats["expired_answers"] as? Int == 1)
         #expect(stats["jwts"] as? Int == 2, "the refused token, then one new token")
+    }
+
+    /// SPEC §17: one message to a user with no app reaches their Android phone over FCM and their iPhone over
+    /// APNs, each delivery rendered by its own app's provider, and the message shows each delivery's app.
+    @Test func oneMessageToAUserReachesTheirDevicesInEveryApp() async throws {
+        let fcm = try H2StandIn(["--delay-ms", "5"])
+        let rig = try start(fcm: fcm)
+        defer { rig.herald.stop() }
+        for (token, app) in [("android-phone", "default"), ("good-ipad", "ios"), ("someone-else", "ios")] {
+            let user = token == "someone-else" ? "u2" : "u1"
+            let reply = try await rig.herald.request(
+                "PUT", "/v1/tokens/\(token)", body: #"{"app":"\#(app)","user":"\#(user)"}"#)
+            #expect(reply.status == 200 || reply.status == 201, "\(reply.text)")
+        }
+        let reply = try await rig.herald.request("POST", "/v1/messages", body: #"""
+            {"users":["u1"],"message":{"notification":{"title":"Hi","body":"there"},"data":{"order":"42"}}}
+            """#)
+        #expect(reply.status == 202, "\(reply.text)")
+        #expect(reply.json["deliveries"] as? Int == 2)
+
+        let rows = try await settled(rig, count: 2)
+        #expect(rows == ["android-phone": "delivered", "good-ipad": "delivered"])
+        #expect(try await fcm.stats().requests == 1)
+        let apns = try await rig.standIn.statsObject()
+        #expect((apns["ids"] as? [String: [String]])?.keys.sorted() == ["good-ipad"])
+        let body = (apns["bodies"] as? [String: String] ?? [:])["good-ipad"] ?? ""
+        #expect(body == #"{"aps":{"alert":{"title":"Hi","body":"there"}},"order":"42"}"#)
+        let id = try #require(reply.json["id"] as? String)
+        let message = try await rig.herald.request("GET", "/v1/messages/\(id)")
+        let apps = (message.json["deliveries"] as? [[String: Any]] ?? []).map { "\($0["token"]!) \($0["app"]!)" }
+        #expect(apps == ["android-phone default", "good-ipad ios"])
     }
 
     @Test func aTopicForAnAPNsAppIsRefusedAtIngest() async throws {

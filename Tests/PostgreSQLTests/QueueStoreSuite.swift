@@ -343,6 +343,40 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.events() == ["deleted dead"])
     }
 
+    /// SPEC §17: a message to users with no app reaches their tokens in every app, each delivery in its token's
+    /// app, in the order the tokens were first registered — the same order on both engines, with the users'
+    /// registrations interleaved across users and apps.
+    @Test(arguments: Engine.allCases)
+    func usersWithoutAnAppReachEveryAppInTheOrderTheTokensWereRegistered(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        // The apps serve registers as it starts (a message to each does the same).
+        for app in ["android", "ios"] { try queue.insert([], app: app) }
+        let registrations = [
+            ("a1", "android", "u1"), ("i2", "ios", "u2"), ("a2", "android", "u2"), ("i1", "ios", "u1"),
+            ("x9", "android", "u9"), ("a3", "android", "u1"),
+        ]
+        for (offset, (token, app, user)) in registrations.enumerated() {
+            try queue.store.register(token, app: app, user: user, now: t0 + Int64(offset))
+        }
+        func fanOut(_ app: String, key: String? = nil) throws -> AcceptedMessage {
+            try queue.store.insert(
+                NewMessage(app: app, idempotencyKey: key, payload: "{}", target: .users(["u2", "u1"])), now: t0 + 10)
+        }
+
+        let everywhere = try fanOut(NewMessage.everyApp, key: "k")
+        #expect(everywhere.deliveries == 5)
+        #expect(try queue.store.strings(
+            "SELECT token || ' ' || app FROM deliveries WHERE message_id = $1 ORDER BY id", [.text(everywhere.id)])
+            == ["a1 android", "i2 ios", "a2 android", "i1 ios", "a3 android"])
+        let inOneApp = try fanOut("ios", key: "k")
+        #expect(!inOneApp.isRepeat, "a key of the backend's is not an app's")
+        #expect(try queue.store.strings(
+            "SELECT token || ' ' || app FROM deliveries WHERE message_id = $1 ORDER BY id", [.text(inOneApp.id)])
+            == ["i2 ios", "i1 ios"])
+        #expect(try fanOut(NewMessage.everyApp, key: "k").isRepeat)
+        #expect(try queue.store.strings("SELECT name FROM apps ORDER BY name").contains("*") == false)
+    }
+
     /// APNs' 410 carries the time Apple learnt the token was gone: a token registered again after it (a reinstall
     /// Apple had not seen yet) stays; one registered before goes, with its event, as NotRegistered does.
     @Test(arguments: Engine.allCases)
