@@ -37,6 +37,8 @@ extension FCMSimulator {
         public var v1Account: FCMSimulator.V1Account?
         /// `expires_in` of the access tokens the token endpoint issues.
         public var tokenLifetimeSeconds: Int
+        /// APNs: the key whose provider tokens `POST /3/device/{token}` accepts; nil refuses every one.
+        public var apnsAccount: FCMSimulator.APNsAccount?
 
         public init(
             serverKey: String? = nil,
@@ -52,8 +54,10 @@ extension FCMSimulator {
             requestLogLimit: Int = 10_000,
             requestLogTokenLimit: Int = 200_000,
             v1Account: FCMSimulator.V1Account? = nil,
-            tokenLifetimeSeconds: Int = 3600
+            tokenLifetimeSeconds: Int = 3600,
+            apnsAccount: FCMSimulator.APNsAccount? = nil
         ) {
+            self.apnsAccount = apnsAccount
             self.serverKey = serverKey
             self.aliases = aliases
             self.failRate = failRate

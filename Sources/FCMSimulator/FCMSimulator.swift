@@ -13,6 +13,8 @@ import Synchronization
 /// - `POST /token`: FCM v1's OAuth2 token endpoint, checking RS256 assertions against `Configuration.v1Account`.
 /// - `POST /v1/projects/{p}/messages:send`: FCM v1 with the same per-token outcomes and faults
 ///   (`FCMSimulator+V1.swift`).
+/// - `POST /3/device/{token}`: APNs, its provider token checked against `Configuration.apnsAccount`, the same
+///   per-token outcomes in Apple's words (`FCMSimulator+APNs.swift`).
 /// - `POST /control`: queue faults and change them, e.g. `{"fail_next": 2, "status": 503, "retry_after": "2"}`
 ///   (see `ControlChange.parse`); answers the fault settings now in force.
 /// - `GET /stats[?requests=N]`: `Stats.json(requestLimit:)`.
@@ -35,6 +37,8 @@ public final class FCMSimulator: HTTPHandler {
     let state: Mutex<SimulatorState>
     /// The public key of `configuration.v1Account`, parsed once.
     let v1PublicKey: RSAPublicKey?
+    /// The public key of `configuration.apnsAccount`, parsed once.
+    let apnsPublicKey: P256PublicKey?
     /// Message IDs are `0:<idBase + n>%<idTag>`, like FCM's `0:1489053538475785%a6bd5ed5f9fd7ecd`: the start
     /// time keeps them apart from an earlier run's, the tag from another simulator's.
     private let idBase: UInt64
@@ -45,6 +49,7 @@ public final class FCMSimulator: HTTPHandler {
         let seed = configuration.seed ?? .random(in: .min ... .max)
         state = Mutex(SimulatorState(configuration: configuration, seed: seed))
         v1PublicKey = configuration.v1Account.flatMap { try? RSAPublicKey(pem: $0.publicKeyPEM) }
+        apnsPublicKey = configuration.apnsAccount.flatMap { try? P256PublicKey(pem: $0.publicKeyPEM) }
         idBase = UInt64(max(0, Clock.nowMillis())) * 1000
         let tag = String(UInt64.random(in: .min ... .max), radix: 16)
         idTag = String(repeating: "0", count: 16 - tag.count) + tag
@@ -72,7 +77,8 @@ public final class FCMSimulator: HTTPHandler {
     // MARK: - HTTPHandler
 
     public func bodyLimit(method: String, path: String) -> Int {
-        path == "/fcm/send" || Self.v1Project(path) != nil ? Self.sendBodyLimit : Self.controlBodyLimit
+        path == "/fcm/send" || Self.v1Project(path) != nil || Self.apnsDevice(path) != nil
+            ? Self.sendBodyLimit : Self.controlBodyLimit
     }
 
     public func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
@@ -87,6 +93,8 @@ public final class FCMSimulator: HTTPHandler {
             tokenEndpoint(request, responder)
         case ("POST", let path) where Self.v1Project(path) != nil:
             v1Send(request, project: Self.v1Project(path)!, responder)
+        case ("POST", let path) where Self.apnsDevice(path) != nil:
+            apnsSend(request, device: Self.apnsDevice(path)!, responder)
         case (_, "/fcm/send"), (_, "/control"), (_, Self.tokenPath):
             responder.respond(.text(405, "Use POST\n", headers: [("Allow", "POST")]))
         case (_, "/stats"):

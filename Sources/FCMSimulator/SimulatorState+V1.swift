@@ -185,6 +185,18 @@ extension SimulatorState {
         return .delivered(name: "projects/\(arrival.project)/messages/\(name)")
     }
 
+    /// An APNs request (`FCMSimulator.apnsSend`): counted like a v1 send to one token, its answer by Apple's reason.
+    mutating func recordAPNs(token: String, status: Int, reason: String?, nowMillis: Int64) {
+        stats.totalRequests += 1
+        stats.statuses[status, default: 0] += 1
+        stats.tokensReceived += 1
+        stats.outcomes[reason ?? "delivered", default: 0] += 1
+        var entry = FCMSimulator.ReceivedRequest(
+            at: nowMillis, tokens: [token], timeToLive: nil, dryRun: false, format: .v1, status: status)
+        entry.to = token
+        log.append(entry)
+    }
+
     private mutating func recordV1(_ arrival: V1Arrival, status: Int, nowMillis: Int64) {
         stats.totalRequests += 1
         stats.statuses[status, default: 0] += 1

@@ -18,6 +18,17 @@ struct APNsSettings: Sendable {
 
     var defaultEndpoint: String { sandbox ? APNsProvider.sandbox : APNsProvider.production }
 
+    /// `--sandbox`'s: a throw-away key that only the built-in simulator trusts.
+    static func throwaway(topic: String = "com.example.sandbox") throws -> APNsSettings {
+        var settings = APNsSettings(keyFile: "", keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
+        settings.key = try P256PrivateKey.generate()
+        return settings
+    }
+
+    private init(keyFile: String, keyID: String, teamID: String, topic: String, sandbox: Bool) {
+        (self.keyFile, self.keyID, self.teamID, self.topic, self.sandbox) = (keyFile, keyID, teamID, topic, sandbox)
+    }
+
     init(
         keyFile: String?, keyID: String?, teamID: String?, topic: String?, environment: String?, app: String,
         directory: String?

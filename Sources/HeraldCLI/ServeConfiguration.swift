@@ -281,6 +281,13 @@ struct ServeConfiguration: Sendable {
                     name: "default", provider: .fcmV1, endpoint: defaultV1Endpoint,
                     concurrency: concurrency ?? Self.sandboxConcurrency, maxRate: maxRate), at: 0)
         }
+        if sandbox && !apps.contains(where: { $0.name == "ios" }) {
+            // iOS beside Android in the quick start: an APNs app that the simulator answers.
+            var ios = AppConfiguration(
+                name: "ios", provider: .apns, endpoint: "", concurrency: concurrency ?? Self.sandboxConcurrency)
+            ios.apns = try APNsSettings.throwaway()
+            apps.append(ios)
+        }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
             throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")
         }
@@ -328,8 +335,8 @@ struct ServeConfiguration: Sendable {
                 }
             }
         }
-        // An APNs app sends to Apple (or the endpoint it names) even in the sandbox: its key is always read.
-        for index in apps.indices where apps[index].provider == .apns {
+        // In the sandbox every APNs app sends to the simulator with a throw-away key (`Service`).
+        for index in apps.indices where apps[index].provider == .apns && !sandbox {
             let name = apps[index].name
             try apps[index].apns?.loadKey(app: name)
         }

@@ -37,13 +37,27 @@ final class Service: Sendable {
                 ? ServiceAccount(clientEmail: "sandbox@herald.invalid", privateKey: RSAPrivateKey.generate(),
                                  projectID: "sandbox", tokenURI: nil)
                 : nil
+            // APNs apps sign with one throw-away key that only the simulator trusts.
+            let sandboxAPNs = try apps.contains { $0.provider == .apns } ? APNsSettings.throwaway() : nil
+            let apnsAccount = sandboxAPNs.flatMap { settings in
+                settings.key.map {
+                    FCMSimulator.APNsAccount(
+                        publicKeyPEM: $0.publicKey.pem(), keyID: settings.keyID, teamID: settings.teamID)
+                }
+            }
             let simulator = HTTPServer(
                 configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)),
-                handler: FCMSimulator(configuration: .init(v1Account: sandboxAccount.map(FCMSimulator.V1Account.init))))
+                handler: FCMSimulator(configuration: .init(
+                    v1Account: sandboxAccount.map(FCMSimulator.V1Account.init), apnsAccount: apnsAccount)))
             let address = try simulator.start()
             let endpoint = SimulatorCommand.endpointURL(address)
             for index in apps.indices {
-                if apps[index].provider == .fcmV1 {
+                if apps[index].provider == .apns {
+                    let topic = apps[index].apns?.topic
+                    apps[index].endpoint = "http://\(address)"
+                    apps[index].apns = sandboxAPNs
+                    if let topic { apps[index].apns?.topic = topic }
+                } else if apps[index].provider == .fcmV1 {
                     apps[index].endpoint = "http://\(address)"
                     apps[index].serviceAccount = sandboxAccount
                     apps[index].projectID = sandboxAccount?.projectID

@@ -58,12 +58,19 @@ import Testing
     }
 
     @Test func aMessageWithoutDeliveriesIsCountedButWakesNoOne() {
-        #expect(post("/v1/messages", #"{"users": ["nobody"]}"#) == 202)
+        #expect(post("/v1/messages", #"{"app": "default", "users": ["nobody"]}"#) == 202)
         #expect((ingested, woken.value) == (1, 0))
     }
 
+    /// A message to users that names no app goes to every app (SPEC §17): it counts under `app="*"`.
+    @Test func aMessageToUsersInEveryAppCountsUnderStar() {
+        #expect(post("/v1/messages", #"{"users": ["nobody"]}"#) == 202)
+        #expect(metrics.render().contains(#"herald_ingested_messages_total{app="*"} 1"#))
+        #expect(ingested == 0)
+    }
+
     @Test func aBatchCountsEachStoredMessageAndWakesOnce() {
-        let batch = #"{"messages": [{"to": "a"}, {"to": 7}, {"to": "b"}, {"users": ["nobody"]}]}"#
+        let batch = #"{"messages": [{"to": "a"}, {"to": 7}, {"to": "b"}, {"app": "default", "users": ["x"]}]}"#
         #expect(post("/v1/messages/batch", batch) == 200)
         #expect((ingested, woken.value) == (3, 1))
     }

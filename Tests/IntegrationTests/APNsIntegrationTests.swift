@@ -13,7 +13,7 @@ import Testing
     static let teamID = "TEAM123456"
 
     struct Rig {
-        let standIn: H2StandIn
+        let standIn: H2StandIn!
         let herald: HeraldProcess
     }
 
@@ -163,6 +163,22 @@ import Testing
         let message = try await rig.herald.request("GET", "/v1/messages/\(id)")
         let apps = (message.json["deliveries"] as? [[String: Any]] ?? []).map { "\($0["token"]!) \($0["app"]!)" }
         #expect(apps == ["android-phone default", "good-ipad ios"])
+    }
+
+    /// `--sandbox` has an APNs app `ios` beside FCM's `default`: the built-in simulator checks its provider token and
+    /// answers by token prefix, so the quick start shows both platforms.
+    @Test func theSandboxSendsToIOSThroughTheBuiltInSimulator() async throws {
+        let herald = try HeraldProcess(arguments: ["--sandbox"])
+        defer { herald.stop() }
+        for token in ["ipad-1", "notreg-ipad"] {
+            let reply = try await herald.request("PUT", "/v1/tokens/\(token)", body: #"{"app":"ios","user":"u1"}"#)
+            #expect(reply.status == 200 || reply.status == 201, "\(reply.text)")
+        }
+        let reply = try await herald.request(
+            "POST", "/v1/messages", body: #"{"app":"ios","users":["u1"],"notification":{"title":"Hi"}}"#)
+        #expect(reply.status == 202, "\(reply.text)")
+        let rows = try await settled(Rig(standIn: nil, herald: herald), count: 2)
+        #expect(rows == ["ipad-1": "delivered", "notreg-ipad": "dropped/Unregistered"])
     }
 
     @Test func aTopicForAnAPNsAppIsRefusedAtIngest() async throws {

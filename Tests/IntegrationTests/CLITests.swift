@@ -262,7 +262,7 @@ import Testing
         let deliveries = try #require(json.json["deliveries"] as? [[String: Any]])
         #expect(deliveries.count == 2)
         #expect(Set(deliveries[0].keys) == [
-            "token", "state", "reason", "attempts", "next_attempt_at", "fcm_message_id", "canonical_token",
+            "token", "app", "state", "reason", "attempts", "next_attempt_at", "fcm_message_id", "canonical_token",
             "last_status",
         ])
         #expect(deliveries[1]["fcm_message_id"] as? String == "0:42")

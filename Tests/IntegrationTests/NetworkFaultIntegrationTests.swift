@@ -5,8 +5,9 @@ import Storage
 import Testing
 
 /// The real `herald serve` sending FCM v1 over TLS + HTTP/2 to node's `http2` (the stand-in, answering after a
-/// long delay so that every request is in flight when the fault comes) through a TCP proxy that resets or freezes every connection on
-/// command: what a load balancer's restart, a NAT flush or a dead path does to a real network (SPEC §11).
+/// long delay so that every request is in flight when the fault comes) through a TCP proxy that resets or freezes
+/// every connection on command: what a load balancer's restart, a NAT flush or a dead path does to a real network
+/// (SPEC §11).
 @Suite(.serialized) struct NetworkFaultIntegrationTests {
     static let total = 400
 
@@ -39,11 +40,16 @@ import Testing
         #expect(reply.status == 200, "\(reply.text)")
     }
 
-    /// Waits (bounded) until the stand-in has received `count` requests.
+    /// Waits (bounded: a loaded machine may take a while to start sending) until the stand-in has received
+    /// `count` requests, so that the fault finds them in flight.
     func waitForRequests(_ rig: Rig, atLeast count: Int) async throws {
-        for _ in 0..<600 where try await rig.standIn.stats().requests < count {
-            try await Task.sleep(for: .milliseconds(20))
+        var received = 0
+        for _ in 0..<1_200 {
+            received = try await rig.standIn.stats().requests
+            if received >= count { break }
+            try await Task.sleep(for: .milliseconds(50))
         }
+        try #require(received >= count, "the stand-in received only \(received) requests before the fault")
     }
 
     /// Waits (bounded) until every delivery is `delivered`; returns how many are.
