@@ -55,7 +55,9 @@ enum SendCommand {
         do {
             // As ingest refuses an app `serve` does not deliver for: here the apps are those a `serve` registered.
             let inserted = try connection.transaction { () throws -> AcceptedMessage? in
-                guard try connection.appState(stored.app) != nil else { return nil }
+                // A message to users in every app (no app named) goes to the apps there are.
+                let known = try stored.app == NewMessage.everyApp || connection.appState(stored.app) != nil
+                guard known else { return nil }
                 return try connection.insertMessage(stored, now: Clock.nowMillis())
             }
             guard let inserted else {

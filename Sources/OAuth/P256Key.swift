@@ -17,18 +17,7 @@ public final class P256PrivateKey: @unchecked Sendable, CustomStringConvertible 
     /// Reads a PEM private key: PKCS#8 (`BEGIN PRIVATE KEY`, Apple's `.p8`) or SEC1 (`BEGIN EC PRIVATE KEY`, what
     /// `openssl ecparam -genkey` writes). Throws for anything else, an encrypted key, or a key not on P-256.
     public init(pem: String) throws(CryptoError) {
-        ERR_clear_error()
-        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
-        }
-        guard let key else { throw CryptoError.drain("not a PEM private key") }
-        guard Self.isP256(key) else {
-            EVP_PKEY_free(key)
-            throw CryptoError("not a P-256 key: ES256 needs one", detail: "")
-        }
-        pointer = key
+        pointer = try PEMKey.readPrivate(pem, refusal: "not a P-256 key: ES256 needs one", accept: Self.isP256)
     }
 
     /// A new random key, for tests, the sandbox and `herald webpush-keys`.
@@ -77,14 +66,7 @@ public final class P256PrivateKey: @unchecked Sendable, CustomStringConvertible 
     }
 
     public var publicKey: P256PublicKey {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = i2d_PUBKEY(pointer, &der)
-        precondition(length > 0 && der != nil, "i2d_PUBKEY failed on a valid key")
-        defer { CRYPTO_free(der, nil, 0) }
-        var cursor = UnsafePointer<UInt8>(der)
-        let copy = d2i_PUBKEY(nil, &cursor, Int(length))
-        precondition(copy != nil, "d2i_PUBKEY failed on its own output")
-        return P256PublicKey(taking: copy!)
+        P256PublicKey(taking: PEMKey.publicCopy(of: pointer))
     }
 
     /// The key as PKCS#8 PEM (`BEGIN PRIVATE KEY`), as in Apple's `.p8` files. Tests and the sandbox write it;
@@ -108,18 +90,7 @@ public final class P256PublicKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Reads a PEM `BEGIN PUBLIC KEY` (SubjectPublicKeyInfo) on P-256.
     public init(pem: String) throws(CryptoError) {
-        ERR_clear_error()
-        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
-        }
-        guard let key else { throw CryptoError.drain("not a PEM public key") }
-        guard P256PrivateKey.isP256(key) else {
-            EVP_PKEY_free(key)
-            throw CryptoError("not a P-256 public key", detail: "")
-        }
-        pointer = key
+        pointer = try PEMKey.readPublic(pem, refusal: "not a P-256 public key", accept: P256PrivateKey.isP256)
     }
 
     deinit {

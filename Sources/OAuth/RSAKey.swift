@@ -19,19 +19,9 @@ public final class RSAPrivateKey: @unchecked Sendable, CustomStringConvertible {
     /// Reads a PEM private key: PKCS#8 (`BEGIN PRIVATE KEY`, what Google issues) or PKCS#1 (`BEGIN RSA PRIVATE KEY`).
     /// Throws for anything else, an encrypted key, or a key that is not RSA.
     public init(pem: String) throws(CryptoError) {
-        ERR_clear_error()
-        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
-            defer { BIO_free(bio) }
-            // An empty passphrase callback result makes an encrypted key fail instead of prompting on the terminal.
-            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
+        pointer = try PEMKey.readPrivate(pem, refusal: "not an RSA key: RS256 needs one") {
+            EVP_PKEY_get_base_id($0) == EVP_PKEY_RSA
         }
-        guard let key else { throw CryptoError.drain("not a PEM private key") }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
-            EVP_PKEY_free(key)
-            throw CryptoError("not an RSA key: RS256 needs one", detail: "")
-        }
-        pointer = key
     }
 
     /// A new random key, for tests and the sandbox's throw-away service account.
@@ -73,15 +63,7 @@ public final class RSAPrivateKey: @unchecked Sendable, CustomStringConvertible {
 
     /// The public half, for verifying what this key signed.
     public var publicKey: RSAPublicKey {
-        // Round-trip through DER SubjectPublicKeyInfo: a separate EVP_PKEY without the private parts.
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = i2d_PUBKEY(pointer, &der)
-        precondition(length > 0 && der != nil, "i2d_PUBKEY failed on a valid key")
-        defer { CRYPTO_free(der, nil, 0) }
-        var cursor = UnsafePointer<UInt8>(der)
-        let copy = d2i_PUBKEY(nil, &cursor, Int(length))
-        precondition(copy != nil, "d2i_PUBKEY failed on its own output")
-        return RSAPublicKey(taking: copy!)
+        RSAPublicKey(taking: PEMKey.publicCopy(of: pointer))
     }
 
     /// The key as PKCS#8 PEM (`BEGIN PRIVATE KEY`), as in a service-account file. Tests and the sandbox write it;
@@ -104,18 +86,9 @@ public final class RSAPublicKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Reads a PEM `BEGIN PUBLIC KEY` (SubjectPublicKeyInfo).
     public init(pem: String) throws(CryptoError) {
-        ERR_clear_error()
-        let key: OpaquePointer? = pem.utf8CString.withUnsafeBufferPointer { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        pointer = try PEMKey.readPublic(pem, refusal: "not an RSA public key") {
+            EVP_PKEY_get_base_id($0) == EVP_PKEY_RSA
         }
-        guard let key else { throw CryptoError.drain("not a PEM public key") }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
-            EVP_PKEY_free(key)
-            throw CryptoError("not an RSA public key", detail: "")
-        }
-        pointer = key
     }
 
     deinit {
@@ -137,15 +110,4 @@ public final class RSAPublicKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     public var description: String { "RSAPublicKey(\(EVP_PKEY_get_bits(pointer)) bits)" }
-}
-
-/// Runs `write` into a memory BIO and returns what it wrote as text.
-func withMemoryBIO(_ write: (OpaquePointer) -> Int32) -> String {
-    guard let bio = BIO_new(BIO_s_mem()) else { fatalError("BIO_new failed (out of memory)") }
-    defer { BIO_free(bio) }
-    precondition(write(bio) == 1, "PEM encoding into memory failed")
-    let pending = Int(BIO_ctrl_pending(bio))
-    var bytes = [UInt8](repeating: 0, count: pending)
-    let read = BIO_read(bio, &bytes, Int32(pending))
-    return String(decoding: bytes.prefix(Int(max(0, read))), as: UTF8.self)
 }

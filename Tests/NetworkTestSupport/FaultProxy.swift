@@ -7,34 +7,13 @@ import Send
 public final class FaultProxy: @unchecked Sendable {
     public let port: Int
     public let controlPort: Int
-    private let process: Process
+    private let node: NodeScript
     private let controlPool = HTTPClientPool(maxConnectionsPerHost: 1, name: "proxy-control", caFile: nil)
 
     public init(targetPort: Int) throws {
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "node", repository.appendingPathComponent("scripts/tcp-fault-proxy.js").path,
-            "--target", "127.0.0.1:\(targetPort)",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        try process.run()
-
-        // The first line is {"port": P, "control_port": C}.
-        var line: [UInt8] = []
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            guard let first = byte.first else { throw ProxyError(description: "the proxy exited before listening") }
-            if first == UInt8(ascii: "\n") { break }
-            line.append(first)
-        }
-        let ports = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Int] ?? [:]
-        guard let port = ports["port"], let controlPort = ports["control_port"] else {
-            throw ProxyError(description: "unexpected first line \(String(decoding: line, as: UTF8.self))")
+        node = try NodeScript("scripts/tcp-fault-proxy.js", ["--target", "127.0.0.1:\(targetPort)"])
+        guard let port = node.ports["port"], let controlPort = node.ports["control_port"] else {
+            throw ProxyError(description: "the proxy named no control port")
         }
         self.port = port
         self.controlPort = controlPort
@@ -42,8 +21,6 @@ public final class FaultProxy: @unchecked Sendable {
 
     deinit {
         controlPool.shutdown(gracePeriod: 0)
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
     }
 
     /// Resets every connection open now; returns how many.

@@ -9,7 +9,7 @@ public final class H2StandIn: @unchecked Sendable {
     public let statsPort: Int
     /// The certificate to trust: pass it as the pool's `caFile`.
     public let caFile: String
-    private let process: Process
+    private let node: NodeScript
     private let directory: URL
     private let statsPool = HTTPClientPool(maxConnectionsPerHost: 1, name: "standin-stats", caFile: nil)
 
@@ -19,8 +19,6 @@ public final class H2StandIn: @unchecked Sendable {
     /// `script`: the server to run, relative to the repository (`scripts/h2-misbehaving-server.js` for one that breaks
     /// HTTP/2's rules on purpose).
     public init(_ arguments: [String] = [], script: String = "scripts/fcm-h2-standin.js") throws {
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-h2-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         caFile = directory.appendingPathComponent("cert.pem").path
@@ -31,30 +29,9 @@ public final class H2StandIn: @unchecked Sendable {
             "-addext", "subjectAltName=IP:127.0.0.1",
         ])
 
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "node", repository.appendingPathComponent(script).path,
-            "--cert", caFile, "--key", keyFile,
-        ] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        try process.run()
-
-        // The first line is {"port": P, "stats_port": S}.
-        var line: [UInt8] = []
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            guard let first = byte.first else {
-                throw StandInError(description: "the stand-in exited before listening")
-            }
-            if first == UInt8(ascii: "\n") { break }
-            line.append(first)
-        }
-        let ports = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Int] ?? [:]
-        guard let port = ports["port"], let statsPort = ports["stats_port"] else {
-            throw StandInError(description: "unexpected first line \(String(decoding: line, as: UTF8.self))")
+        node = try NodeScript(script, ["--cert", caFile, "--key", keyFile] + arguments)
+        guard let port = node.ports["port"], let statsPort = node.ports["stats_port"] else {
+            throw StandInError(description: "the stand-in named no stats port")
         }
         self.port = port
         self.statsPort = statsPort
@@ -62,8 +39,6 @@ public final class H2StandIn: @unchecked Sendable {
 
     deinit {
         statsPool.shutdown(gracePeriod: 0)
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }
 
