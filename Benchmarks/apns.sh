@@ -214,9 +214,11 @@ start_herald() { # $1 database
     fail "could not start herald"
 }
 
-# Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib" per line, until killed.
+# Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib machine_busy_ticks
+# standin_ticks" per line, until killed (the last two for the CPU that processes other than Herald and the
+# stand-in took: the machine is shared).
 poller() { # $1 pid, $2 port
-    local pid=$1 port=$2 text delivered connections ticks hwm key value
+    local pid=$1 port=$2 text delivered connections ticks hwm key value busy standin
     while kill -0 "$pid" 2>/dev/null; do
         text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
         delivered=$(metric "$text" 'herald_deliveries_total{app="ios",outcome="delivered"}')
@@ -224,13 +226,16 @@ poller() { # $1 pid, $2 port
         read -r ticks < <(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
         hwm=0
         while read -r key value _; do [[ $key == VmHWM: ]] && hwm=$value; done <"/proc/$pid/status"
-        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm"
+        read -r busy _ < <(machine_ticks)
+        read -r standin < <(awk '{ print $14 + $15 }' "/proc/$STANDIN_PID/stat" 2>/dev/null || echo 0)
+        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm $busy $standin"
         sleep "$POLL"
     done
 }
 
 # One drain of the backlog at the current stand-in. Sets H_RATE H_CPU_US H_CONN H_SESSIONS H_HWM H_WIRE H_COUNTED
-# H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT.
+# H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT, and H_STANDIN_PCT H_OTHERS_PCT (% of one core over the rate window:
+# the stand-in; every other process, the poller's curl and awk included).
 measure_herald() { # $1 template database
     local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline
     cp "$1" "$db"
@@ -269,16 +274,19 @@ measure_herald() { # $1 template database
     ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
         "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
     # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
-    read -r H_RATE H_CPU_US H_CONN H_HWM <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" -v total="$BACKLOG" -v hz="$HZ" '
-        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
+    read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" \
+        -v total="$BACKLOG" -v hz="$HZ" '
+        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; m[NR] = $6; n[NR] = $7; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
         END {
             for (i = 1; i <= NR && c[i] == 0; i++) ;
             start = t[i] + ramp * 1e6
             for (a = i; a <= NR && t[a] < start; a++) ;
             for (b = a; b < NR && c[b] < 0.95 * total && t[b] < t[a] + duration * 1e6; b++) ;
-            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024); exit }
+            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024) " 0 0"; exit }
             sends = c[b] - c[a]; secs = (t[b] - t[a]) / 1e6
-            printf "%.1f %.1f %d %d\n", sends / secs, (cpu[b] - cpu[a]) / hz * 1e6 / sends, conn, int(hwm / 1024)
+            herald = cpu[b] - cpu[a]; standin = n[b] - n[a]; others = m[b] - m[a] - herald - standin
+            printf "%.1f %.1f %d %d %.0f %.0f\n", sends / secs, herald / hz * 1e6 / sends, conn, int(hwm / 1024),
+                standin / hz / secs * 100, (others > 0 ? others : 0) / hz / secs * 100
         }' "$polls")"
     rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
 }
@@ -326,7 +334,7 @@ log "  node $(node --version); $(h2load --version 2>&1 | head -1); $(openssl ver
 log "generating the backlog: $(fmt "$BACKLOG") single-token messages to app ios"
 make_backlog "$WORK/template.db" "$BACKLOG"
 
-declare -A RATE L CPU CONN SESS HWM
+declare -A RATE L CPU CONN SESS HWM OTHERS
 for ((run = 1; run <= RUNS; run++)); do
     for delay in $DELAYS; do
         start_standin "$delay"
@@ -339,12 +347,13 @@ for ((run = 1; run <= RUNS; run++)); do
         stop_pid "$STANDIN_PID" TERM
         STANDIN_PID=""
         RATE[$delay]+=" $H_RATE" L[$delay]+=" $L_RATE" CPU[$delay]+=" $H_CPU_US" CONN[$delay]+=" $H_CONN"
-        SESS[$delay]+=" $H_SESSIONS" HWM[$delay]+=" $H_HWM"
+        SESS[$delay]+=" $H_SESSIONS" HWM[$delay]+=" $H_HWM" OTHERS[$delay]+=" $H_OTHERS_PCT"
         log "run $run/$RUNS  ${delay} ms  herald $(fmt "$H_RATE") sends/s | h2load -c $L_CONNECTIONS -m $STREAMS" \
             "$(fmt "$L_RATE") req/s | ratio $(ratio "$H_RATE" "$L_RATE") | connections: herald held $H_CONN at most," \
             "stand-in accepted $H_SESSIONS | CPU $H_CPU_US us/send | peak RSS $H_HWM MiB |" \
             "wire $H_WIRE = accounted $H_COUNTED, duplicates $H_DUPLICATES, provider tokens $H_JWTS (unverified" \
-            "$H_BAD_JWT), streams over SETTINGS $H_OVER_LIMIT | load average $(cut -d' ' -f1-3 /proc/loadavg)"
+            "$H_BAD_JWT), streams over SETTINGS $H_OVER_LIMIT | % of a core in the window: stand-in $H_STANDIN_PCT," \
+            "other processes $H_OTHERS_PCT"
     done
 done
 
@@ -379,7 +388,7 @@ for delay in $DELAYS; do
 done
 for delay in $DELAYS; do
     echo "runs ${delay} ms: herald${RATE[$delay]}; h2load${L[$delay]}; cpu us${CPU[$delay]}; connections${CONN[$delay]};" \
-        "sessions${SESS[$delay]}; peak RSS MiB${HWM[$delay]}"
+        "sessions${SESS[$delay]}; peak RSS MiB${HWM[$delay]}; other processes % of a core${OTHERS[$delay]}"
 done
 echo "check: every request at the stand-in was one Herald accounted for, none was answered twice, every provider token" \
     "verified, every finished delivery was delivered"
