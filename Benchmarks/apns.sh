@@ -215,10 +215,10 @@ start_herald() { # $1 database
 }
 
 # Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib machine_busy_ticks
-# standin_ticks" per line, until killed (the last two for the CPU that processes other than Herald and the
-# stand-in took: the machine is shared).
+# standin_ticks steal_ticks" per line, until killed (the last three for the CPU that processes other than Herald and
+# the stand-in took, and what the hypervisor took: the machine is shared).
 poller() { # $1 pid, $2 port
-    local pid=$1 port=$2 text delivered connections ticks hwm key value busy standin
+    local pid=$1 port=$2 text delivered connections ticks hwm key value busy steal standin
     while kill -0 "$pid" 2>/dev/null; do
         text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
         delivered=$(metric "$text" 'herald_deliveries_total{app="ios",outcome="delivered"}')
@@ -226,16 +226,16 @@ poller() { # $1 pid, $2 port
         read -r ticks < <(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
         hwm=0
         while read -r key value _; do [[ $key == VmHWM: ]] && hwm=$value; done <"/proc/$pid/status"
-        read -r busy _ < <(machine_ticks)
+        read -r busy _ steal < <(machine_ticks)
         read -r standin < <(awk '{ print $14 + $15 }' "/proc/$STANDIN_PID/stat" 2>/dev/null || echo 0)
-        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm $busy $standin"
+        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm $busy $standin $steal"
         sleep "$POLL"
     done
 }
 
 # One drain of the backlog at the current stand-in. Sets H_RATE H_CPU_US H_CONN H_SESSIONS H_HWM H_WIRE H_COUNTED
-# H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT, and H_STANDIN_PCT H_OTHERS_PCT (% of one core over the rate window:
-# the stand-in; every other process, the poller's curl and awk included).
+# H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT, and H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT (% of one core over the
+# rate window: the stand-in; every other process, the poller's curl and awk included; steal).
 measure_herald() { # $1 template database
     local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline
     cp "$1" "$db"
@@ -274,19 +274,20 @@ measure_herald() { # $1 template database
     ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
         "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
     # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
-    read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" \
+    read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" \
         -v total="$BACKLOG" -v hz="$HZ" '
-        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; m[NR] = $6; n[NR] = $7; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
+        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; m[NR] = $6; n[NR] = $7; st[NR] = $8; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
         END {
             for (i = 1; i <= NR && c[i] == 0; i++) ;
             start = t[i] + ramp * 1e6
             for (a = i; a <= NR && t[a] < start; a++) ;
             for (b = a; b < NR && c[b] < 0.95 * total && t[b] < t[a] + duration * 1e6; b++) ;
-            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024) " 0 0"; exit }
+            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024) " 0 0 0"; exit }
             sends = c[b] - c[a]; secs = (t[b] - t[a]) / 1e6
-            herald = cpu[b] - cpu[a]; standin = n[b] - n[a]; others = m[b] - m[a] - herald - standin
-            printf "%.1f %.1f %d %d %.0f %.0f\n", sends / secs, herald / hz * 1e6 / sends, conn, int(hwm / 1024),
-                standin / hz / secs * 100, (others > 0 ? others : 0) / hz / secs * 100
+            herald = cpu[b] - cpu[a]; standin = n[b] - n[a]; steal = st[b] - st[a]
+            others = m[b] - m[a] - herald - standin - steal # machine_ticks counts steal as busy
+            printf "%.1f %.1f %d %d %.0f %.0f %.0f\n", sends / secs, herald / hz * 1e6 / sends, conn, int(hwm / 1024),
+                standin / hz / secs * 100, (others > 0 ? others : 0) / hz / secs * 100, steal / hz / secs * 100
         }' "$polls")"
     rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
 }
@@ -353,7 +354,7 @@ for ((run = 1; run <= RUNS; run++)); do
             "stand-in accepted $H_SESSIONS | CPU $H_CPU_US us/send | peak RSS $H_HWM MiB |" \
             "wire $H_WIRE = accounted $H_COUNTED, duplicates $H_DUPLICATES, provider tokens $H_JWTS (unverified" \
             "$H_BAD_JWT), streams over SETTINGS $H_OVER_LIMIT | % of a core in the window: stand-in $H_STANDIN_PCT," \
-            "other processes $H_OTHERS_PCT"
+            "other processes $H_OTHERS_PCT, steal $H_STEAL_PCT"
     done
 done
 
