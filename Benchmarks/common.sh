@@ -79,12 +79,18 @@ metric() { # $1 metrics text, $2 series prefix: the sum of the matching series
 }
 
 # --- the FCM HTTP v1 stand-in (scripts/fcm-h2-standin.js under node) ----------------------------------------
-# Its self-signed certificate ($WORK/cert.pem, trusted by Herald through SSL_CERT_FILE) and a service account's
-# private key ($WORK/sa-key.pem; the stand-in does not check the JWT), made for the run.
-standin_credentials() {
+# (Benchmarks/apns.sh runs scripts/apns-h2-standin.js through the same start_standin: it sets STANDIN_SCRIPT, and
+# STANDIN_ARGS to the key options that stand-in needs.)
+# The stand-in's self-signed certificate ($WORK/cert.pem with its key $WORK/key.pem, trusted by Herald through
+# SSL_CERT_FILE), made for the run.
+standin_certificate() {
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$WORK/key.pem" \
         -out "$WORK/cert.pem" -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null ||
         fail "openssl could not make the stand-in's certificate"
+}
+# The certificate and a service account's private key ($WORK/sa-key.pem; the stand-in does not check the JWT).
+standin_credentials() {
+    standin_certificate
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/sa-key.pem" 2>/dev/null ||
         fail "openssl could not make the service account's key"
 }
@@ -100,12 +106,14 @@ write_service_account() { # $1 stand-in port: $WORK/service-account.json, its to
 }
 STANDIN_PORT=""
 STATS_PORT=""
+STANDIN_SCRIPT=""
+STANDIN_ARGS=()
 start_standin() { # $1 delay ms, $2 optional: a file for the stand-in's per-request arrival log
-    local -a extra=()
-    [[ -n ${2:-} ]] && extra=(--arrivals "$2")
+    local -a extra=("${STANDIN_ARGS[@]}")
+    [[ -n ${2:-} ]] && extra+=(--arrivals "$2")
     rm -f "$WORK/standin.out"
-    node "$ROOT/scripts/fcm-h2-standin.js" --cert "$WORK/cert.pem" --key "$WORK/key.pem" --delay-ms "$1" \
-        --streams "$STREAMS" "${extra[@]}" >"$WORK/standin.out" 2>"$WORK/standin.err" &
+    node "${STANDIN_SCRIPT:-$ROOT/scripts/fcm-h2-standin.js}" --cert "$WORK/cert.pem" --key "$WORK/key.pem" \
+        --delay-ms "$1" --streams "$STREAMS" "${extra[@]}" >"$WORK/standin.out" 2>"$WORK/standin.err" &
     STANDIN_PID=$!
     local waited=0
     while ! grep -q stats_port "$WORK/standin.out" 2>/dev/null; do

@@ -49,6 +49,8 @@ const stats = {
     expired_answers: 0, ids: {}, headers: {}, bodies: {},
 };
 const verified = new Map();
+// Tokens with ids, headers and bodies kept: a count, as Object.keys(stats.ids) costs ~25 µs a request at 1000 keys.
+let recordedTokens = 0;
 let firstJWT = null;
 const seenIDs = new Set();
 const attempts = new Map();
@@ -114,8 +116,9 @@ server.on('stream', (stream, headers) => {
         const jwt = auth.startsWith('bearer ') ? auth.slice(7) : '';
         stats.requests++;
         if (arrivals) arrivals.write(`${token} ${nowMicros()}\n`);
-        if (Object.keys(stats.ids).length < 1000 || stats.ids[token]) {
-            (stats.ids[token] = stats.ids[token] || []).push(id);
+        if (recordedTokens < 1000 || stats.ids[token]) {
+            if (!stats.ids[token]) { stats.ids[token] = []; recordedTokens++; }
+            stats.ids[token].push(id);
             const apns = {};
             for (const name of Object.keys(headers)) if (name.startsWith('apns-')) apns[name] = headers[name];
             stats.headers[token] = apns;

@@ -1,0 +1,395 @@
+#!/usr/bin/env bash
+# APNs benchmark (SPEC §10, "APNs, 30 ms stand-in, default settings": >= 10,000 sends/s, <= 50 us CPU per send; and
+# no duplicates): Herald with its default settings sending single-token messages of an APNs app (SPEC §15) over TLS +
+# HTTP/2 to a stand-in for Apple (scripts/apns-h2-standin.js under node: POST /3/device/<token> answered 200 after a
+# fixed delay playing the round trip to Apple, 100 concurrent streams per connection, every provider token verified
+# with node's crypto against the key's public half), beside h2load (nghttp2) on the same stand-in with the same
+# connections x streams and the same requests, in the same run. For each delay (HERALD_BENCH_DELAYS, 30 ms):
+#   rate         deliveries that reached `delivered` per second: the slope of
+#                herald_deliveries_total{app="ios",outcome="delivered"} between the end of the ramp-up and the 95 %
+#                mark of a preloaded backlog (after at most HERALD_BENCH_DURATION seconds)
+#   h2load       requests/s of `h2load -c C -m M` for HERALD_BENCH_DURATION seconds, C x M = Herald's requests in
+#                flight (its default concurrency, 1000: 10 connections x 100 streams), each a POST /3/device/<token>
+#                with the body and apns-* headers of a request of Herald's as the stand-in captured them, and an
+#                authorization header with a provider token this script signs with the run's key (ES256, kid and iss
+#                as Herald's, signature r || s, base64url), which the stand-in verifies as it verifies Herald's
+#   connections  the most connections Herald held (herald_fcm_connections{app="ios"}, sampled), and the TLS
+#                sessions the stand-in accepted over the drain, against ceil(in-flight / 100) + 1
+#   cpu/send     Herald's process CPU time (user + system, /proc/PID/stat) over the rate window / sends in it
+#   peak RSS     Herald's VmHWM
+#   accounting   the stand-in's count of requests against Herald's herald_fcm_requests_total{app="ios"} (every
+#                request on the wire is one Herald accounts for), the stand-in's count of apns-ids answered 200
+#                twice (duplicates, must be 0), and of provider tokens it could not verify (must be 0)
+# The backlog is generated with the sqlite3 shell in the shape `POST /v1/messages` stores a v1 message to an APNs
+# app (format 'v1', token_field 'token', the payload the message's members without its target: notification, data
+# and an apns block; priority 'normal' and the 4-week TTL a v1 message without options gets), one distinct
+# 64-hex-digit device token per message, into a database made by `herald migrate` with app "ios" paused;
+# `herald resume ios` starts the drain. Herald's only app is "ios" ("provider": "apns" in a --config file, endpoint
+# the stand-in); the .p8 key (P-256, PKCS#8, openssl) and the stand-in's self-signed certificate (trusted through
+# SSL_CERT_FILE, which Herald's HTTP client honours) are made for the run. Nothing leaves loopback.
+#
+# Usage, from the repository root (root on Debian/Ubuntu installs node, openssl and nghttp2-client if missing):
+#   Benchmarks/apns.sh
+# Environment (all optional):
+#   HERALD_BENCH_RUNS=3              rounds; the table shows medians
+#   HERALD_BENCH_DELAYS=30           stand-in answer delays (ms) to measure (the target is for 30)
+#   HERALD_BENCH_BACKLOG=200000      single-token messages preloaded per measurement
+#   HERALD_BENCH_DURATION=15         seconds of h2load, and at most of Herald's rate window
+#   HERALD_BENCH_RAMP=2              seconds after the first delivery that are not counted
+#   HERALD_BENCH_POLL=0.2            seconds between two looks at /metrics
+#   HERALD_BENCH_H2LOAD_THREADS=1    h2load threads
+#   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go (a real disk)
+#   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
+#   HERALD_BENCH_KEEP=1              keep the work directory
+# Exit status: non-zero on errors (a tool failing, Herald stopping, a delivery not ending `delivered`, requests
+# unaccounted for or answered twice, a provider token the stand-in could not verify, h2load seeing errors), never
+# because a target was missed.
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+# shellcheck source=Benchmarks/common.sh
+source Benchmarks/common.sh
+STOP_TIMEOUT_SECONDS=60
+
+RUNS=${HERALD_BENCH_RUNS:-3}
+DELAYS=${HERALD_BENCH_DELAYS:-30}
+BACKLOG=${HERALD_BENCH_BACKLOG:-200000}
+DURATION=${HERALD_BENCH_DURATION:-15}
+RAMP=${HERALD_BENCH_RAMP:-2}
+POLL=${HERALD_BENCH_POLL:-0.2}
+H2LOAD_THREADS=${HERALD_BENCH_H2LOAD_THREADS:-1}
+CONCURRENCY=1000 # Herald's default for an APNs app; h2load gets the same requests in flight
+STREAMS=100
+KEY_ID=BENCHKEY01 # 10 characters, as Apple's Key IDs
+TEAM_ID=BENCHTEAM1
+TOPIC=com.example.bench
+TARGET_RATE_30=10000
+TARGET_CPU_US=50
+
+for value in "$RUNS" "$BACKLOG" "$DURATION" "$RAMP" "$H2LOAD_THREADS"; do
+    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
+done
+for delay in $DELAYS; do [[ $delay =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAYS must be milliseconds (got '$delay')"; done
+[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
+
+WORK=""
+HERALD_PID=""
+HERALD_LOG=""
+STANDIN_PID=""
+POLLER_PID=""
+CHILD_PID=""
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    stop_pid "$CHILD_PID" TERM
+    stop_pid "$POLLER_PID" TERM
+    stop_herald quiet || true
+    stop_pid "$STANDIN_PID" TERM
+    if [[ -n $WORK && -d $WORK ]]; then
+        if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT
+trap 'log "terminated"; exit 143' TERM
+
+# --- tools -------------------------------------------------------------------------------------------------
+missing=""
+for tool in node openssl h2load sqlite3 curl; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
+if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+    if [[ $(id -u) -eq 0 ]]; then
+        ./scripts/install-deps
+        command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client
+    else
+        log "not root: skipping scripts/install-deps"
+    fi
+fi
+for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
+if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+    log "building: swift build -c release"
+    swift build -c release >&2
+fi
+HERALD=$ROOT/.build/release/herald
+[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+
+WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-apns.XXXXXX")
+HZ=$(getconf CLK_TCK)
+now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; }
+
+# --- the stand-in (Benchmarks/common.sh's start_standin, with the APNs script) and the app's key ----------
+# The signing key as Apple hands it out (a .p8 file: a P-256 private key in PKCS#8 PEM), and its public half for the
+# stand-in to verify every provider token with.
+standin_certificate
+KEY_FILE=$WORK/AuthKey_$KEY_ID.p8
+(umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$KEY_FILE" 2>/dev/null) ||
+    fail "openssl could not make the APNs signing key"
+openssl pkey -in "$KEY_FILE" -pubout -out "$WORK/auth-public.pem" 2>/dev/null ||
+    fail "openssl could not write the signing key's public half"
+STANDIN_SCRIPT=$ROOT/scripts/apns-h2-standin.js
+STANDIN_ARGS=(--auth-key "$WORK/auth-public.pem" --key-id "$KEY_ID" --team-id "$TEAM_ID")
+write_config() { # $1 stand-in port: $WORK/apns.json, app "ios" sending to the stand-in
+    printf '{"apps":[{"name":"ios","provider":"apns","key_file":"%s","key_id":"%s","team_id":"%s","topic":"%s","endpoint":"https://127.0.0.1:%s"}]}\n' \
+        "$KEY_FILE" "$KEY_ID" "$TEAM_ID" "$TOPIC" "$1" >"$WORK/apns.json"
+}
+# A provider token for h2load: ES256 over header.claims with the run's key, as Apple wants it and Herald makes it.
+provider_token() {
+    node -e '
+        const crypto = require("crypto"), fs = require("fs");
+        const [keyFile, kid, iss] = process.argv.slice(1);
+        const part = (object) => Buffer.from(JSON.stringify(object)).toString("base64url");
+        const input = part({ alg: "ES256", kid }) + "." + part({ iss, iat: Math.floor(Date.now() / 1000) });
+        const signature = crypto.sign("sha256", Buffer.from(input), { key: fs.readFileSync(keyFile), dsaEncoding: "ieee-p1363" });
+        process.stdout.write(input + "." + signature.toString("base64url"));' "$KEY_FILE" "$KEY_ID" "$TEAM_ID"
+}
+
+# --- the backlog (as Benchmarks/v1.sh makes it, in the shape ingest stores a v1 message to an APNs app) -----
+STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"apns":{"payload":{"aps":{"badge":1,"sound":"default"}}}}'
+TTL=2419200 # what ingest stores for a v1 message without a TTL of its own (FCM's default, 4 weeks)
+make_backlog() { # $1 path, $2 messages
+    local db=$1 messages=$2 sql=$WORK/generate.sql now base chunk=200000 first last
+    rm -f "$db" "$db-wal" "$db-shm"
+    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
+        cat "$WORK/migrate.log" >&2
+        fail "herald migrate failed"
+    }
+    now=$(now_ms)
+    base=$((now - messages / 100 - 60000))
+    {
+        echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"
+        echo "INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('ios', 1, 'benchmark preload', $now)"
+        echo "  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;"
+        for ((first = 1; first <= messages; first += chunk)); do
+            last=$((first + chunk - 1 < messages ? first + chunk - 1 : messages))
+            # Device tokens: 64 hex digits (32 bytes, as Apple's), distinct (the message's number in the last 56),
+            # in random order (the first 8 a hash of it).
+            printf '%s\n' "BEGIN;
+INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+  SELECT printf('01BENCH%019d', value), 'ios', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $TTL, 0,
+         $base + value / 100, $base + value / 100 + $TTL * 1000, 'v1', 'token'
+  FROM generate_series($first, $last);
+INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+  SELECT printf('01BENCH%019d', value), 'ios', printf('%08x%056x', (value * 2654435761) & 4294967295, value),
+         'queued', $base + value / 100, $base + value / 100, 1, $base + value / 100
+  FROM generate_series($first, $last);
+COMMIT;"
+        done
+        echo "PRAGMA wal_checkpoint(TRUNCATE);"
+    } >"$sql"
+    sqlite3 -bail "$db" <"$sql" >"$WORK/generate.out" 2>&1 || {
+        cat "$WORK/generate.out" >&2
+        fail "generating the backlog failed"
+    }
+    rm -f "$sql"
+    local distinct
+    distinct=$(sqlite3 "$db" "SELECT count(DISTINCT token) FROM deliveries WHERE length(token) = 64 AND token NOT GLOB '*[^0-9a-f]*'")
+    ((distinct == messages)) || fail "the backlog has $distinct distinct 64-hex-digit tokens, not $messages"
+}
+
+# --- Herald ------------------------------------------------------------------------------------------------
+PORT=""
+start_herald() { # $1 database
+    local tries
+    HERALD_LOG=$WORK/herald.log
+    for tries in 1 2 3 4 5; do
+        PORT=$(free_port)
+        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$1" --listen "127.0.0.1:$PORT" --config "$WORK/apns.json" \
+            --durability full 2>"$HERALD_LOG" &
+        HERALD_PID=$!
+        local waited=0
+        while ((waited < 300)); do
+            kill -0 "$HERALD_PID" 2>/dev/null || break
+            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null; then return 0; fi
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        stop_herald quiet
+    done
+    tail -5 "$HERALD_LOG" >&2
+    fail "could not start herald"
+}
+
+# Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib machine_busy_ticks
+# standin_ticks steal_ticks" per line, until killed (the last three for the CPU that processes other than Herald and
+# the stand-in took, and what the hypervisor took: the machine is shared).
+poller() { # $1 pid, $2 port
+    local pid=$1 port=$2 text delivered connections ticks hwm key value busy steal standin
+    while kill -0 "$pid" 2>/dev/null; do
+        text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
+        delivered=$(metric "$text" 'herald_deliveries_total{app="ios",outcome="delivered"}')
+        connections=$(metric "$text" 'herald_fcm_connections{app="ios"}')
+        read -r ticks < <(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        hwm=0
+        while read -r key value _; do [[ $key == VmHWM: ]] && hwm=$value; done <"/proc/$pid/status"
+        read -r busy _ steal < <(machine_ticks)
+        read -r standin < <(awk '{ print $14 + $15 }' "/proc/$STANDIN_PID/stat" 2>/dev/null || echo 0)
+        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm $busy $standin $steal"
+        sleep "$POLL"
+    done
+}
+
+# One drain of the backlog at the current stand-in. Sets H_RATE H_CPU_US H_CONN H_SESSIONS H_HWM H_WIRE H_COUNTED
+# H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT, and H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT (% of one core over the
+# rate window: the stand-in; every other process, the poller's curl and awk included; steal).
+measure_herald() { # $1 template database
+    local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline
+    cp "$1" "$db"
+    rm -f "$db-wal" "$db-shm"
+    before=$(standin_stats)
+    start_herald "$db"
+    poller "$HERALD_PID" "$PORT" >"$polls" &
+    POLLER_PID=$!
+    "$HERALD" resume ios --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
+    # Until the backlog is delivered, or HERALD_BENCH_DURATION seconds after the ramp, plus a minute's grace.
+    deadline=$(($(date +%s) + RAMP + DURATION + 60))
+    while (($(date +%s) < deadline)); do
+        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
+        local last
+        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
+        [[ -n $last ]] && ((last >= BACKLOG)) && break
+        sleep 0.5
+    done
+    # Stop sending, let what is in flight land, then compare the two sides' counts.
+    "$HERALD" pause ios --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
+    sleep 3
+    text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
+    after=$(standin_stats)
+    stop_pid "$POLLER_PID" TERM
+    POLLER_PID=""
+    stop_herald
+    H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="ios"')
+    H_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
+    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    H_SESSIONS=$(($(stat_of "$after" sessions) - $(stat_of "$before" sessions)))
+    H_BAD_JWT=$(($(stat_of "$after" bad_jwt) - $(stat_of "$before" bad_jwt)))
+    H_JWTS=$(($(stat_of "$after" jwts) - $(stat_of "$before" jwts)))
+    H_OVER_LIMIT=$(($(stat_of "$after" over_limit) - $(stat_of "$before" over_limit)))
+    local undelivered
+    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state NOT IN ('delivered', 'queued')")
+    ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
+        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
+    read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" \
+        -v total="$BACKLOG" -v hz="$HZ" '
+        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; m[NR] = $6; n[NR] = $7; st[NR] = $8; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
+        END {
+            for (i = 1; i <= NR && c[i] == 0; i++) ;
+            start = t[i] + ramp * 1e6
+            for (a = i; a <= NR && t[a] < start; a++) ;
+            for (b = a; b < NR && c[b] < 0.95 * total && t[b] < t[a] + duration * 1e6; b++) ;
+            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024) " 0 0 0"; exit }
+            sends = c[b] - c[a]; secs = (t[b] - t[a]) / 1e6
+            herald = cpu[b] - cpu[a]; standin = n[b] - n[a]; steal = st[b] - st[a]
+            others = m[b] - m[a] - herald - standin - steal # machine_ticks counts steal as busy
+            printf "%.1f %.1f %d %d %.0f %.0f %.0f\n", sends / secs, herald / hz * 1e6 / sends, conn, int(hwm / 1024),
+                standin / hz / secs * 100, (others > 0 ? others : 0) / hz / secs * 100, steal / hz / secs * 100
+        }' "$polls")"
+    rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
+}
+
+# h2load with Herald's requests in flight: the body and apns-* headers of one of Herald's requests as the stand-in
+# captured them, at a device token of the same shape that is not in the backlog, with a provider token signed here.
+# Sets L_RATE L_CONNECTIONS.
+measure_h2load() {
+    local out=$WORK/h2load.out connections=$(((CONCURRENCY + STREAMS - 1) / STREAMS)) token jwt line
+    local -a headers=()
+    standin_stats >"$WORK/stats.json" || fail "the stand-in's /stats did not answer"
+    # The first token the stand-in kept: its body into body.json, its apns-* headers one per line.
+    node -e '
+        const s = JSON.parse(require("fs").readFileSync(process.argv[1]));
+        const token = Object.keys(s.bodies || {})[0];
+        if (!token) process.exit(1);
+        require("fs").writeFileSync(process.argv[2], s.bodies[token]);
+        for (const [name, value] of Object.entries(s.headers[token])) console.log(`${name}: ${value}`);' \
+        "$WORK/stats.json" "$WORK/body.json" >"$WORK/headers.txt" || fail "the stand-in captured no request from Herald"
+    while IFS= read -r line; do headers+=(-H "$line"); done <"$WORK/headers.txt"
+    grep -q '^apns-topic: ' "$WORK/headers.txt" || fail "Herald's request had no apns-topic: $(cat "$WORK/headers.txt")"
+    token=$(printf 'f%.0s' $(seq 64))
+    jwt=$(provider_token) || fail "could not sign a provider token for h2load"
+    h2load -c "$connections" -m "$STREAMS" -t "$H2LOAD_THREADS" -D "$DURATION" --warm-up-time=2 \
+        -H "authorization: bearer $jwt" "${headers[@]}" -d "$WORK/body.json" \
+        "https://127.0.0.1:$STANDIN_PORT/3/device/$token" >"$out" 2>&1 &
+    CHILD_PID=$!
+    wait "$CHILD_PID" || {
+        cat "$out" >&2
+        fail "h2load failed"
+    }
+    CHILD_PID=""
+    grep -q '^status codes: .* 0 4xx, 0 5xx' "$out" || {
+        cat "$out" >&2
+        fail "h2load saw errors (a provider token the stand-in refused answers 403)"
+    }
+    L_RATE=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "req/s,") { print $i; exit } }' "$out")
+    L_CONNECTIONS=$connections
+}
+
+# --- the run -----------------------------------------------------------------------------------------------
+log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $(nproc) cores; $RUNS runs;" \
+    "delays $DELAYS ms; backlog $(fmt "$BACKLOG"); default settings (APNs concurrency $CONCURRENCY); --durability full"
+log "  node $(node --version); $(h2load --version 2>&1 | head -1); $(openssl version | cut -d' ' -f1-2)"
+log "generating the backlog: $(fmt "$BACKLOG") single-token messages to app ios"
+make_backlog "$WORK/template.db" "$BACKLOG"
+
+declare -A RATE L CPU CONN SESS HWM OTHERS
+for ((run = 1; run <= RUNS; run++)); do
+    for delay in $DELAYS; do
+        start_standin "$delay"
+        write_config "$STANDIN_PORT"
+        measure_herald "$WORK/template.db"
+        ((H_DUPLICATES == 0)) || fail "the stand-in answered $H_DUPLICATES apns-ids twice"
+        ((H_WIRE == H_COUNTED)) || fail "the stand-in received $H_WIRE requests, Herald accounted for $H_COUNTED"
+        ((H_BAD_JWT == 0)) || fail "the stand-in could not verify the provider token of $H_BAD_JWT of Herald's requests"
+        measure_h2load
+        stop_pid "$STANDIN_PID" TERM
+        STANDIN_PID=""
+        RATE[$delay]+=" $H_RATE" L[$delay]+=" $L_RATE" CPU[$delay]+=" $H_CPU_US" CONN[$delay]+=" $H_CONN"
+        SESS[$delay]+=" $H_SESSIONS" HWM[$delay]+=" $H_HWM" OTHERS[$delay]+=" $H_OTHERS_PCT"
+        log "run $run/$RUNS  ${delay} ms  herald $(fmt "$H_RATE") sends/s | h2load -c $L_CONNECTIONS -m $STREAMS" \
+            "$(fmt "$L_RATE") req/s | ratio $(ratio "$H_RATE" "$L_RATE") | connections: herald held $H_CONN at most," \
+            "stand-in accepted $H_SESSIONS | CPU $H_CPU_US us/send | peak RSS $H_HWM MiB |" \
+            "wire $H_WIRE = accounted $H_COUNTED, duplicates $H_DUPLICATES, provider tokens $H_JWTS (unverified" \
+            "$H_BAD_JWT), streams over SETTINGS $H_OVER_LIMIT | % of a core in the window: stand-in $H_STANDIN_PCT," \
+            "other processes $H_OTHERS_PCT, steal $H_STEAL_PCT"
+    done
+done
+
+# --- the table ---------------------------------------------------------------------------------------------
+met() { awk -v a="$1" -v t="$2" -v op="${3:-ge}" 'BEGIN { print ((op == "ge" ? a >= t : a <= t) ? "met" : "NOT met") }'; }
+row() { printf '%-44s %12s %20s %7s %18s\n' "$@"; }
+bound=$(((CONCURRENCY + STREAMS - 1) / STREAMS + 1))
+echo
+echo "Herald APNs, median of $RUNS runs, default settings (concurrency $CONCURRENCY), TLS + HTTP/2 stand-in for Apple" \
+    "(node, $STREAMS streams/connection, every provider token verified) on 127.0.0.1, $(nproc) cores, h2load on the same machine"
+row figure value baseline ratio target
+for delay in $DELAYS; do
+    # shellcheck disable=SC2086
+    {
+        r=$(median ${RATE[$delay]})
+        l=$(median ${L[$delay]})
+        c=$(median ${CPU[$delay]})
+        k=$(median ${CONN[$delay]})
+        s=$(median ${SESS[$delay]})
+        h=$(median ${HWM[$delay]})
+    }
+    target="-" cpu_target="-"
+    if ((delay == 30)); then
+        target=">= $(fmt $TARGET_RATE_30) $(met "$r" $TARGET_RATE_30)"
+        cpu_target="<= $TARGET_CPU_US $(met "$c" $TARGET_CPU_US le)"
+    fi
+    row "${delay} ms: sends/s" "$(fmt "$r")" "h2load $(fmt "$l")" "$(ratio "$r" "$l")" "$target"
+    row "${delay} ms: connections held (stand-in saw)" "$k ($s)" - - "<= $bound $(met "$s" $bound le)"
+    row "${delay} ms: Herald CPU per send (us)" "$c" - - "$cpu_target"
+    row "${delay} ms: Herald peak RSS (MiB)" "$h" - - -
+    row "${delay} ms: apns-ids answered twice" 0 - - "0 met"
+done
+for delay in $DELAYS; do
+    echo "runs ${delay} ms: herald${RATE[$delay]}; h2load${L[$delay]}; cpu us${CPU[$delay]}; connections${CONN[$delay]};" \
+        "sessions${SESS[$delay]}; peak RSS MiB${HWM[$delay]}; other processes % of a core${OTHERS[$delay]}"
+done
+echo "check: every request at the stand-in was one Herald accounted for, none was answered twice, every provider token" \
+    "verified, every finished delivery was delivered"
