@@ -340,12 +340,12 @@ public final class DeliveryEngine: @unchecked Sendable {
             tally.add(runtime, code: String(status), seconds: seconds)
             if version != runtime.httpVersion {
                 runtime.httpVersion = version
-                Log.info("fcm answers", [
+                Log.info("provider answers", [
                     "app": .string(runtime.app.name), "http_version": .string(version),
                     "connections": .int(Int64(runtime.pool.connections)),
                 ])
             }
-            Log.debug("fcm answered", [
+            Log.debug("provider answered", [
                 "app": .string(runtime.app.name), "status": .int(Int64(status)),
                 "deliveries": .int(Int64(request.deliveries.count)), "seconds": .double(seconds),
             ])
