@@ -32,6 +32,9 @@
 // --refuse-every N: every Nth messages:send body not refused before has its stream closed with REFUSED_STREAM
 // instead of an answer, unprocessed (RFC 9113 section 8.7): a client may send it again, and it is then answered.
 // --no-h2 1: HTTPS with HTTP/1.1 only (ALPN offers no h2), for a client's fallback.
+// --hold-first N: the first N messages:send requests are answered only after --hold-ms (default 60000) instead of
+// --delay-ms: they are certainly still in flight when a test plays a network fault, and what is sent after them
+// (the retries) is answered at the usual delay.
 // POST /echo answers 200 with the request body, and what arrived in x-seen-* headers (method, path, content-type,
 // authorization, content-length, any other header's name) plus retry-after: 7; not counted as a message request.
 // --arrivals FILE: one line per messages:send request, "TOKEN ARRIVAL_US", written when its body has arrived
@@ -43,7 +46,8 @@ const http = require('http');
 const fs = require('fs');
 
 const options = {
-    delayMs: 30, streams: 100, dropAfter: 0, goawayAfter: 0, refuseEvery: 0, noH2: 0, tokenTtlS: 3600, cert: null,
+    delayMs: 30, streams: 100, dropAfter: 0, goawayAfter: 0, refuseEvery: 0, noH2: 0, tokenTtlS: 3600, holdFirst: 0,
+    holdMs: 60000, cert: null,
     key: null, arrivals: null,
 };
 for (let i = 2; i < process.argv.length; i += 2) {
@@ -191,7 +195,7 @@ server.on('request', (req, res) => {
             res.writeHead(200, { 'content-type': 'application/json' });
             res.end(`{"name":"projects/standin/messages/${stats.requests}"}`);
             finish();
-        }, options.delayMs);
+        }, stats.requests <= options.holdFirst ? options.holdMs : options.delayMs);
     });
 });
 

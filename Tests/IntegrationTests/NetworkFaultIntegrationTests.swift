@@ -4,8 +4,8 @@ import OAuth
 import Storage
 import Testing
 
-/// The real `herald serve` sending FCM v1 over TLS + HTTP/2 to node's `http2` (the stand-in, answering after a
-/// long delay so that every request is in flight when the fault comes) through a TCP proxy that resets or freezes
+/// The real `herald serve` sending FCM v1 over TLS + HTTP/2 to node's `http2` (the stand-in, holding the first
+/// answers so that every request is in flight when the fault comes) through a TCP proxy that resets or freezes
 /// every connection on command: what a load balancer's restart, a NAT flush or a dead path does to a real network
 /// (SPEC §11).
 @Suite(.serialized) struct NetworkFaultIntegrationTests {
@@ -20,8 +20,9 @@ import Testing
     /// The stand-in, the proxy in front of it, and Herald sending through the proxy (the token endpoint is reached
     /// directly: only messages:send goes through the faults).
     func start(_ arguments: [String] = []) throws -> Rig {
-        // Answers take 5 s: whatever the machine's load, the requests are still in flight when the fault comes.
-        let standIn = try H2StandIn(["--delay-ms", "5000"])
+        // The first `total` requests are held for a minute: whatever the machine's load, they are still in flight
+        // when the fault comes; the retries after it are answered at once.
+        let standIn = try H2StandIn(["--delay-ms", "5", "--hold-first", "\(Self.total)"])
         let proxy = try FaultProxy(targetPort: standIn.port)
         let directory = HeraldProcess.makeDirectory()
         let keyFile = try V1IntegrationTests.writeServiceAccount(
@@ -87,7 +88,7 @@ import Testing
         let rig = try start()
         defer { rig.herald.stop() }
         try await post(rig)
-        try await waitForRequests(rig, atLeast: 50)
+        try await waitForRequests(rig, atLeast: Self.total)
 
         let reset = try await rig.proxy.reset()
 
@@ -112,7 +113,7 @@ import Testing
         let rig = try start(["--h2-ping-after", "1s", "--h2-ping-timeout", "1s"])
         defer { rig.herald.stop() }
         try await post(rig)
-        try await waitForRequests(rig, atLeast: 50)
+        try await waitForRequests(rig, atLeast: Self.total)
 
         let frozen = try await rig.proxy.freeze()
 
