@@ -103,6 +103,20 @@ extension PGQueueStore: Store {
         }
     }
 
+    /// The events about one token of one app, newest first (`token_events_by_token`).
+    public func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord] {
+        try connection.query(
+            """
+            SELECT id, at, app, token, kind, replacement, reason, message_id
+            FROM token_events WHERE app = $1 AND token = $2 ORDER BY id DESC LIMIT $3
+            """, [.text(app), .text(token), .integer(Int64(limit))]
+        ) {
+            TokenEventRecord(
+                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
+                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
+        }
+    }
+
     private static func tokenRecord(_ row: PGRow) -> TokenRecord {
         TokenRecord(
             token: row.string(0), app: row.string(1), user: row.optionalString(2), createdAt: row.int64(3),

@@ -37,6 +37,7 @@ private let t0: Int64 = 1_700_000_000_000
             DeadLetterFilter(), DeadLetterFilter(app: "default"), DeadLetterFilter(reason: "MaxAttempts"),
             DeadLetterFilter(diedSince: t0), DeadLetterFilter(app: "default", reason: "MaxAttempts", diedSince: t0),
             DeadLetterFilter(deliveryIDs: [1, 2]),
+            DeadLetterFilter(app: "default", diedUntil: t0, after: DeadLetterCursor(diedAt: t0, deliveryID: 9)),
         ]
         for filter in filters {
             let bound = { (first: Int) in
