@@ -192,6 +192,9 @@ private let day: Int64 = 86_400_000
         #expect(events.map(\.at) == [t0 + 2, t0])
         #expect(try admin.store.tokenEvents(app: "default", token: "a", limit: 1).map(\.at) == [t0 + 2])
         #expect(try admin.store.tokenEvents(app: "third", token: "a", limit: 10).isEmpty)
+        let recent = try admin.store.recentTokenEvents(before: nil, limit: 3)
+        #expect(recent.map(\.at) == [t0 + 3, t0 + 2, t0 + 1])
+        #expect(try admin.store.recentTokenEvents(before: recent[2].id, limit: 3).map(\.at) == [t0])
     }
 
     // MARK: - Status
