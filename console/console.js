@@ -129,6 +129,7 @@ async function start() {
 }
 
 function route() {
+    status("");
     if (state.timer) clearInterval(state.timer);
     state.timer = null;
     const [page, argument] = location.hash.replace(/^#/, "").split("/").map(decodeURIComponent);
@@ -189,7 +190,7 @@ async function overviewPage() {
         overview.apps.length === 0 ? el("p", {}, "No apps yet: nothing was ever queued.")
             : table(["app", "provider", "state", "queued", "ready", "scheduled", "in flight", "dead",
                 "oldest ready", "delivered/min", "dead/min", "dropped/min", ""], rows, "overview"),
-        details);
+        ...details);
     status("");
 }
 
@@ -323,7 +324,6 @@ async function loadDead(after) {
     }
     list.append(more);
     deadActions();
-    status("");
 }
 
 function deadActions() {

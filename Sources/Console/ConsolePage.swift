@@ -10,11 +10,13 @@ struct ConsolePage: Sendable {
     static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; "
         + "img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-    /// The headers of every console answer.
+    /// The headers of every console answer. `Referrer-Policy: same-origin`, not `no-referrer`: under `no-referrer`
+    /// Chromium sends `Origin: null` with the page's own POSTs (the login form, fetch), which the same-origin check
+    /// could not tell from a sandboxed frame's; `same-origin` still sends no referrer to any other site.
     static let headers: [(name: String, value: String)] = [
         ("Content-Security-Policy", contentSecurityPolicy),
         ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
+        ("Referrer-Policy", "same-origin"),
         ("X-Frame-Options", "DENY"),
         ("Cache-Control", "no-cache"),
     ]
