@@ -355,7 +355,9 @@ async function changeSelected(action) {
     loadDead(null);
 }
 
-/** Requeue or purge every dead letter that matches, a chunk per request, with progress; never one big write. */
+/** Requeue or purge every dead letter that matches, a chunk per request, with progress; never one big write.
+ *  After each chunk it waits as long as the chunk took, so the writer is never more than half busy with it and
+ *  ingest's messages wait behind at most one chunk. */
 async function changeAll(action) {
     const filter = state.dead.filter;
     const until = state.dead.at;
@@ -366,7 +368,8 @@ async function changeAll(action) {
     let done = 0;
     try {
         for (;;) {
-            const result = await api("/v1/admin/dead/" + action, { body: { filter: chunkFilter, limit: 1000 } });
+            const started = performance.now();
+            const result = await api("/v1/admin/dead/" + action, { body: { filter: chunkFilter, limit: 500 } });
             done += action === "requeue" ? result.requeued : result.purged;
             progress.textContent = done + " of " + summary.total;
             if (result.done) {
@@ -375,6 +378,7 @@ async function changeAll(action) {
                 }
                 break;
             }
+            await new Promise((resume) => setTimeout(resume, performance.now() - started));
         }
     } catch (error) {
         return status(error.message, true);
