@@ -73,7 +73,7 @@ let package = Package(
             name: "PostgreSQLTests",
             dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support"]),
-        .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTP", "Queue", "Storage", "Support"]),
+        .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),

@@ -126,14 +126,22 @@ extension AdminAPI {
                 case .failure(let failure):
                     responder.respond(Self.unavailable(failure))
                 case .success(let count):
-                    if count > 0 { self.committed() }
+                    if count > 0 {
+                        self.committed()
+                        Log.info("console requeued dead letters", ["count": .int(Int64(count))])
+                    }
                     self.requeued(count, filter: chosen, limit: limit, now: now, responder)
                 }
             }
         } else {
             writer.enqueue({ try $0.purgeDeadLetters(chosen, now: now, limit: limit) }) { result in
                 Self.answer(result, responder) { purged in
-                    Self.json(200, [
+                    if purged.deliveries > 0 {
+                        Log.info("console purged dead letters", [
+                            "count": .int(Int64(purged.deliveries)), "messages": .int(Int64(purged.messages)),
+                        ])
+                    }
+                    return Self.json(200, [
                         "purged": .int(purged.deliveries), "messages_deleted": .int(purged.messages),
                         "done": .bool(purged.deliveries < limit), "until": AdminJSON.optional(chosen.diedUntil),
                     ])

@@ -24,8 +24,9 @@ extension AdminAPI {
     func cancel(_ id: String, now: Int64, _ responder: any HTTPResponder) {
         writer.enqueue({ try $0.cancelMessage(id: id, now: now) }) { result in
             Self.answer(result, responder) { cancelled in
-                cancelled.map { Self.json(200, ["id": .string(id), "cancelled": .int($0)]) }
-                    ?? Self.notFound("message", id)
+                guard let cancelled else { return Self.notFound("message", id) }
+                Log.info("console cancelled a message", ["id": .string(id), "cancelled": .int(Int64(cancelled))])
+                return Self.json(200, ["id": .string(id), "cancelled": .int(cancelled)])
             }
         }
     }
@@ -136,6 +137,10 @@ extension AdminAPI {
         }) { result in
             Self.answer(result, responder) { changed in
                 guard let changed else { return Self.notFound("app", app) }
+                if changed {
+                    Log.warn(pause ? "app paused from the console" : "app resumed from the console",
+                             pause ? ["app": .string(app), "reason": .string(chosen)] : ["app": .string(app)])
+                }
                 return Self.json(200, ["app": .string(app), "paused": .bool(pause), "changed": .bool(changed)])
             }
         }

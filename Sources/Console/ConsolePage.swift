@@ -38,7 +38,7 @@ struct ConsolePage: Sendable {
         case ("GET", []), ("GET", [""]), ("HEAD", []), ("HEAD", [""]):
             responder.respond(asset("index.html"))
         case ("GET", let names) where names.count == 1, ("HEAD", let names) where names.count == 1:
-            responder.respond(names[0] == "index.html" ? notFound() : asset(names[0]))
+            responder.respond(asset(names[0]))
         case ("POST", ["login"]):
             responder.respond(login(request))
         case ("POST", ["logout"]):
