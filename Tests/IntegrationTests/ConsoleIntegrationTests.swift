@@ -108,6 +108,33 @@ import Testing
     }
 }
 
+extension ConsoleIntegrationTests {
+    @Test func withoutAnAPITokenTheConsoleNeedsNoLoginButStillRefusesOtherSites() async throws {
+        let herald = try HeraldProcess(arguments: ["--sandbox"])
+        defer { herald.stop() }
+        let session = try await herald.request("GET", "/v1/admin/session")
+        #expect(session.status == 200 && session.json["role"] as? String == "admin")
+        #expect(session.json["login_required"] as? Bool == false)
+        let crossSite = try await herald.request(
+            "POST", "/v1/admin/apps/default/pause", body: "{}", headers: ["Origin": "http://evil.example"])
+        #expect(crossSite.status == 403)
+        let status = try runHerald(["status", "--db", herald.databasePath, "--json"])
+        #expect(status.stdout.contains(#""paused":false"#), "a refused pause paused the app")
+    }
+
+    @Test func serveRefusesAReadOnlyTokenThatMeansNothing() throws {
+        let directory = HeraldProcess.makeDirectory()
+        let db = directory.appendingPathComponent("herald.db").path
+        let alone = try runHerald(["serve", "--sandbox", "--db", db, "--console-read-only-token", "look"])
+        #expect(alone.status != 0 && alone.stderr.contains("--console-read-only-token needs --api-token"))
+        let same = try runHerald([
+            "serve", "--sandbox", "--db", db, "--api-token", "same", "--console-read-only-token", "same",
+        ])
+        #expect(same.status != 0 && same.stderr.contains("must differ from --api-token"))
+        #expect(!same.stderr.contains("same\n") && !same.stderr.contains(": same"), "the token is not echoed")
+    }
+}
+
 extension String {
     func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
 }
