@@ -43,6 +43,7 @@ class Herald:
     """A `herald serve --sandbox` on a fresh database, stopped with SIGTERM at the end."""
 
     def __init__(self, binary, directory):
+        self.binary = binary
         self.database = os.path.join(directory, "herald.db")
         self.log = open(os.path.join(directory, "serve.log"), "w+")
         self.process = subprocess.Popen(
@@ -79,6 +80,9 @@ class Herald:
             status, headers, text = error.code, dict(error.headers), error.read()
         return status, headers, json.loads(text) if text.startswith(b"{") else text
 
+    def cli(self, *arguments):
+        subprocess.run([self.binary, *arguments, "--db", self.database], check=True, capture_output=True)
+
     def query(self, sql, *arguments):
         with sqlite3.connect(self.database, timeout=10) as connection:
             return connection.execute(sql, arguments).fetchall()
@@ -102,6 +106,9 @@ def seed(herald):
     status, _, _ = herald.request("POST", "/v1/admin/apps/default/pause", {"reason": HTML_REASON})
     if status != 200:
         fail("pause failed: %s" % status)
+    # A second app, paused, with a backlog that stays: the overview must show every app the database has.
+    herald.cli("pause", "second", "--reason", "kept for the test")
+    herald.cli("send", '{"app": "second", "registration_ids": ["q1", "q2", "q3"]}')
     # A dead letter whose reason holds markup, as a misbehaving provider could answer.
     herald.query("UPDATE deliveries SET reason = ? WHERE token = 'invalid-b'", HTML_REASON)
 
@@ -167,14 +174,21 @@ def main():
             fail("the cookie carries the token, or a script can read it")
 
         # The overview shows the apps and the counts the database holds.
-        row = wait.until(ready.visibility_of_element_located((By.CSS_SELECTOR, "table.overview tr[data-app=default]")))
-        dead, queued = herald.query(
-            "SELECT sum(state = 'dead'), sum(state = 'queued') FROM deliveries WHERE app = 'default'")[0]
-        shown_dead = row.find_element(By.CSS_SELECTOR, "td.dead").text
-        shown_queued = row.find_element(By.CSS_SELECTOR, "td.queued").text
-        if (shown_dead, shown_queued) != (str(dead), str(queued)):
-            fail("overview shows dead %s queued %s; the database has %s and %s"
-                 % (shown_dead, shown_queued, dead, queued))
+        wait.until(ready.visibility_of_element_located((By.CSS_SELECTOR, "table.overview tr[data-app=second]")))
+        apps = [name for (name,) in herald.query("SELECT name FROM apps ORDER BY name")]
+        if cell_texts(driver, "table.overview td.app") != apps:
+            fail("overview shows apps %r; the database has %r" % (cell_texts(driver, "table.overview td.app"), apps))
+        for app in apps:
+            row = driver.find_element(By.CSS_SELECTOR, "table.overview tr[data-app=%s]" % app)
+            dead, queued = herald.query(
+                "SELECT count(*) FILTER (WHERE state = 'dead'), count(*) FILTER (WHERE state = 'queued') "
+                "FROM deliveries WHERE app = ?", app)[0]
+            shown = (row.find_element(By.CSS_SELECTOR, "td.dead").text,
+                     row.find_element(By.CSS_SELECTOR, "td.queued").text)
+            if shown != (str(dead), str(queued)):
+                fail("overview shows %s dead %s queued %s; the database has %s and %s"
+                     % ((app,) + shown + (dead, queued)))
+        row = driver.find_element(By.CSS_SELECTOR, "table.overview tr[data-app=default]")
         state = row.find_element(By.CSS_SELECTOR, "td.state").text
         if HTML_REASON not in state:
             fail("the pause reason is not shown as text: %r" % state)
@@ -207,6 +221,18 @@ def main():
         row_state = herald.query("SELECT state, attempts, reason FROM deliveries WHERE id = ?", target_id)[0]
         if row_state != ("queued", 0, None):
             fail("the requeued row is %r, not queued with 0 attempts" % (row_state,))
+
+        # All that match a filter, a chunk at a time with progress: the two left with INVALID_ARGUMENT.
+        reason = driver.find_element(By.CSS_SELECTOR, "#dead-filter input[name=reason]")
+        reason.clear()
+        reason.send_keys("INVALID_ARGUMENT")
+        reason.submit()
+        wait.until(lambda _: len(driver.find_elements(By.CSS_SELECTOR, "table.dead tbody tr")) == 2)
+        driver.find_element(By.ID, "requeue-all").click()
+        wait.until(ready.alert_is_present()).accept()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "status"), "requeued 2"))
+        if herald.query("SELECT count(*) FROM deliveries WHERE state = 'queued' AND app = 'default'")[0][0] != 3:
+            fail("requeue all that match did not requeue the two INVALID_ARGUMENT dead letters")
 
         # A cross-origin POST with the session cookie is refused and changes nothing.
         dead_before = herald.query("SELECT count(*) FROM deliveries WHERE state = 'dead'")[0][0]
