@@ -37,6 +37,8 @@ let package = Package(
         .target(
             name: "PostgreSQL", dependencies: ["CLibPQ", "Queue", "Storage", "Support"], plugins: ["EmbedMigrations"]),
         .target(name: "Ingest", dependencies: ["Queue", "HTTP", "Support"]),
+        // The operator console (SPEC §18): its JSON API under /v1/admin/ and its page, compiled into the binary.
+        .target(name: "Console", dependencies: ["Ingest", "Queue", "HTTP", "Support"], plugins: ["EmbedConsole"]),
         // Reads a request's TargetKind, a type of the queue's.
         .target(name: "Classify", dependencies: ["Queue", "Support"]),
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
@@ -47,14 +49,16 @@ let package = Package(
         .target(
             name: "HeraldCLI",
             dependencies: [
-                "Ingest", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery", "Send",
-                "OAuth",
+                "Ingest", "Console", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery",
+                "Send", "OAuth",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
-        // MARK: - Build tooling: migrations/*.sql are compiled into the binary
+        // MARK: - Build tooling: migrations/*.sql and the console's page are compiled into the binary
         .executableTarget(name: "EmbedMigrationsTool", path: "Sources/EmbedMigrationsTool"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedMigrationsTool"]),
+        .executableTarget(name: "EmbedConsoleTool", path: "Sources/EmbedConsoleTool"),
+        .plugin(name: "EmbedConsole", capability: .buildTool(), dependencies: ["EmbedConsoleTool"]),
 
         // MARK: - Tests
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
@@ -66,6 +70,7 @@ let package = Package(
             name: "PostgreSQLTests",
             dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support"]),
+        .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Queue", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),

@@ -1,3 +1,4 @@
+import Console
 import Foundation
 import Ingest
 import Queue
@@ -134,7 +135,7 @@ enum DeadCommand {
         }
         if parsed.flag("json") {
             var members = json(letter, now: now).objectValue ?? []
-            members.append(("message", messageJSON(message)))
+            members.append(("message", AdminJSON.messageWithoutDeliveries(message)))
             Output.json(.object(members))
             return 0
         }
@@ -232,9 +233,7 @@ enum DeadCommand {
             if parsed.flag("json") {
                 Output.json([
                     "would_delete": .int(total),
-                    "groups": .array(groups.map {
-                        ["app": .string($0.app), "reason": .optional($0.reason), "count": .int($0.count)]
-                    }),
+                    "groups": .array(groups.map(AdminJSON.group)),
                 ])
             } else {
                 var table = TextTable(["APP", "REASON", "COUNT"], rightAligned: [2])
@@ -265,22 +264,5 @@ enum DeadCommand {
 
     // MARK: - JSON
 
-    static func json(_ letter: DeadLetterRecord, now: Int64) -> JSON {
-        [
-            "delivery_id": .int(letter.deliveryID),
-            "message_id": .string(letter.messageID),
-            "app": .string(letter.app),
-            "token": .string(letter.token),
-            "reason": .optional(letter.reason),
-            "attempts": .int(letter.attempts),
-            "last_status": .optional(letter.lastStatus),
-            "died_at": .int(letter.diedAt),
-            "expired": .bool(letter.isExpired(now: now)),
-        ]
-    }
-
-    /// The message without its deliveries (a dead letter is one of them).
-    private static func messageJSON(_ record: MessageRecord) -> JSON {
-        .object((IngestAPI.messageJSON(record).objectValue ?? []).filter { $0.key != "deliveries" })
-    }
+    static func json(_ letter: DeadLetterRecord, now: Int64) -> JSON { AdminJSON.deadLetter(letter, now: now) }
 }

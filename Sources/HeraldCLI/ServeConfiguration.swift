@@ -60,6 +60,8 @@ struct ServeConfiguration: Sendable {
     var database: DatabaseLocation
     var listen: ListenAddress
     var apiToken: String?
+    /// A second token for the console and `GET /v1/admin/…`: it can look but not act.
+    var consoleReadOnlyToken: String? = nil
     var durability: Durability
     var sandbox: Bool
     var logLevel: Log.Level
@@ -88,6 +90,7 @@ struct ServeConfiguration: Sendable {
         ("db", "herald.db", "SQLite file, or postgres://… shared by several serve; created/migrated on start"),
         ("listen", "127.0.0.1:8600", "ingest API address, HOST:PORT or unix:/path.sock"),
         ("api-token", nil, "require `Authorization: Bearer TOKEN` (needed off loopback)"),
+        ("console-read-only-token", nil, "a token for /console and GET /v1/admin/… that can look, not act"),
         ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
         ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),
         ("fcm-service-account", nil, "service-account key file of app `default`: sends with FCM HTTP v1"),
@@ -307,6 +310,7 @@ struct ServeConfiguration: Sendable {
             sandbox: sandbox, logLevel: logLevel, maxConnections: try integer("max-connections", in: 1...1_000_000),
             ttlZeroWindowMillis: ttlZeroWindow, tokenEventRetentionMillis: tokenEventRetention,
             leaseMillis: lease, liveness: liveness, apps: apps)
+        configuration.consoleReadOnlyToken = try raw("console-read-only-token").flatMap { $0.isEmpty ? nil : $0 }
         try configuration.check()
         return configuration
     }
@@ -351,6 +355,15 @@ struct ServeConfiguration: Sendable {
                 try ServiceAccount.checkURL(app.endpoint, name: "endpoint", source: "app \"\(app.name)\"")
             } catch {
                 throw Invalid(description: error.description)
+            }
+        }
+        if let consoleReadOnlyToken {
+            // Without an API token everyone on loopback may act, so a token that only looks would mean nothing.
+            guard let apiToken else {
+                throw Invalid(description: "--console-read-only-token needs --api-token (without one, anyone may act)")
+            }
+            if consoleReadOnlyToken == apiToken {
+                throw Invalid(description: "--console-read-only-token must differ from --api-token")
             }
         }
         if !listen.isLoopback && apiToken == nil {

@@ -1,3 +1,4 @@
+import Console
 import Delivery
 import FCMSimulator
 import Foundation
@@ -23,6 +24,8 @@ final class Service: Sendable {
     private let server: HTTPServer
     private let stopping = StopFlag()
     private let metrics = Metrics.herald()
+    /// The console's chart: what finished per minute over the last hour, sampled from `metrics`.
+    private let history = RateHistory(since: Clock.nowMillis())
     private let gauges = DispatchQueue(label: "herald-gauges")
 
     init(_ configuration: ServeConfiguration) throws {
@@ -115,9 +118,15 @@ final class Service: Sendable {
             legacyApps: Set(apps.filter { $0.provider == .fcmLegacy }.map(\.name)),
             apnsApps: Set(apps.filter { $0.provider == .apns }.map(\.name)), metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
+        let admin = AdminAPI(
+            writer: writer, readers: readers,
+            access: ConsoleAccess(apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken),
+            providers: Dictionary(
+                apps.map { ($0.name, $0.provider.rawValue) }, uniquingKeysWith: { first, _ in first }),
+            metrics: metrics, history: history, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
-        server = HTTPServer(configuration: serverConfiguration, handler: api)
+        server = HTTPServer(configuration: serverConfiguration, handler: ConsoleRouter(api: api, admin: admin))
     }
 
     func start() throws {
@@ -165,6 +174,7 @@ extension Service {
         guard !stopping.isSet else { return }
         let metrics = self.metrics
         let started = Clock.monotonicSeconds()
+        history.record(metrics, now: Clock.nowMillis())
         readers.enqueue({ connection in
             // The gauges need no last-minute counts (`herald_deliveries_total` has them).
             try connection.snapshot { try connection.appStatuses(now: Clock.nowMillis(), lastMinute: false) }

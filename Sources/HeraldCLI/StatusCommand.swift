@@ -1,3 +1,4 @@
+import Console
 import Queue
 import Storage
 import Support
@@ -51,29 +52,7 @@ enum StatusCommand {
         return 0
     }
 
-    static func json(_ app: AppStatus, now: Int64) -> JSON {
-        [
-            "app": .string(app.name),
-            "paused": .bool(app.paused),
-            "pause_reason": .optional(app.pauseReason),
-            "paused_at": .optional(app.pausedAt),
-            "gated": .bool(app.gateUntil > now),
-            "gate_until": app.gateUntil > 0 ? .int(app.gateUntil) : .null,
-            "gate_reason": app.gateUntil > 0 ? .optional(app.gateReason?.rawValue) : .null,
-            "gated_since": app.gateUntil > 0 ? .optional(app.gatedAt) : .null,
-            "queued": .int(app.queued),
-            "ready": .int(app.ready),
-            "scheduled": .int(app.queued - app.ready),
-            "oldest_ready_seconds": app.oldestReadySince.map { .double(Double(now - $0) / 1000) } ?? .null,
-            "inflight": .int(app.inflight),
-            "dead": .int(app.dead),
-            "last_minute": [
-                "delivered": .int(app.finishedLastMinute.delivered),
-                "dead": .int(app.finishedLastMinute.dead),
-                "dropped": .int(app.finishedLastMinute.dropped),
-            ],
-        ]
-    }
+    static func json(_ app: AppStatus, now: Int64) -> JSON { AdminJSON.status(app, now: now) }
 
     /// What closed a gate, for the note under the table: "after a connection reset".
     static func describe(_ reason: GateReason) -> String {

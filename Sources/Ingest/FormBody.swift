@@ -14,15 +14,15 @@
 ///
 /// Related: [WHATWG URL, application/x-www-form-urlencoded parsing](
 /// https://url.spec.whatwg.org/#application/x-www-form-urlencoded).
-struct FormBody: Sendable {
-    var fields: [(name: String, value: String)]
+public struct FormBody: Sendable {
+    public var fields: [(name: String, value: String)]
 
     /// Why a body is not form encoding; `message` names the field by position, never by its content.
-    struct Malformed: Error, Sendable, Equatable {
-        var message: String
+    public struct Malformed: Error, Sendable, Equatable {
+        public var message: String
     }
 
-    static func parse(_ body: some Collection<UInt8>) throws(Malformed) -> FormBody {
+    public static func parse(_ body: some Collection<UInt8>) throws(Malformed) -> FormBody {
         var fields: [(name: String, value: String)] = []
         for (index, segment) in body.split(separator: UInt8(ascii: "&")).enumerated() {
             let separator = segment.firstIndex(of: UInt8(ascii: "="))

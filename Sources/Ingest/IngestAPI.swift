@@ -430,15 +430,6 @@ public final class IngestAPI: HTTPHandler {
     }
 }
 
-/// Compares two secrets in time that depends only on their lengths, not on where they differ.
-func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    var difference = UInt8(lhs.count == rhs.count ? 0 : 1)
-    for index in 0..<max(lhs.count, rhs.count) {
-        difference |= (index < lhs.count ? lhs[index] : 0) ^ (index < rhs.count ? rhs[index] : 0)
-    }
-    return difference == 0
-}
-
 extension IncomingMessage {
     /// The storage form (also what `herald send` stores): payload as JSON text, users expanded later inside the
     /// ingest transaction.

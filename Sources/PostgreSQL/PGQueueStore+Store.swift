@@ -105,6 +105,34 @@ extension PGQueueStore: Store {
         }
     }
 
+    /// The latest events, newest first; with `before`, those with a smaller id (the next page back).
+    public func recentTokenEvents(before: Int64?, limit: Int) throws -> [TokenEventRecord] {
+        try connection.query(
+            """
+            SELECT id, at, app, token, kind, replacement, reason, message_id
+            FROM token_events WHERE id < $1 ORDER BY id DESC LIMIT $2
+            """, [.integer(before ?? Int64.max), .integer(Int64(limit))]
+        ) {
+            TokenEventRecord(
+                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
+                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
+        }
+    }
+
+    /// The events about one token of one app, newest first (`token_events_by_token`).
+    public func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord] {
+        try connection.query(
+            """
+            SELECT id, at, app, token, kind, replacement, reason, message_id
+            FROM token_events WHERE app = $1 AND token = $2 ORDER BY id DESC LIMIT $3
+            """, [.text(app), .text(token), .integer(Int64(limit))]
+        ) {
+            TokenEventRecord(
+                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
+                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
+        }
+    }
+
     private static func tokenRecord(_ row: PGRow) -> TokenRecord {
         TokenRecord(
             token: row.string(0), app: row.string(1), user: row.optionalString(2), createdAt: row.int64(3),

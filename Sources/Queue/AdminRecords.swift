@@ -98,20 +98,59 @@ public struct DeadLetterRecord: Sendable, Equatable {
     public func isExpired(now: Int64) -> Bool { messageExpiresAt <= now }
 }
 
-/// Which dead letters a `dead` command acts on. Every filter given must match; none given matches all.
+/// Which dead letters a `dead` command or the console acts on. Every filter given must match; none given matches all.
 public struct DeadLetterFilter: Sendable, Equatable {
     public var app: String?
     public var reason: String?
     /// Only dead letters that died at or after this time.
     public var diedSince: Int64?
+    /// Only dead letters that died at or before this time: "all that match" stays the set that matched when an
+    /// operator asked, so a row requeued by one chunk that dies again is not requeued again by the next.
+    public var diedUntil: Int64?
+    /// Only dead letters to this token (or topic, or condition).
+    public var token: String?
     /// Only these delivery ids (empty: any).
     public var deliveryIDs: [Int64]
+    /// Only those listed after this one, in the listing's order (newest death first): the key of a page.
+    public var after: DeadLetterCursor?
 
-    public init(app: String? = nil, reason: String? = nil, diedSince: Int64? = nil, deliveryIDs: [Int64] = []) {
+    public init(
+        app: String? = nil, reason: String? = nil, diedSince: Int64? = nil, diedUntil: Int64? = nil,
+        token: String? = nil, deliveryIDs: [Int64] = [], after: DeadLetterCursor? = nil
+    ) {
         self.app = app
         self.reason = reason
         self.diedSince = diedSince
+        self.diedUntil = diedUntil
+        self.token = token
         self.deliveryIDs = deliveryIDs
+        self.after = after
+    }
+}
+
+/// Where a page of dead letters ends: the last row's time of death and delivery id, the listing's sort key.
+public struct DeadLetterCursor: Sendable, Equatable {
+    public var diedAt: Int64
+    public var deliveryID: Int64
+
+    public init(diedAt: Int64, deliveryID: Int64) {
+        (self.diedAt, self.deliveryID) = (diedAt, deliveryID)
+    }
+
+    /// The cursor after `record`.
+    public init(_ record: DeadLetterRecord) {
+        self.init(diedAt: record.diedAt, deliveryID: record.deliveryID)
+    }
+
+    /// `DIEDAT.ID`, as the console's API writes it (`after=`).
+    public var text: String { "\(diedAt).\(deliveryID)" }
+
+    public init?(text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let diedAt = Int64(parts[0]), let id = Int64(parts[1]), diedAt >= 0, id >= 0 else {
+            return nil
+        }
+        self.init(diedAt: diedAt, deliveryID: id)
     }
 }
 

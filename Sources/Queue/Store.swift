@@ -31,6 +31,10 @@ public protocol Store: QueueStore {
     func deleteToken(_ token: String) throws -> Bool
     func tokens(app: String?, user: String?, after: String?, limit: Int) throws -> [TokenRecord]
     func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord]
+    /// The feed's latest events, newest first, those with an id below `before` when given (paging back).
+    func recentTokenEvents(before: Int64?, limit: Int) throws -> [TokenEventRecord]
+    /// The feed's events about one token of one app, newest first.
+    func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord]
 
     // MARK: Apps
 

@@ -134,6 +134,15 @@ extension DeadLetterFilter {
         if let app { terms.append("d.app = \(bind(.text(app)))") }
         if let reason { terms.append("d.reason = \(bind(.text(reason)))") }
         if let diedSince { terms.append("d.updated_at >= \(bind(.integer(diedSince)))") }
+        if let diedUntil { terms.append("d.updated_at <= \(bind(.integer(diedUntil)))") }
+        if let token { terms.append("d.token = \(bind(.text(token)))") }
+        if let after {
+            // Spelt out rather than as a row value: the first term bounds the index range on either engine.
+            let diedAt = bind(.integer(after.diedAt))
+            let same = bind(.integer(after.diedAt))
+            let id = bind(.integer(after.deliveryID))
+            terms.append("d.updated_at <= \(diedAt) AND (d.updated_at < \(same) OR d.id < \(id))")
+        }
         if !deliveryIDs.isEmpty {
             terms.append("d.id IN (\(deliveryIDs.map { bind(.integer($0)) }.joined(separator: ", ")))")
         }

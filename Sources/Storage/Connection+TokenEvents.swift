@@ -14,4 +14,32 @@ extension Connection {
                 replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
         }
     }
+
+    /// The latest events, newest first; with `before`, those with a smaller id (the next page back).
+    public func recentTokenEvents(before: Int64?, limit: Int) throws -> [TokenEventRecord] {
+        try query(
+            """
+            SELECT id, at, app, token, kind, replacement, reason, message_id
+            FROM token_events WHERE id < ? ORDER BY id DESC LIMIT ?
+            """, [.integer(before ?? Int64.max), .integer(Int64(limit))]
+        ) {
+            TokenEventRecord(
+                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
+                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
+        }
+    }
+
+    /// The events about one token of one app, newest first (`token_events_by_token`).
+    public func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord] {
+        try query(
+            """
+            SELECT id, at, app, token, kind, replacement, reason, message_id
+            FROM token_events WHERE app = ? AND token = ? ORDER BY id DESC LIMIT ?
+            """, [.text(app), .text(token), .integer(Int64(limit))]
+        ) {
+            TokenEventRecord(
+                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
+                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
+        }
+    }
 }

@@ -14,6 +14,8 @@ public enum Migrator {
     }
 
     public static var latestVersion: Int { embeddedMigrations.last?.version ?? 0 }
+    /// The versions of the migrations this binary carries, in order; numbers may skip one that another branch holds.
+    public static var versions: [Int] { embeddedMigrations.map(\.version) }
 
     /// Brings the schema up to date (or up to `target`, for tests that need an older database); returns the versions
     /// applied now (empty when it already was).

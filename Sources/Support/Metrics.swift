@@ -110,6 +110,38 @@ public final class Metrics: Sendable {
         return state.withLock { $0.values[name]?[key] }
     }
 
+    /// Every series of a counter or gauge with its labels, for readers that summarise them (the console's chart and
+    /// its answers by code) without knowing the label values in advance.
+    public func values(_ name: String) -> [(labels: [String: String], value: Double)] {
+        let series = state.withLock { $0.values[name] ?? [:] }
+        return series.sorted(by: { $0.key < $1.key }).map { (Self.labels(in: $0.key), $0.value) }
+    }
+
+    /// The labels of a rendered label set, `labelText` read back.
+    private static func labels(in text: String) -> [String: String] {
+        var labels: [String: String] = [:]
+        var bytes = text.utf8.makeIterator()
+        var name: [UInt8] = []
+        while let byte = bytes.next() {
+            guard byte == UInt8(ascii: "=") else {
+                if byte != UInt8(ascii: ",") { name.append(byte) }
+                continue
+            }
+            _ = bytes.next()  // the opening quote
+            var value: [UInt8] = []
+            while let byte = bytes.next(), byte != UInt8(ascii: "\"") {
+                guard byte == UInt8(ascii: "\\"), let escaped = bytes.next() else {
+                    value.append(byte)
+                    continue
+                }
+                value.append(escaped == UInt8(ascii: "n") ? UInt8(ascii: "\n") : escaped)
+            }
+            labels[String(decoding: name, as: UTF8.self)] = String(decoding: value, as: UTF8.self)
+            name = []
+        }
+        return labels
+    }
+
     /// The Prometheus text exposition format (version 0.0.4).
     public func render() -> String {
         let snapshot = state.withLock { $0 }

@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Storage
+import Support
 import Testing
 
 @testable import HeraldCLI

@@ -36,18 +36,21 @@ import Testing
         try Migrator.currentVersion(Connection(path: db, mode: .readOnly))
     }
 
+    /// The schema version of the herald before this one: that of every migration but the last.
+    var previousVersion: Int { Migrator.versions.dropLast().last ?? 0 }
+
     /// A database as the herald before this one left it: every migration but the last.
     func makeOlderDatabase() throws {
         let connection = try Connection(path: db)
         try connection.requireWAL()
-        try Migrator.migrate(connection, upTo: Migrator.latestVersion - 1)
+        try Migrator.migrate(connection, upTo: previousVersion)
         try connection.run("INSERT INTO apps (name) VALUES ('default')")
     }
 
     @Test(arguments: commands)
     func aCommandRefusesAnOlderSchemaAndLeavesItAsItIs(_ command: [String]) throws {
         try makeOlderDatabase()
-        let older = Migrator.latestVersion - 1
+        let older = previousVersion
         let result = try run(command)
         #expect(result.status == 1, "\(command): \(result.stderr)")
         #expect(result.stderr.contains("has schema version \(older) but this herald needs \(Migrator.latestVersion)"),

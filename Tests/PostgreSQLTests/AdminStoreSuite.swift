@@ -178,6 +178,25 @@ private let day: Int64 = 86_400_000
         #expect(try admin.store.tokenEvents(after: rest[0].id, limit: 2).isEmpty)
     }
 
+    @Test(arguments: Engine.allCases) func tokenEventsOfOneTokenNewestFirstWithinItsApp(_ engine: Engine) throws {
+        let admin = try Admin(engine)
+        for (at, app, token, kind) in [
+            (t0, "default", "a", "replaced"), (t0 + 1, "default", "b", "deleted"), (t0 + 2, "default", "a", "deleted"),
+            (t0 + 3, "second", "a", "deleted"),
+        ] as [(Int64, String, String, String)] {
+            _ = try admin.underTest.strings(
+                "INSERT INTO token_events (at, app, token, kind) VALUES ($1, $2, $3, $4) RETURNING id",
+                [.integer(at), .text(app), .text(token), .text(kind)])
+        }
+        let events = try admin.store.tokenEvents(app: "default", token: "a", limit: 10)
+        #expect(events.map(\.at) == [t0 + 2, t0])
+        #expect(try admin.store.tokenEvents(app: "default", token: "a", limit: 1).map(\.at) == [t0 + 2])
+        #expect(try admin.store.tokenEvents(app: "third", token: "a", limit: 10).isEmpty)
+        let recent = try admin.store.recentTokenEvents(before: nil, limit: 3)
+        #expect(recent.map(\.at) == [t0 + 3, t0 + 2, t0 + 1])
+        #expect(try admin.store.recentTokenEvents(before: recent[2].id, limit: 3).map(\.at) == [t0])
+    }
+
     // MARK: - Status
 
     @Test(arguments: Engine.allCases)
@@ -327,6 +346,45 @@ private let day: Int64 = 86_400_000
             DeadLetterGroup(app: "second", reason: "InvalidRegistration", count: 1),
         ])
         #expect(try store.deadLetterGroups(DeadLetterFilter(app: "nope")).isEmpty)
+    }
+
+    /// The console's pages: key-set paging by (time of death, id), newest first, each dead letter once even where
+    /// several died in the same millisecond; and the token and until terms.
+    @Test(arguments: Engine.allCases) func deadLetterPagesByKeyVisitEachOnceNewestFirst(_ engine: Engine) throws {
+        let admin = try Admin(engine)
+        let tokens = (0..<7).map { "t\($0)" }
+        try admin.enqueue(tokens, at: t0)
+        for (index, token) in tokens.enumerated() {
+            // Three share one time of death, so the id must break the tie.
+            try admin.finish(token, "dead", reason: "InvalidRegistration", at: t0 + Int64(min(index, 3)))
+        }
+        let store = admin.store
+        let whole = try store.deadLetters(DeadLetterFilter(), limit: 100)
+        var paged: [DeadLetterRecord] = []
+        var filter = DeadLetterFilter(reason: "InvalidRegistration")
+        while true {
+            let page = try store.deadLetters(filter, limit: 2)
+            guard let last = page.last else { break }
+            paged += page
+            filter.after = DeadLetterCursor(last)
+        }
+        #expect(paged == whole && paged.count == 7)
+        #expect(paged.map(\.diedAt) == paged.map(\.diedAt).sorted(by: >))
+
+        #expect(try store.deadLetters(DeadLetterFilter(token: "t4"), limit: 10).map(\.token) == ["t4"])
+        #expect(try store.deadLetters(DeadLetterFilter(token: "nope"), limit: 10).isEmpty)
+        #expect(try store.deadLetters(DeadLetterFilter(diedUntil: t0 + 1), limit: 10).map(\.token) == ["t1", "t0"])
+        let until = DeadLetterFilter(diedUntil: t0 + 2, token: "t2")
+        #expect(try store.deadLetterGroups(until) == [DeadLetterGroup(app: "default", reason: "InvalidRegistration",
+                                                                      count: 1)])
+        #expect(try store.transaction { try store.requeueDeadLetters(until, now: t0 + 10, limit: 10) } == 1)
+        #expect(try admin.row("t2") == "queued - 0 \(t0 + 10)")
+        #expect(try store.transaction { try store.purgeDeadLetters(DeadLetterFilter(token: "t5"), now: t0, limit: 10) }
+            .deliveries == 1)
+        #expect(try admin.row("t5") == nil)
+        #expect(DeadLetterCursor(text: DeadLetterCursor(diedAt: t0, deliveryID: 42).text)
+            == DeadLetterCursor(diedAt: t0, deliveryID: 42))
+        #expect(DeadLetterCursor(text: "12") == nil && DeadLetterCursor(text: "a.b") == nil)
     }
 
     @Test(arguments: Engine.allCases) func deadLetterGroupsPutAMissingReasonFirst(_ engine: Engine) throws {

@@ -13,6 +13,7 @@ private let t0: Int64 = 1_700_000_000_000
     /// Indexes any scan of `deliveries` may use; the primary key and `deliveries_by_message` only for look-ups.
     private static let partialIndexes = [
         "deliveries_ready", "deliveries_inflight", "deliveries_dead", "deliveries_dead_by_app", "deliveries_finished",
+        "deliveries_dead_by_token",
     ]
     private static let lookupIndexes = ["deliveries_pkey", "deliveries_by_message"]
 
@@ -37,6 +38,8 @@ private let t0: Int64 = 1_700_000_000_000
             DeadLetterFilter(), DeadLetterFilter(app: "default"), DeadLetterFilter(reason: "MaxAttempts"),
             DeadLetterFilter(diedSince: t0), DeadLetterFilter(app: "default", reason: "MaxAttempts", diedSince: t0),
             DeadLetterFilter(deliveryIDs: [1, 2]),
+            DeadLetterFilter(app: "default", diedUntil: t0, after: DeadLetterCursor(diedAt: t0, deliveryID: 9)),
+            DeadLetterFilter(token: "t"),
         ]
         for filter in filters {
             let bound = { (first: Int) in

@@ -149,6 +149,8 @@ private let day: Int64 = 86_400_000
             DeadLetterFilter(), DeadLetterFilter(app: "default"), DeadLetterFilter(reason: "MaxAttempts"),
             DeadLetterFilter(diedSince: t0), DeadLetterFilter(app: "default", reason: "MaxAttempts", diedSince: t0),
             DeadLetterFilter(deliveryIDs: [1, 2]),
+            DeadLetterFilter(app: "default", diedUntil: t0, after: DeadLetterCursor(diedAt: t0, deliveryID: 9)),
+            DeadLetterFilter(token: "t"),
         ]
         for filter in filters {
             let (condition, arguments) = filter.sql

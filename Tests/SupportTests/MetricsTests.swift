@@ -23,6 +23,17 @@ import Testing
             """)
     }
 
+    @Test func valuesReadEverySeriesBackWithItsLabels() {
+        let metrics = Metrics([.init("answers_total", .counter, "Answers.")])
+        metrics.increment("answers_total", ["app": "a", "code": "200"], by: 3)
+        metrics.increment("answers_total", ["app": #"we"ird,=\ "#, "code": "line\nbreak"])
+        let values = metrics.values("answers_total")
+        #expect(values.count == 2)
+        #expect(values.contains { $0.labels == ["app": "a", "code": "200"] && $0.value == 3 })
+        #expect(values.contains { $0.labels == ["app": #"we"ird,=\ "#, "code": "line\nbreak"] && $0.value == 1 })
+        #expect(metrics.values("nothing").isEmpty)
+    }
+
     @Test func histogramBucketsAreCumulative() {
         let metrics = Metrics([.init("latency_seconds", .histogram, "Latency.")])
         metrics.observe("latency_seconds", seconds: 0.004)

@@ -1,0 +1,145 @@
+import Console
+import Dispatch
+import Foundation
+import HTTP
+import Ingest
+import Storage
+import Support
+import Testing
+
+/// `serve`'s handler with the console in front of ingest, on a real SQLite file: which requests reach what, what
+/// the head alone refuses, what the login sets, and what every page answer carries.
+@Suite struct ConsoleRouterTests {
+    private let directory = ScratchFolder()
+    private let writer: DatabaseWriter
+    private let readers: DatabaseReaders
+    private let router: ConsoleRouter
+    private static let host = ("host", "127.0.0.1:8600")
+    private static let sameOrigin = [host, ("origin", "http://127.0.0.1:8600"), ("sec-fetch-site", "same-origin")]
+
+    init() throws {
+        let path = directory.url.appendingPathComponent("herald.db").path
+        writer = try DatabaseWriter(path: path)
+        readers = try DatabaseReaders(path: path)
+        let api = IngestAPI(writer: writer, readers: readers, apiToken: "secret")
+        let admin = AdminAPI(
+            writer: writer, readers: readers, access: ConsoleAccess(apiToken: "secret", readOnlyToken: "look"),
+            providers: ["default": "fcm-v1"], metrics: .herald(), history: RateHistory(since: 0))
+        router = ConsoleRouter(api: api, admin: admin)
+    }
+
+    private func request(
+        _ method: String, _ path: String, _ headers: [(String, String)] = [], body: String = ""
+    ) -> HTTPRequest {
+        HTTPRequest(method: method, target: path, headers: [Self.host] + headers, body: Array(body.utf8))
+    }
+
+    /// What serve does: the head first, then the whole request.
+    private func send(_ request: HTTPRequest) -> HTTPResponse {
+        var head = request
+        head.body = []
+        if let refusal = router.admit(head) { return refusal }
+        let responder = Responder()
+        router.handle(request, responder: responder)
+        return responder.wait()
+    }
+
+    private func header(_ response: HTTPResponse, _ name: String) -> String? {
+        response.headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    private func json(_ response: HTTPResponse) -> JSON? {
+        try? JSON.parse(response.body)
+    }
+
+    private func logIn(_ token: String) -> String? {
+        let response = send(request("POST", "/console/login", Self.sameOrigin, body: "token=\(token)"))
+        guard response.status == 303, let cookie = header(response, "Set-Cookie") else { return nil }
+        return String(cookie.prefix(while: { $0 != ";" }))
+    }
+
+    @Test func aLoginCookieOpensTheConsoleButNeverIngest() throws {
+        let cookie = try #require(logIn("secret"))
+        #expect(cookie.hasPrefix("herald_console=") && !cookie.contains("secret"))
+        let session = send(request("GET", "/v1/admin/session", [("cookie", cookie)]))
+        #expect(session.status == 200 && json(session)?["role"] == "admin")
+        let post = send(request(
+            "POST", "/v1/messages", Self.sameOrigin + [("cookie", cookie)], body: #"{"to": "a"}"#))
+        #expect(post.status == 401, "the console's cookie must not send pushes")
+        #expect(send(request("GET", "/v1/tokens/a", [("cookie", cookie)])).status == 401)
+    }
+
+    @Test func theLoginSetsAnHttpOnlyStrictCookieOnlyForAGoodTokenFromThisSite() throws {
+        let good = send(request("POST", "/console/login", Self.sameOrigin, body: "token=look"))
+        let cookie = try #require(header(good, "Set-Cookie"))
+        #expect(good.status == 303 && header(good, "Location") == "/console")
+        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"))
+        let wrong = send(request("POST", "/console/login", Self.sameOrigin, body: "token=nope"))
+        #expect(wrong.status == 303 && header(wrong, "Location") == "/console?login=failed")
+        #expect(header(wrong, "Set-Cookie") == nil)
+        let crossSite = send(request(
+            "POST", "/console/login", [("origin", "http://evil.example")], body: "token=secret"))
+        #expect(crossSite.status == 403 && header(crossSite, "Set-Cookie") == nil)
+    }
+
+    @Test func logOutEndsTheSession() throws {
+        let cookie = try #require(logIn("secret"))
+        let out = send(request("POST", "/console/logout", Self.sameOrigin + [("cookie", cookie)]))
+        #expect(out.status == 303 && header(out, "Set-Cookie")?.contains("Max-Age=0") == true)
+        #expect(send(request("GET", "/v1/admin/session", [("cookie", cookie)])).status == 401)
+    }
+
+    @Test func everyPageAnswerCarriesTheStrictPolicy() {
+        for (path, type) in [
+            ("/console", "text/html"), ("/console/", "text/html"), ("/console/console.js", "text/javascript"),
+            ("/console/console.css", "text/css"), ("/console/nope.js", "text/plain"),
+        ] {
+            let response = send(request("GET", path))
+            #expect(response.status == (path.hasSuffix("nope.js") ? 404 : 200), "\(path)")
+            #expect(header(response, "Content-Type")?.hasPrefix(type) == true, "\(path)")
+            let policy = header(response, "Content-Security-Policy") ?? ""
+            #expect(policy.contains("script-src 'self'") && policy.contains("default-src 'none'")
+                        && !policy.contains("unsafe"), "\(path)")
+            #expect(header(response, "X-Content-Type-Options") == "nosniff")
+            #expect(header(response, "X-Frame-Options") == "DENY")
+        }
+        let page = String(decoding: send(request("GET", "/console")).body, as: UTF8.self)
+        #expect(page.contains(#"<script src="/console/console.js" defer></script>"#))
+        #expect(!page.contains("<script>"), "no inline script")
+    }
+
+    @Test func refusalsComeFromTheHeadAlone() {
+        let readOnly = [("authorization", "Bearer look")]
+        #expect(router.admit(request("GET", "/v1/admin/overview"))?.status == 401)
+        #expect(router.admit(request("POST", "/v1/admin/dead/purge", readOnly))?.status == 403)
+        #expect(router.admit(request("POST", "/v1/admin/dead/purge", [("authorization", "Bearer secret"),
+                                                                       ("sec-fetch-site", "cross-site")]))?.status
+                == 403)
+        #expect(router.admit(request("GET", "/v1/admin/overview", readOnly)) == nil)
+        #expect(router.admit(request("GET", "/console")) == nil, "the page itself is no secret")
+        #expect(router.bodyLimit(method: "POST", path: "/console/login") == 4096)
+    }
+
+    @Test func badBodiesAndUnknownThingsAreRefusedAndChangeNothing() {
+        let admin = [("authorization", "Bearer secret")]
+        for body in [
+            "", "[]", #"{"ids": []}"#, #"{"ids": [0]}"#, #"{"ids": ["1"]}"#, #"{"ids": [1], "filter": {}}"#,
+            #"{"filter": {"after": "1.2"}}"#, #"{"filter": {"colour": "red"}}"#, #"{"filter": {"since": "soon"}}"#,
+            #"{"filter": {}, "limit": 0}"#, #"{"filter": {}, "limit": 5001}"#, #"{"other": 1}"#,
+        ] {
+            let response = send(request("POST", "/v1/admin/dead/requeue", admin, body: body))
+            #expect(response.status == 400, "\(body)")
+            #expect(json(response)?["error"]?["code"] != nil, "\(body)")
+        }
+        #expect(send(request("POST", "/v1/admin/apps/nope/pause", admin, body: #"{"reason": "x"}"#)).status == 404)
+        #expect(send(request("POST", "/v1/admin/apps/default/pause", admin, body: #"{"reason": 1}"#)).status == 400)
+        #expect(send(request("GET", "/v1/admin/dead?limit=501", admin)).status == 400)
+        #expect(send(request("GET", "/v1/admin/dead?after=x", admin)).status == 400)
+        #expect(send(request("GET", "/v1/admin/dead/12345", admin)).status == 404)
+        #expect(send(request("GET", "/v1/admin/messages/nope", admin)).status == 404)
+        #expect(send(request("DELETE", "/v1/admin/overview", admin)).status == 405)
+        #expect(send(request("GET", "/v1/admin/nothing", admin)).status == 404)
+        let nothing = send(request("POST", "/v1/admin/dead/requeue", admin, body: #"{"filter": {}}"#))
+        #expect(nothing.status == 200 && json(nothing)?["requeued"] == 0 && json(nothing)?["done"] == true)
+    }
+}

@@ -1,0 +1,281 @@
+"""Drives Herald's operator console in a real, headless Chromium against a real `herald serve` (SPEC §18).
+
+Run by scripts/console-browser-test, which installs Chromium, its driver and Selenium first:
+
+    python console_browser_test.py HERALD_BINARY SCREENSHOT_DIR
+
+It starts `herald serve --sandbox` on a loopback port chosen by the kernel with a fresh SQLite file, seeds it
+through the API (dead letters from the simulator's `invalid-` tokens, one of them `<script>alert(1)</script>`),
+then checks, in the browser and in the database: the login, the overview's figures, a requeue through the page,
+that tokens and reasons holding HTML are shown as text and run nothing, that a cross-origin POST and the read-only
+token change nothing. It saves screenshots of the overview and the dead-letter page for the README.
+"""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ready
+from selenium.webdriver.support.ui import WebDriverWait
+
+API_TOKEN = "console-test-admin-token"
+READ_ONLY_TOKEN = "console-test-read-only-token"
+SCRIPT_TOKEN = "invalid-<script>alert(1)</script>"
+IMAGE_TOKEN = 'invalid-<img src=x onerror="window.__xss=1">'
+HTML_REASON = '<img src=x onerror="window.__xss=2">bad deploy'
+
+
+def fail(message):
+    raise AssertionError(message)
+
+
+class Herald:
+    """A `herald serve --sandbox` on a fresh database, stopped with SIGTERM at the end."""
+
+    def __init__(self, binary, directory):
+        self.binary = binary
+        self.database = os.path.join(directory, "herald.db")
+        self.log = open(os.path.join(directory, "serve.log"), "w+")
+        self.process = subprocess.Popen(
+            [binary, "serve", "--sandbox", "--db", self.database, "--listen", "127.0.0.1:0",
+             "--api-token", API_TOKEN, "--console-read-only-token", READ_ONLY_TOKEN],
+            stderr=self.log, stdout=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        self.base = None
+        while self.base is None:
+            if time.time() > deadline or self.process.poll() is not None:
+                self.log.seek(0)
+                fail("herald serve did not start:\n" + self.log.read())
+            time.sleep(0.05)
+            self.log.seek(0)
+            for line in self.log.read().splitlines():
+                entry = json.loads(line) if line.startswith("{") else {}
+                if entry.get("msg") == "listening":
+                    self.base = "http://" + entry["address"]
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+    def request(self, method, path, body=None, headers=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        for name, value in (headers or {"Authorization": "Bearer " + API_TOKEN}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                status, headers, text = response.status, dict(response.headers), response.read()
+        except urllib.error.HTTPError as error:
+            status, headers, text = error.code, dict(error.headers), error.read()
+        return status, headers, json.loads(text) if text.startswith(b"{") else text
+
+    def cli(self, *arguments):
+        subprocess.run([self.binary, *arguments, "--db", self.database], check=True, capture_output=True)
+
+    def query(self, sql, *arguments):
+        with sqlite3.connect(self.database, timeout=10) as connection:
+            return connection.execute(sql, arguments).fetchall()
+
+
+def seed(herald):
+    """Dead letters (the simulator's `invalid-` prefix), deliveries, a dropped token, then app `default` paused
+    with a reason holding HTML, so what the page requeues stays queued where the database shows it."""
+    tokens = ["invalid-a", "invalid-b", SCRIPT_TOKEN, IMAGE_TOKEN, "ok-1", "ok-2", "notreg-gone"]
+    status, _, answer = herald.request("POST", "/v1/messages", {"registration_ids": tokens, "data": {"k": "v"}})
+    if status != 202:
+        fail("seeding failed: %s %s" % (status, answer))
+    deadline = time.time() + 30
+    while True:
+        _, _, message = herald.request("GET", "/v1/messages/" + answer["id"])
+        if message["counts"]["queued"] + message["counts"]["inflight"] == 0:
+            break
+        if time.time() > deadline:
+            fail("the seeded message did not settle: %s" % message)
+        time.sleep(0.1)
+    status, _, _ = herald.request("POST", "/v1/admin/apps/default/pause", {"reason": HTML_REASON})
+    if status != 200:
+        fail("pause failed: %s" % status)
+    # A second app, paused, with a backlog that stays: the overview must show every app the database has.
+    herald.cli("pause", "second", "--reason", "kept for the test")
+    herald.cli("send", '{"app": "second", "registration_ids": ["q1", "q2", "q3"]}')
+    # A dead letter whose reason holds markup, as a misbehaving provider could answer.
+    herald.query("UPDATE deliveries SET reason = ? WHERE token = 'invalid-b'", HTML_REASON)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000",
+                     "--disable-gpu", "--no-first-run", "--disable-extensions"]:
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
+
+
+def log_in(driver, herald, token):
+    driver.get(herald.base + "/console")
+    wait = WebDriverWait(driver, 15)
+    field = wait.until(ready.visibility_of_element_located((By.ID, "login-token")))
+    field.send_keys(token)
+    field.submit()
+    wait.until(ready.visibility_of_element_located((By.ID, "nav")))
+
+
+def expect_nothing_ran(driver, where):
+    try:
+        alert = driver.switch_to.alert
+        fail("an alert opened on %s: %r" % (where, alert.text))
+    except NoAlertPresentException:
+        pass
+    if driver.execute_script("return window.__xss === undefined") is not True:
+        fail("markup from the database ran on " + where)
+    if driver.find_elements(By.CSS_SELECTOR, "#view script, #view img"):
+        fail("markup from the database became elements on " + where)
+
+
+def cell_texts(driver, selector):
+    return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, selector)]
+
+
+def main():
+    binary, screenshots = sys.argv[1], sys.argv[2]
+    directory = tempfile.mkdtemp(prefix="herald-console-browser-")
+    herald = Herald(binary, directory)
+    driver = None
+    try:
+        seed(herald)
+        driver = browser()
+        wait = WebDriverWait(driver, 15)
+
+        # A wrong token is refused and sets no cookie.
+        driver.get(herald.base + "/console")
+        field = wait.until(ready.visibility_of_element_located((By.ID, "login-token")))
+        field.send_keys("wrong")
+        field.submit()
+        wait.until(ready.visibility_of_element_located((By.ID, "login-failed")))
+        if driver.get_cookie("herald_console"):
+            fail("a wrong token got a session cookie")
+
+        log_in(driver, herald, API_TOKEN)
+        cookie = driver.get_cookie("herald_console")
+        if not cookie or not cookie.get("httpOnly") or cookie.get("sameSite") != "Strict":
+            fail("the session cookie is not HttpOnly and SameSite=Strict: %s" % cookie)
+        if API_TOKEN in cookie["value"] or "herald_console" in driver.execute_script("return document.cookie"):
+            fail("the cookie carries the token, or a script can read it")
+
+        # The overview shows the apps and the counts the database holds.
+        wait.until(ready.visibility_of_element_located((By.CSS_SELECTOR, "table.overview tr[data-app=second]")))
+        apps = [name for (name,) in herald.query("SELECT name FROM apps ORDER BY name")]
+        if cell_texts(driver, "table.overview td.app") != apps:
+            fail("overview shows apps %r; the database has %r" % (cell_texts(driver, "table.overview td.app"), apps))
+        for app in apps:
+            row = driver.find_element(By.CSS_SELECTOR, "table.overview tr[data-app=%s]" % app)
+            dead, queued = herald.query(
+                "SELECT count(*) FILTER (WHERE state = 'dead'), count(*) FILTER (WHERE state = 'queued') "
+                "FROM deliveries WHERE app = ?", app)[0]
+            shown = (row.find_element(By.CSS_SELECTOR, "td.dead").text,
+                     row.find_element(By.CSS_SELECTOR, "td.queued").text)
+            if shown != (str(dead), str(queued)):
+                fail("overview shows %s dead %s queued %s; the database has %s and %s"
+                     % ((app,) + shown + (dead, queued)))
+        row = driver.find_element(By.CSS_SELECTOR, "table.overview tr[data-app=default]")
+        state = row.find_element(By.CSS_SELECTOR, "td.state").text
+        if HTML_REASON not in state:
+            fail("the pause reason is not shown as text: %r" % state)
+        expect_nothing_ran(driver, "the overview")
+        driver.save_screenshot(os.path.join(screenshots, "console-overview.png"))
+
+        # Dead letters: tokens and reasons holding markup are text; nothing runs.
+        driver.get(herald.base + "/console#dead")
+        wait.until(ready.visibility_of_element_located((By.CSS_SELECTOR, "table.dead tbody tr")))
+        tokens = cell_texts(driver, "table.dead td.token")
+        if SCRIPT_TOKEN not in tokens or IMAGE_TOKEN not in tokens:
+            fail("the tokens with markup are not shown as text: %r" % tokens)
+        if HTML_REASON not in cell_texts(driver, "table.dead td.reason"):
+            fail("the reason with markup is not shown as text")
+        expect_nothing_ran(driver, "the dead letters")
+        script_row = [row for row in driver.find_elements(By.CSS_SELECTOR, "table.dead tbody tr")
+                      if row.find_element(By.CSS_SELECTOR, "td.token").text == SCRIPT_TOKEN][0]
+        script_row.find_element(By.CSS_SELECTOR, "a.show").click()
+        detail = wait.until(ready.visibility_of_element_located((By.CSS_SELECTOR, "#dead-detail dd.token")))
+        if detail.text != SCRIPT_TOKEN:
+            fail("the dead letter's detail does not show its token as text: %r" % detail.text)
+        expect_nothing_ran(driver, "a dead letter's detail")
+        driver.save_screenshot(os.path.join(screenshots, "console-dead.png"))
+
+        # Requeue one dead letter through the page; its row changes in the database.
+        (target_id,) = herald.query("SELECT id FROM deliveries WHERE token = 'invalid-a'")[0]
+        driver.find_element(By.CSS_SELECTOR, "table.dead tr[data-id='%d'] input.pick" % target_id).click()
+        driver.find_element(By.ID, "requeue-selected").click()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "status"), "requeued 1 of 1"))
+        row_state = herald.query("SELECT state, attempts, reason FROM deliveries WHERE id = ?", target_id)[0]
+        if row_state != ("queued", 0, None):
+            fail("the requeued row is %r, not queued with 0 attempts" % (row_state,))
+
+        # All that match a filter, a chunk at a time with progress: the two left with INVALID_ARGUMENT.
+        reason = driver.find_element(By.CSS_SELECTOR, "#dead-filter input[name=reason]")
+        reason.clear()
+        reason.send_keys("INVALID_ARGUMENT")
+        reason.submit()
+        wait.until(lambda _: len(driver.find_elements(By.CSS_SELECTOR, "table.dead tbody tr")) == 2)
+        driver.find_element(By.ID, "requeue-all").click()
+        wait.until(ready.alert_is_present()).accept()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "status"), "requeued 2"))
+        if herald.query("SELECT count(*) FROM deliveries WHERE state = 'queued' AND app = 'default'")[0][0] != 3:
+            fail("requeue all that match did not requeue the two INVALID_ARGUMENT dead letters")
+
+        # A cross-origin POST with the session cookie is refused and changes nothing.
+        dead_before = herald.query("SELECT count(*) FROM deliveries WHERE state = 'dead'")[0][0]
+        session = "herald_console=" + cookie["value"]
+        for headers in [{"Cookie": session, "Origin": "http://evil.example"},
+                        {"Cookie": session, "Sec-Fetch-Site": "cross-site"}]:
+            status, _, body = herald.request("POST", "/v1/admin/dead/purge", {"filter": {}}, headers)
+            if status != 403:
+                fail("a cross-origin purge was not refused: %s %s" % (status, body))
+        if herald.query("SELECT count(*) FROM deliveries WHERE state = 'dead'")[0][0] != dead_before:
+            fail("a refused cross-origin request changed the dead letters")
+        status, headers, _ = herald.request("GET", "/console", headers={})
+        policy = headers.get("Content-Security-Policy", "")
+        if status != 200 or "script-src 'self'" not in policy or "unsafe-inline" in policy:
+            fail("the page's Content-Security-Policy is not strict: %r" % policy)
+
+        # Log out; the read-only token can look but not act.
+        driver.find_element(By.CSS_SELECTOR, "#logout button").click()
+        wait.until(ready.visibility_of_element_located((By.ID, "login-token")))
+        log_in(driver, herald, READ_ONLY_TOKEN)
+        driver.get(herald.base + "/console#dead")
+        wait.until(ready.text_to_be_present_in_element((By.ID, "dead-actions"), "Read-only"))
+        if driver.find_elements(By.ID, "requeue-selected") or driver.find_elements(By.CSS_SELECTOR, "input.pick"):
+            fail("the read-only page offers to act")
+        answer = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            fetch("/v1/admin/dead/requeue", {method: "POST", headers: {"Content-Type": "application/json"},
+                body: JSON.stringify({filter: {}})}).then((response) => done(response.status));
+        """)
+        if answer != 403:
+            fail("the read-only session could requeue: %s" % answer)
+        if herald.query("SELECT count(*) FROM deliveries WHERE state = 'dead'")[0][0] != dead_before:
+            fail("the read-only token changed the dead letters")
+        status, _, _ = herald.request("POST", "/v1/admin/apps/default/resume", {},
+                                      {"Authorization": "Bearer " + READ_ONLY_TOKEN})
+        if status != 403 or herald.query("SELECT paused FROM apps WHERE name = 'default'")[0][0] != 1:
+            fail("the read-only token resumed an app")
+        print("console browser test: ok (%s)" % herald.base)
+    finally:
+        if driver is not None:
+            driver.quit()
+        herald.stop()
+
+
+if __name__ == "__main__":
+    main()
