@@ -186,7 +186,9 @@ async function overviewPage() {
                     : el("p", { class: "quiet" }, "none")))));
     clear(view()).append(
         el("h2", {}, "Overview"),
-        el("p", { class: "quiet" }, "As of " + time(now) + "; refreshed every 5 s."),
+        el("p", { class: "quiet" }, "As of " + time(now) + "; refreshed every 5 s."
+            + (now - overview.counts_at > 1000 ? " The backlog is big: its counts are from " + duration(now
+                - overview.counts_at) + " ago, the last minute's figures from this process's counters." : "")),
         overview.apps.length === 0 ? el("p", {}, "No apps yet: nothing was ever queued.")
             : table(["app", "provider", "state", "queued", "ready", "scheduled", "in flight", "dead",
                 "oldest ready", "delivered/min", "dead/min", "dropped/min", ""], rows, "overview"),
