@@ -18,7 +18,7 @@ function el(tag, attributes, ...children) {
         else node.setAttribute(name, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
-        if (child === null || child === undefined) continue;
+        if (child === null || child === undefined || child === false) continue;
         node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
     }
     return node;
@@ -26,6 +26,17 @@ function el(tag, attributes, ...children) {
 
 function clear(node) {
     while (node.firstChild) node.removeChild(node.firstChild);
+    return node;
+}
+
+/** Replaces a node's children; as in el(), strings become text nodes and null, undefined and false are left out
+ *  (the DOM's own append would write them as the text "null"). */
+function fill(node, ...children) {
+    clear(node);
+    for (const child of children.flat()) {
+        if (child === null || child === undefined || child === false) continue;
+        node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+    }
     return node;
 }
 
@@ -156,6 +167,9 @@ async function overviewPage() {
         return status(error.message, true);
     }
     state.overview = overview;
+    // A refresh that works clears the error of one that did not (and leaves an action's message alone).
+    const bar = document.getElementById("status");
+    if (bar && bar.className === "error") status("");
     const now = overview.at;
     const rows = overview.apps.map((app) => el("tr", { "data-app": app.app },
         el("td", { class: "app" }, app.app),
@@ -184,14 +198,15 @@ async function overviewPage() {
                     el("tr", {}, el("td", {}, group.reason === null ? "(none)" : group.reason),
                         el("td", { class: "num" }, group.count))))
                     : el("p", { class: "quiet" }, "none")))));
-    clear(view()).append(
+    fill(view(), 
         el("h2", {}, "Overview"),
-        el("p", { class: "quiet" }, "As of " + time(now) + "; refreshed every 5 s."),
+        el("p", { class: "quiet" }, "As of " + time(now) + "; refreshed every 5 s."
+            + (now - overview.counts_at > 1000 ? " The backlog is big: its counts are from " + duration(now
+                - overview.counts_at) + " ago, the last minute's figures from this process's counters." : "")),
         overview.apps.length === 0 ? el("p", {}, "No apps yet: nothing was ever queued.")
             : table(["app", "provider", "state", "queued", "ready", "scheduled", "in flight", "dead",
                 "oldest ready", "delivered/min", "dead/min", "dropped/min", ""], rows, "overview"),
         ...details);
-    status("");
 }
 
 function stateText(app, now) {
@@ -283,7 +298,7 @@ async function deadPage(app) {
     }
     state.dead.filter = app ? { app: app } : state.dead.filter;
     state.dead.pages = [];
-    clear(view()).append(el("h2", {}, "Dead letters"), deadFilterForm(state.dead.filter),
+    fill(view(), el("h2", {}, "Dead letters"), deadFilterForm(state.dead.filter),
         el("div", { id: "dead-actions" }), el("div", { id: "dead-list" }), el("div", { id: "dead-detail" }));
     loadDead(null);
 }
@@ -395,7 +410,7 @@ async function showDead(id) {
         return status(error.message, true);
     }
     const message = letter.message;
-    clear(document.getElementById("dead-detail")).append(
+    fill(document.getElementById("dead-detail"), 
         el("h3", {}, "Dead letter " + letter.delivery_id),
         el("dl", {},
             el("dt", {}, "token"), el("dd", { class: "token" }, letter.token),
@@ -416,7 +431,7 @@ function lookupForm(id, placeholder, value, go) {
 }
 
 async function messagePage(id) {
-    clear(view()).append(el("h2", {}, "Messages"),
+    fill(view(), el("h2", {}, "Messages"),
         lookupForm("message-id", "message id", id,
             (value) => { location.hash = "messages/" + encodeURIComponent(value); }),
         el("div", { id: "message" }));
@@ -434,13 +449,12 @@ async function messagePage(id) {
     const counts = Object.entries(message.counts).map(([name, count]) => name + " " + count).join(", ");
     const payload = Object.assign({}, message);
     delete payload.deliveries;
-    clear(document.getElementById("message")).append(
+    fill(document.getElementById("message"), 
         el("p", {}, message.app + ", " + message.format + ", created " + time(message.created_at) + ": " + counts),
         isAdmin() && message.counts.queued > 0 ? el("button", { type: "button", id: "cancel-message",
             onclick: () => cancelMessage(message.id) }, "Cancel its queued deliveries") : null,
         table(["token", "state", "reason", "attempts", "next attempt", "provider id"], rows),
         el("pre", { class: "payload" }, JSON.stringify(payload, null, 2)));
-    status("");
 }
 
 async function cancelMessage(id) {
@@ -467,7 +481,7 @@ const eventHeaders = ["at", "app", "token", "kind", "replacement", "reason"];
 
 async function tokenPage(argument) {
     const [kind, value] = argument ? [argument.split(":")[0], argument.slice(argument.indexOf(":") + 1)] : ["", ""];
-    clear(view()).append(el("h2", {}, "Tokens and users"),
+    fill(view(), el("h2", {}, "Tokens and users"),
         lookupForm("token-lookup", "token", kind === "token" ? value : "",
             (text) => { location.hash = "tokens/" + encodeURIComponent("token:" + text); }),
         lookupForm("user-lookup", "user", kind === "user" ? value : "",
@@ -500,7 +514,6 @@ async function tokenPage(argument) {
                 el("h4", {}, "Events"), user.events.length ? table(eventHeaders, eventRows(user.events))
                     : el("p", { class: "quiet" }, "none"));
         }
-        status("");
     } catch (error) {
         status(error.message, true);
     }

@@ -234,6 +234,19 @@ def main():
         if herald.query("SELECT count(*) FROM deliveries WHERE state = 'queued' AND app = 'default'")[0][0] != 3:
             fail("requeue all that match did not requeue the two INVALID_ARGUMENT dead letters")
 
+        # Look a message up and cancel it: app second's, whose three deliveries wait while the app is paused.
+        (second_message,) = herald.query("SELECT id FROM messages WHERE app = 'second'")[0]
+        driver.get(herald.base + "/console#messages/" + second_message)
+        wait.until(lambda _: len(driver.find_elements(By.CSS_SELECTOR, "#message tbody tr")) == 3)
+        if "null" in driver.find_element(By.ID, "message").text.split("\n"):
+            fail("the message page shows a stray null")
+        driver.find_element(By.ID, "cancel-message").click()
+        wait.until(ready.alert_is_present()).accept()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "status"), "cancelled 3"))
+        cancelled = herald.query("SELECT DISTINCT state, reason FROM deliveries WHERE message_id = ?", second_message)
+        if cancelled != [("dropped", "Cancelled")]:
+            fail("the cancelled message's deliveries are %r" % cancelled)
+
         # A cross-origin POST with the session cookie is refused and changes nothing.
         dead_before = herald.query("SELECT count(*) FROM deliveries WHERE state = 'dead'")[0][0]
         session = "herald_console=" + cookie["value"]

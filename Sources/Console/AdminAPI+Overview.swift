@@ -3,42 +3,80 @@ import Queue
 import Support
 
 extension AdminAPI {
+    /// A count of the backlog that took longer than this is not repeated for an overview: the figures of the
+    /// latest background count are shown instead.
+    static let freshCountLimitMillis: Int64 = 50
+
     /// `GET /v1/admin/overview`: per app (every app the database knows, whatever its provider) the figures of
     /// `herald status` (from index ranges only), the last hour a minute at a time (`RateHistory`), the provider's
     /// answers by code since this process started, and the dead letters of the last hour by reason.
+    ///
+    /// While counting the backlog is quick it is counted for each overview. When the latest count took longer than
+    /// `freshCountLimitMillis` (a backlog of about half a million rows and more), the backlog figures are
+    /// those of the latest count (`counts_at`, refreshed in the background every 10 s or more), the apps' switches
+    /// are read fresh, and the last minute's finishes come from this process's counters; so the overview answers in
+    /// milliseconds at any backlog.
     func overview(now: Int64, _ responder: any HTTPResponder) {
         history.record(metrics, now: now)
         let hourAgo = now - 3_600_000
+        let earlier = snapshot.reading.flatMap { $0.tookMillis > Self.freshCountLimitMillis ? $0 : nil }
         readers.enqueue({ store in
             try store.snapshot {
-                (try store.appStatuses(now: now, lastMinute: true),
-                 try store.deadLetterGroups(DeadLetterFilter(diedSince: hourAgo)))
+                let reasons = try store.deadLetterGroups(DeadLetterFilter(diedSince: hourAgo))
+                guard let earlier else {
+                    let started = Clock.nowMillis()
+                    let statuses = try store.appStatuses(now: now, lastMinute: true)
+                    return (statuses, now, reasons, Clock.nowMillis() - started)
+                }
+                return (Self.refreshed(earlier.statuses, switches: try store.apps()), earlier.at, reasons, Int64(-1))
             }
         }) { result in
-            Self.answer(result, responder) { statuses, reasons in
-                let answers = self.metrics.values("herald_fcm_requests_total")
+            Self.answer(result, responder) { statuses, countedAt, reasons, took in
+                if took >= 0 { self.snapshot.record(statuses, at: countedAt, tookMillis: took) }
                 let apps: [JSON] = statuses.map { status in
-                    var members = AdminJSON.status(status, now: now).objectValue ?? []
-                    let state = status.paused ? "paused" : status.gateUntil > now ? "gated" : "sending"
-                    members += [
-                        ("provider", AdminJSON.optional(self.providers[status.name])),
-                        ("state", .string(state)),
-                        ("last_hour", .array(self.history.lastHour(status.name, now: now).map(AdminJSON.finished))),
-                        ("answers", .array(answers.filter { $0.labels["app"] == status.name }.map {
-                            ["code": .string($0.labels["code"] ?? ""), "count": .int(Int64($0.value))]
-                        })),
-                        ("dead_last_hour", .array(reasons.filter { $0.app == status.name }.map {
-                            ["reason": AdminJSON.optional($0.reason), "count": .int($0.count)]
-                        })),
-                    ]
-                    return .object(members)
+                    var status = status
+                    if took < 0 { status.finishedLastMinute = self.history.lastCompleteMinute(status.name, now: now) }
+                    return self.overviewJSON(status, reasons: reasons, now: now)
                 }
                 return Self.json(200, [
                     "at": .int(now),
+                    "counts_at": .int(countedAt),
                     "history_since": .int(self.history.since),
                     "apps": .array(apps),
                 ])
             }
         }
+    }
+
+    /// Earlier figures with the apps' switches as they are now (a pause shows at once); an app new since then has
+    /// no figures yet.
+    private static func refreshed(_ statuses: [AppStatus], switches: [AppState]) -> [AppStatus] {
+        let earlier = Dictionary(statuses.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        return switches.map { app in
+            var status = earlier[app.name] ?? AppStatus(name: app.name)
+            if status.paused != app.paused || status.pauseReason != app.pauseReason { status.pausedAt = nil }
+            status.paused = app.paused
+            status.pauseReason = app.pauseReason
+            status.gateUntil = app.gateUntil
+            return status
+        }
+    }
+
+    private func overviewJSON(_ status: AppStatus, reasons: [DeadLetterGroup], now: Int64) -> JSON {
+        var members = AdminJSON.status(status, now: now).objectValue ?? []
+        let state = status.paused ? "paused" : status.gateUntil > now ? "gated" : "sending"
+        let answers = metrics.values("herald_fcm_requests_total").filter { $0.labels["app"] == status.name }
+        members += [
+            ("provider", AdminJSON.optional(providers[status.name])),
+            ("state", .string(state)),
+            ("last_hour", .array(history.lastHour(status.name, now: now).map(AdminJSON.finished))),
+            ("answers", .array(answers.map {
+                ["code": .string($0.labels["code"] ?? ""), "count": .int(Int64($0.value))]
+            })),
+            ("dead_last_hour", .array(reasons.filter { $0.app == status.name }.map {
+                ["reason": AdminJSON.optional($0.reason), "count": .int($0.count)]
+            })),
+        ]
+        return .object(members)
     }
 }

@@ -26,12 +26,16 @@ public final class AdminAPI: Sendable {
     let providers: [String: String]
     let metrics: Metrics
     let history: RateHistory
+    let snapshot: StatusSnapshot
     let committed: @Sendable () -> Void
 
-    /// - Parameter committed: called after a requeue committed, to wake the claimer (as ingest does).
+    /// - Parameters:
+    ///   - snapshot: the latest count of the backlog, which the gauges' refresh keeps (see `overview`).
+    ///   - committed: called after a requeue committed, to wake the claimer (as ingest does).
     public init(
         writer: any StoreWriter, readers: any StoreReaders, access: ConsoleAccess, providers: [String: String],
-        metrics: Metrics, history: RateHistory, committed: @escaping @Sendable () -> Void = {}
+        metrics: Metrics, history: RateHistory, snapshot: StatusSnapshot = StatusSnapshot(),
+        committed: @escaping @Sendable () -> Void = {}
     ) {
         self.writer = writer
         self.readers = readers
@@ -39,6 +43,7 @@ public final class AdminAPI: Sendable {
         self.providers = providers
         self.metrics = metrics
         self.history = history
+        self.snapshot = snapshot
         self.committed = committed
     }
 

@@ -53,6 +53,12 @@ public final class RateHistory: Sendable {
         return (0..<Int64(Self.minutes)).map { counts[minute - Int64(Self.minutes) + 1 + $0] ?? FinishedCounts() }
     }
 
+    /// What finished in the last whole minute before the one of `now`.
+    public func lastCompleteMinute(_ app: String, now: Int64) -> FinishedCounts {
+        let minute = now / 60_000 - 1
+        return state.withLock { $0.minutes[app]?[minute] } ?? FinishedCounts()
+    }
+
     /// The counters' totals per app: the outcomes that finish a delivery.
     static func totals(_ metrics: Metrics) -> [String: FinishedCounts] {
         var totals: [String: FinishedCounts] = [:]

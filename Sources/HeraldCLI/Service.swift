@@ -26,6 +26,8 @@ final class Service: Sendable {
     private let metrics = Metrics.herald()
     /// The console's chart: what finished per minute over the last hour, sampled from `metrics`.
     private let history = RateHistory(since: Clock.nowMillis())
+    /// The latest count of the backlog, from the gauges' refresh: the console's overview with a big backlog.
+    private let statusSnapshot = StatusSnapshot()
     private let gauges = DispatchQueue(label: "herald-gauges")
 
     init(_ configuration: ServeConfiguration) throws {
@@ -123,7 +125,7 @@ final class Service: Sendable {
             access: ConsoleAccess(apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken),
             providers: Dictionary(
                 apps.map { ($0.name, $0.provider.rawValue) }, uniquingKeysWith: { first, _ in first }),
-            metrics: metrics, history: history, committed: { engine.wake() })
+            metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         server = HTTPServer(configuration: serverConfiguration, handler: ConsoleRouter(api: api, admin: admin))
@@ -172,15 +174,17 @@ extension Service {
     /// touches the database. Finished rows are counted by `herald_deliveries_total`, not here.
     private func refreshGauges() {
         guard !stopping.isSet else { return }
-        let metrics = self.metrics
+        let (metrics, statusSnapshot) = (self.metrics, self.statusSnapshot)
         let started = Clock.monotonicSeconds()
-        history.record(metrics, now: Clock.nowMillis())
+        let readAt = Clock.nowMillis()
+        history.record(metrics, now: readAt)
         readers.enqueue({ connection in
             // The gauges need no last-minute counts (`herald_deliveries_total` has them).
-            try connection.snapshot { try connection.appStatuses(now: Clock.nowMillis(), lastMinute: false) }
+            try connection.snapshot { try connection.appStatuses(now: readAt, lastMinute: false) }
         }) { result in
             if case .success(let apps) = result {
                 let now = Clock.nowMillis()
+                statusSnapshot.record(apps, at: readAt, tookMillis: now - readAt)
                 metrics.replace("herald_queue_depth", with: apps.flatMap { app in
                     [("queued", app.queued), ("inflight", app.inflight), ("dead", app.dead)].map { state, count in
                         (["app": app.name, "state": state], Double(count))

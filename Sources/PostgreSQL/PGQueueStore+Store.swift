@@ -119,7 +119,7 @@ extension PGQueueStore: Store {
         }
     }
 
-    /// The events about one token of one app, newest first (`token_events_by_token`).
+    /// The events about one token of one app, newest first (`token_events_by_app_token`).
     public func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord] {
         try connection.query(
             """

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTP
 import Ingest
+import Queue
 import Storage
 import Support
 import Testing
@@ -118,6 +119,32 @@ import Testing
         #expect(router.admit(request("GET", "/v1/admin/overview", readOnly)) == nil)
         #expect(router.admit(request("GET", "/console")) == nil, "the page itself is no secret")
         #expect(router.bodyLimit(method: "POST", path: "/console/login") == 4096)
+    }
+
+    /// With a big backlog the overview shows the latest background count rather than counting again, but the
+    /// apps' switches as they are now.
+    @Test func aBigBacklogsOverviewShowsTheLatestCountAndTheSwitchesAsTheyAre() throws {
+        let snapshot = StatusSnapshot()
+        let admin = AdminAPI(
+            writer: writer, readers: readers, access: ConsoleAccess(apiToken: nil, readOnlyToken: nil),
+            providers: [:], metrics: .herald(), history: RateHistory(since: 0), snapshot: snapshot)
+        let router = ConsoleRouter(api: IngestAPI(writer: writer, readers: readers, apiToken: nil), admin: admin)
+        _ = try writer.write { try $0.ensureApp("default") }
+        func overview() throws -> JSON {
+            let responder = Responder()
+            router.handle(request("GET", "/v1/admin/overview"), responder: responder)
+            return try #require(json(responder.wait()))
+        }
+        #expect(try overview()["apps"]?.arrayValue?.first?["queued"] == 0, "a quick count is made each time")
+        let countedAt = Clock.nowMillis() + 1  // newer than the quick count just made, which the snapshot kept
+        snapshot.record([AppStatus(name: "default", queued: 4_000_000, ready: 3_000_000)], at: countedAt,
+                        tookMillis: 900)
+        _ = try writer.write { try $0.pauseApp("default", reason: "now", now: 2000) }
+        let big = try overview()
+        let app = try #require(big["apps"]?.arrayValue?.first)
+        #expect(big["counts_at"] == .int(countedAt))
+        #expect(app["queued"] == 4_000_000 && app["scheduled"] == 1_000_000)
+        #expect(app["state"] == "paused" && app["pause_reason"] == "now")
     }
 
     @Test func badBodiesAndUnknownThingsAreRefusedAndChangeNothing() {

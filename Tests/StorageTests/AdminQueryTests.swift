@@ -172,6 +172,14 @@ private let day: Int64 = 86_400_000
         }
     }
 
+    /// The console's token page reads a token's events through its index, never the whole feed by id.
+    @Test func aTokensEventsAreReadThroughItsIndex() throws {
+        let lines = try connection.query("EXPLAIN QUERY PLAN " + TokenEventSQL.ofToken,
+                                         [.text("default"), .text("t"), .integer(50)]) { $0.string(3) }
+        #expect(lines.contains { $0.contains("token_events_by_app_token (app=? AND token=?)") }, "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("SCAN token_events") }, "\(lines)")
+    }
+
     // MARK: - Dead letters
 
     @Test func deadLettersFilterByAppReasonTimeAndIdNewestFirst() throws {
