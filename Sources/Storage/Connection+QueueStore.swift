@@ -48,7 +48,8 @@ extension Connection: QueueStore {
 
     /// One statement for a whole claim's messages: with one message per token, a look-up each was a statement
     /// per send. A join from the list rather than `id IN (SELECT value FROM json_each(?))`, which first copies the
-    /// list into a temporary b-tree: 3–5k instructions less per send in `Benchmarks/v1.sh` (`ids` holds each id once).
+    /// list into a temporary b-tree: 3–5k instructions less per send in `Benchmarks/v1.sh` (`ids` holds each id
+    /// once).
     public func claimedMessages(ids: [String]) throws -> [String: ClaimedMessage] {
         guard !ids.isEmpty else { return [:] }
         let list = JSON.array(ids.map(JSON.string)).serialized()
