@@ -45,21 +45,8 @@ public final class P256PrivateKey: @unchecked Sendable, CustomStringConvertible 
 
     /// The ES256 signature of `message`: r ‖ s, 32 bytes each, big-endian.
     public func signES256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        ERR_clear_error()
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError.drain("EVP_MD_CTX_new failed") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
-            throw CryptoError.drain("EVP_DigestSignInit failed")
-        }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
-            throw CryptoError.drain("EVP_DigestSign failed")
-        }
-        var der = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else {
-            throw CryptoError.drain("EVP_DigestSign failed")
-        }
-        guard let raw = P256Signature.raw(fromDER: Array(der.prefix(length))) else {
+        let der = try PEMKey.signSHA256(message, with: pointer)
+        guard let raw = P256Signature.raw(fromDER: der) else {
             throw CryptoError("ECDSA signature not in DER", detail: "")
         }
         return raw
@@ -99,11 +86,8 @@ public final class P256PublicKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Whether `signature` (r ‖ s) is this key's ES256 signature of `message`.
     public func verifyES256(_ signature: [UInt8], of message: [UInt8]) -> Bool {
-        defer { ERR_clear_error() }
-        guard let der = P256Signature.der(fromRaw: signature), let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { return false }
-        return EVP_DigestVerify(context, der, der.count, message, message.count) == 1
+        guard let der = P256Signature.der(fromRaw: signature) else { return false }
+        return PEMKey.verifySHA256(der, of: message, with: pointer)
     }
 
     /// The uncompressed point: 0x04 ‖ x ‖ y, 65 bytes.

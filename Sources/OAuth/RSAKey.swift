@@ -44,21 +44,7 @@ public final class RSAPrivateKey: @unchecked Sendable, CustomStringConvertible {
 
     /// The PKCS#1 v1.5 SHA-256 signature of `message`.
     public func signSHA256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        ERR_clear_error()
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError.drain("EVP_MD_CTX_new failed") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
-            throw CryptoError.drain("EVP_DigestSignInit failed")
-        }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
-            throw CryptoError.drain("EVP_DigestSign failed")
-        }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else {
-            throw CryptoError.drain("EVP_DigestSign failed")
-        }
-        return Array(signature.prefix(length))
+        try PEMKey.signSHA256(message, with: pointer)
     }
 
     /// The public half, for verifying what this key signed.
@@ -97,11 +83,7 @@ public final class RSAPublicKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Whether `signature` is this key's PKCS#1 v1.5 SHA-256 signature of `message`.
     public func verifySHA256(_ signature: [UInt8], of message: [UInt8]) -> Bool {
-        defer { ERR_clear_error() }
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, pointer) == 1 else { return false }
-        return EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
+        PEMKey.verifySHA256(signature, of: message, with: pointer)
     }
 
     /// `BEGIN PUBLIC KEY` PEM.
