@@ -18,11 +18,10 @@ struct APNsSettings: Sendable {
 
     var defaultEndpoint: String { sandbox ? APNsProvider.sandbox : APNsProvider.production }
 
-    /// `--sandbox`'s: a throw-away key that only the built-in simulator trusts.
-    static func throwaway(topic: String = "com.example.sandbox") throws -> APNsSettings {
-        var settings = APNsSettings(keyFile: "", keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
-        settings.key = try P256PrivateKey.generate()
-        return settings
+    /// `--sandbox`'s: no key file; `Service` gives every APNs app one throw-away key that only the built-in
+    /// simulator trusts.
+    static func sandboxed(topic: String = "com.example.sandbox") -> APNsSettings {
+        APNsSettings(keyFile: "", keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
     }
 
     private init(keyFile: String, keyID: String, teamID: String, topic: String, sandbox: Bool) {

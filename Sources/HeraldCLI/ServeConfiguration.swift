@@ -288,7 +288,7 @@ struct ServeConfiguration: Sendable {
             // iOS beside Android in the quick start: an APNs app that the simulator answers.
             var ios = AppConfiguration(
                 name: "ios", provider: .apns, endpoint: "", concurrency: concurrency ?? Self.sandboxConcurrency)
-            ios.apns = try APNsSettings.throwaway()
+            ios.apns = APNsSettings.sandboxed()
             apps.append(ios)
         }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {

@@ -43,12 +43,11 @@ final class Service: Sendable {
                                  projectID: "sandbox", tokenURI: nil)
                 : nil
             // APNs apps sign with one throw-away key that only the simulator trusts.
-            let sandboxAPNs = try apps.contains { $0.provider == .apns } ? APNsSettings.throwaway() : nil
-            let apnsAccount = sandboxAPNs.flatMap { settings in
-                settings.key.map {
-                    FCMSimulator.APNsAccount(
-                        publicKeyPEM: $0.publicKey.pem(), keyID: settings.keyID, teamID: settings.teamID)
-                }
+            let sandboxKey = try apps.contains { $0.provider == .apns } ? P256PrivateKey.generate() : nil
+            let sandboxAPNs = APNsSettings.sandboxed()
+            let apnsAccount = sandboxKey.map {
+                FCMSimulator.APNsAccount(
+                    publicKeyPEM: $0.publicKey.pem(), keyID: sandboxAPNs.keyID, teamID: sandboxAPNs.teamID)
             }
             let simulator = HTTPServer(
                 configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)),
@@ -58,10 +57,11 @@ final class Service: Sendable {
             let endpoint = SimulatorCommand.endpointURL(address)
             for index in apps.indices {
                 if apps[index].provider == .apns {
-                    let topic = apps[index].apns?.topic
+                    var settings = sandboxAPNs
+                    settings.topic = apps[index].apns?.topic ?? settings.topic
+                    settings.key = sandboxKey
                     apps[index].endpoint = "http://\(address)"
-                    apps[index].apns = sandboxAPNs
-                    if let topic { apps[index].apns?.topic = topic }
+                    apps[index].apns = settings
                 } else if apps[index].provider == .fcmV1 {
                     apps[index].endpoint = "http://\(address)"
                     apps[index].serviceAccount = sandboxAccount

@@ -143,9 +143,10 @@ extension HTTP2Connection {
             }
         }
         guard !ended.isEmpty else { return }
-        // Highest id first: refused streams go back to the front of the queue one by one, so the lowest ends up
-        // first and the order they were submitted in is kept.
-        let endings = ended.count > 1 ? ended.sorted { $0.0.id > $1.0.id } : ended
+        // Refused streams go back to the front of the queue one by one: highest id first, so the lowest ends up
+        // first and the order they were submitted in is kept. Answers (nearly every read) need no order.
+        let refusals = ended.contains { $0.1 == .refused }
+        let endings = refusals && ended.count > 1 ? ended.sorted { $0.0.id > $1.0.id } : ended
         ended.removeAll(keepingCapacity: true)
         for (stream, end) in endings {
             if end == .tooLarge, let session {
