@@ -88,14 +88,10 @@ cleanup() {
     stop_pid "$POLLER_PID" TERM
     stop_herald quiet || true
     stop_pid "$STANDIN_PID" TERM
-    if [[ -n $WORK && -d $WORK ]]; then
-        if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
-    fi
+    remove_work
     exit "$status"
 }
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
+trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
 missing=""
@@ -109,13 +105,7 @@ if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
     fi
 fi
 for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
-if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    log "building: swift build -c release"
-    swift build -c release >&2
-fi
-HERALD=$ROOT/.build/release/herald
-[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+build_herald
 
 WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-apns.XXXXXX")
 HZ=$(getconf CLK_TCK)

@@ -18,6 +18,24 @@ median() { # numbers as arguments
 fmt() { # number with thousands separators, no decimals
     awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); r = ""; while (length(s) > 3) { r = "," substr(s, length(s) - 2) r; s = substr(s, 1, length(s) - 3) } print s r }'
 }
+remove_work() { # the run's work directory WORK, unless HERALD_BENCH_KEEP=1
+    [[ -n ${WORK:-} && -d $WORK ]] || return 0
+    if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
+}
+trap_cleanup() { # EXIT runs the caller's `cleanup`; INT and TERM end the script with their usual codes
+    trap cleanup EXIT
+    trap 'log "interrupted"; exit 130' INT
+    trap 'log "terminated"; exit 143' TERM
+}
+build_herald() { # sets HERALD to the release build of ROOT, made first unless HERALD_BENCH_SKIP_BUILD=1
+    if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
+    if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+        log "building: swift build -c release"
+        swift build -c release >&2
+    fi
+    HERALD=$ROOT/.build/release/herald
+    [[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+}
 free_port() {
     local port
     for _ in $(seq 1 50); do

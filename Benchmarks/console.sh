@@ -34,24 +34,15 @@ cleanup() {
     stop_pid "$INGEST_PID" TERM
     stop_pid "$CHILD_PID" TERM
     stop_herald quiet || true
-    if [[ -n $WORK && -d $WORK ]]; then
-        if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
-    fi
+    remove_work
     exit "$status"
 }
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
+trap_cleanup
 
 for tool in sqlite3 curl awk sort; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/install-deps)"
 done
-if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    log "building: swift build -c release"
-    swift build -c release >&2
-fi
-HERALD=$ROOT/.build/release/herald
-[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+build_herald
 WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-console.XXXXXX")
 DB=$WORK/herald.db
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }

@@ -113,14 +113,10 @@ cleanup() {
     stop_herald quiet || true
     stop_pid "$SIM_PID" TERM
     stop_pid "$NGINX_PID" QUIT
-    if [[ -n $WORK && -d $WORK ]]; then
-        if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
-    fi
+    remove_work
     exit "$status"
 }
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
+trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
 apt_install() { # packages
@@ -140,12 +136,7 @@ fi
 for tool in wrk sqlite3 curl awk sort; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
 
-if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    log "building: swift build -c release"
-    swift build -c release >&2
-fi
-HERALD=$ROOT/.build/release/herald
-[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+build_herald
 LUA=$ROOT/Benchmarks/delivery.lua
 LATENCY_LUA=$ROOT/Benchmarks/latency.lua
 

@@ -72,9 +72,7 @@ cleanup() {
     if [[ -n $WORK && -d $WORK ]]; then rm -rf -- "$WORK"; fi
     exit "$status"
 }
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
+trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
 if ! command -v wrk >/dev/null; then
@@ -91,12 +89,7 @@ fi
 for tool in wrk sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
 
-if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    log "building: swift build -c release"
-    swift build -c release >&2
-fi
-HERALD=$ROOT/.build/release/herald
-[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+build_herald
 LUA=$ROOT/Benchmarks/ingest.lua
 
 WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-bench.XXXXXX")

@@ -135,14 +135,10 @@ cleanup() {
     stop_pid "$POLLER_PID" TERM
     stop_herald quiet || true
     stop_pid "$STANDIN_PID" TERM
-    if [[ -n $WORK && -d $WORK ]]; then
-        if [[ ${HERALD_BENCH_KEEP:-0} == 1 ]]; then log "kept $WORK"; else rm -rf -- "$WORK"; fi
-    fi
+    remove_work
     exit "$status"
 }
-trap cleanup EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated"; exit 143' TERM
+trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
 missing=""
@@ -163,13 +159,7 @@ if wants latency && ! command -v wrk >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null
 fi
 if ((PERF == 1 || INSTRUCTIONS == 1)); then command -v perf >/dev/null || fail "HERALD_BENCH_PERF=1 and HERALD_BENCH_INSTRUCTIONS=1 need perf"; fi
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
-if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    log "building: swift build -c release"
-    swift build -c release >&2
-fi
-HERALD=$ROOT/.build/release/herald
-[[ -x $HERALD ]] || fail "$HERALD not found (build failed?)"
+build_herald
 
 WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-v1.XXXXXX")
 HZ=$(getconf CLK_TCK)
