@@ -27,7 +27,8 @@ public enum APNsClassifier {
         let deviceRate = if case .retrySlow = outcome { true } else { false }
         return Classification(
             outcomes: [outcome], retryAfterUntil: deviceRate ? nil : retryAfterUntil,
-            closesGate: status >= 500 || (retryAfterUntil != nil && !deviceRate))
+            closesGate: status >= 500 || (retryAfterUntil != nil && !deviceRate),
+            credentialRenewedTooOften: outcome == .retry(reason: .apns(.tooManyProviderTokenUpdates)))
     }
 
     // MARK: - The table

@@ -36,6 +36,9 @@ struct AppScheduler {
         /// refusal: tell the credentials (`Credentials.accepted`); answer with `credentialProven` once they wait no
         /// more.
         case credentialAccepted(PreparedRequest)
+        /// The endpoint says the credential was renewed too often: keep it longer (`Credentials.renewedTooOften`). No
+        /// answer.
+        case credentialRenewedTooOften
         /// Call `timerFired(at:)` at this Unix millisecond.
         case wake(at: Int64)
         /// Worth a line in the log.
@@ -193,6 +196,7 @@ struct AppScheduler {
                 return [.credentialRefused(request, result)]
             }
             if credentialUnproven { actions.append(.credentialAccepted(request)) }
+            if classification.credentialRenewedTooOften { actions.append(.credentialRenewedTooOften) }
         }
         settle(request, result: result, classification: classification, now: now, using: &random, into: &actions)
         return actions

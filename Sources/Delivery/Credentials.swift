@@ -19,4 +19,12 @@ public protocol Credentials: Sendable {
     /// The endpoint took `request` (any answer but a refusal of its credential). Returns whether a credential
     /// renewed after a refusal still waits for such proof that it works.
     func accepted(_ request: PreparedRequest) -> Bool
+    /// The endpoint says the credential is renewed too often (APNs' `TooManyProviderTokenUpdates`, likely several
+    /// Heralds signing with one key): keep the current one as long as the endpoint allows.
+    func renewedTooOften(now: Int64)
+}
+
+extension Credentials {
+    /// An OAuth access token's life is the token endpoint's to set.
+    public func renewedTooOften(now: Int64) {}
 }

@@ -195,6 +195,8 @@ public final class DeliveryEngine: @unchecked Sendable {
                     runtime.scheduler.refusalJudged(
                         refusal, request: request, result: result, now: Clock.nowMillis(), using: &random),
                     on: runtime)
+            case .credentialRenewedTooOften:
+                runtime.app.provider.credentials?.renewedTooOften(now: Clock.nowMillis())
             case .credentialAccepted(let request):
                 if runtime.app.provider.credentials?.accepted(request) == false {
                     runtime.scheduler.credentialProven()

@@ -86,6 +86,9 @@ private func reason(_ text: String, timestamp: Int64? = nil) -> String {
             mayRenewCredentials: row.mayRenew)
         #expect(classification.outcomes == [row.outcome])
         #expect(classification.closesGate == row.closesGate)
+        let tooOften = row.outcome == .retry(reason: .apns(.tooManyProviderTokenUpdates))
+        #expect(classification.credentialRenewedTooOften == tooOften,
+                "only TooManyProviderTokenUpdates asks for the provider token to be kept longer")
     }
 
     @Test func aRetryAfterOnAServerErrorIsAFloorAndClosesTheGate() {

@@ -43,4 +43,14 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(!tokens.accepted(token: renewed))
         #expect(tokens.refused(token: renewed, now: t0 + 60_000) == .renew)
     }
+
+    @Test func tooManyUpdatesKeepsTheTokenAndEveryLaterOneFiftyFiveMinutes() throws {
+        let tokens = APNsProviderToken(key: key, keyID: "ABC123DEFG", teamID: "TEAM123456")
+        let first = try tokens.token(now: t0)
+        tokens.renewedTooOften(now: t0 + 60_000)
+        #expect(tokens.current(now: t0 + 54 * 60_000) == first, "kept past the usual 40 minutes")
+        let second = try tokens.token(now: t0 + 55 * 60_000)
+        #expect(second != first)
+        #expect(tokens.current(now: t0 + 55 * 60_000 + 54 * 60_000) == second, "later tokens live as long")
+    }
 }

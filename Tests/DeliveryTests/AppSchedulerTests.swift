@@ -369,6 +369,22 @@ import Testing
         #expect(app.answered(next[1], result: answer(200), now: now, using: &random).accepted.isEmpty)
     }
 
+    @Test func aCredentialRenewedTooOftenIsKeptLongerAndTheRequestRetried() {
+        var app = scheduler(concurrency: 2)
+        _ = app.pump(now: now)
+        let sent = app.claimed(claim(2), now: now).sentRequests
+        var random = random
+        let answered = app.answered(sent[0], result: answer(497), now: now, using: &random)
+        #expect(answered.keptLonger == 1)
+        #expect(answered.refused.isEmpty, "not a refusal: the token is good, only renewed too often")
+        #expect(answered.plans.map(\.pauseReason) == [nil], "retried with a backoff, no pause")
+        #expect(answered.plans.first?.updates.count == 1)
+        if case .retry(let id, _, _, _)? = answered.plans.first?.updates.first { #expect(id == 1) } else {
+            Issue.record("a retry was expected: \(answered.plans)")
+        }
+        #expect(app.answered(sent[1], result: answer(200), now: now, using: &random).keptLonger == 0)
+    }
+
     // MARK: - Shutdown
 
     @Test func stopReleasesWhatWaitsAndAClaimArrivingAfterIsReleasedToo() {
@@ -389,7 +405,8 @@ import Testing
 // MARK: - Support
 
 /// Legacy requests (one token each) with answers classified by status alone (498: the credential refused, as FCM
-/// v1's 401 `UNAUTHENTICATED`); its credentials are set by the test.
+/// v1's 401 `UNAUTHENTICATED`; 497: renewed too often, as APNs' `TooManyProviderTokenUpdates`); its credentials are
+/// set by the test.
 final class ScriptedProvider: Provider {
     let scripted = ScriptedCredentials()
     private let legacy = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k")
@@ -415,6 +432,10 @@ final class ScriptedProvider: Provider {
             return Classification(outcomes: Array(repeating: .pauseApp(reason: .unauthorized), count: count))
         case .response(498, _, _, _):
             return Classification(outcomes: Array(repeating: .requeue(reason: .v1(.unauthenticated)), count: count))
+        case .response(497, _, _, _):
+            return Classification(
+                outcomes: Array(repeating: .retry(reason: .apns(.tooManyProviderTokenUpdates)), count: count),
+                credentialRenewedTooOften: true)
         case .response(429, _, _, _):
             return Classification(
                 outcomes: Array(repeating: .retrySlow(reason: .v1(.quotaExceeded)), count: count),
@@ -474,6 +495,7 @@ extension [AppScheduler.Action] {
     var refused: [Int64] {
         compactMap { if case .credentialRefused(let request, _) = $0 { request.deliveries[0].id } else { nil } }
     }
+    var keptLonger: Int { count { if case .credentialRenewedTooOften = $0 { true } else { false } } }
     var accepted: [Int64] {
         compactMap { if case .credentialAccepted(let request) = $0 { request.deliveries[0].id } else { nil } }
     }

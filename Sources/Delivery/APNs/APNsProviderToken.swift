@@ -9,7 +9,9 @@ import Synchronization
 /// Apple wants one token reused for 20 to 60 minutes and answers `TooManyProviderTokenUpdates` to a sender that
 /// renews faster than every 20. Herald renews after `refreshMillis` (40 min), and sooner only once, when Apple
 /// calls the token expired (`ExpiredProviderToken`, a clock that ran away): a refusal of the renewed token before
-/// Apple took it pauses the app instead.
+/// Apple took it pauses the app instead. When Apple says tokens change too often anyway (several Heralds signing
+/// with one key each make their own), every token from then on is kept `longestMillis` (55 min), just inside
+/// Apple's hour.
 ///
 /// ```swift
 /// let tokens = APNsProviderToken(key: key, keyID: "ABC123DEFG", teamID: "DEF123GHIJ")
@@ -17,6 +19,7 @@ import Synchronization
 /// ```
 final class APNsProviderToken: Sendable {
     static let refreshMillis: Int64 = 40 * 60_000
+    static let longestMillis: Int64 = 55 * 60_000
 
     private struct Current {
         var token: String
@@ -30,6 +33,8 @@ final class APNsProviderToken: Sendable {
     let keyID: String
     let teamID: String
     private let state = Mutex<Current?>(nil)
+    /// `refreshMillis`, or `longestMillis` once Apple said tokens change too often.
+    private let lifetime = Mutex<Int64>(refreshMillis)
 
     init(key: P256PrivateKey, keyID: String, teamID: String) {
         self.key = key
@@ -41,11 +46,23 @@ final class APNsProviderToken: Sendable {
     func token(now: Int64) throws(CryptoError) -> String {
         if let current = state.withLock({ $0 }), now < current.renewAt { return current.token }
         let token = try sign(now: now)
+        let lifetime = lifetime.withLock { $0 }
         return state.withLock { state in
             // Another thread may have renewed meanwhile: the first renewal wins, so all send the same token.
             if let current = state, now < current.renewAt { return current.token }
-            state = Current(token: token, issuedAt: now, renewAt: now + Self.refreshMillis, madeAfterRefusal: false)
+            state = Current(token: token, issuedAt: now, renewAt: now + lifetime, madeAfterRefusal: false)
             return token
+        }
+    }
+
+    /// Apple answered `TooManyProviderTokenUpdates`: the current token and every later one are kept
+    /// `longestMillis`.
+    func keepLonger() {
+        lifetime.withLock { $0 = Self.longestMillis }
+        state.withLock { state in
+            guard var current = state else { return }
+            current.renewAt = max(current.renewAt, current.issuedAt + Self.longestMillis)
+            state = current
         }
     }
 
@@ -55,7 +72,8 @@ final class APNsProviderToken: Sendable {
         return state.withLock { state in
             guard let current = state, current.token == token else { return .stale }
             guard !current.madeAfterRefusal else { return .pause }
-            state = Current(token: fresh, issuedAt: now, renewAt: now + Self.refreshMillis, madeAfterRefusal: true)
+            state = Current(
+                token: fresh, issuedAt: now, renewAt: now + lifetime.withLock { $0 }, madeAfterRefusal: true)
             return .renew
         }
     }
@@ -105,6 +123,10 @@ extension APNsProviderToken: Credentials {
 
     func accepted(_ request: PreparedRequest) -> Bool {
         accepted(token: Self.providerToken(of: request))
+    }
+
+    func renewedTooOften(now: Int64) {
+        keepLonger()
     }
 
     /// The token a request was sent with, from its `authorization: bearer …` header.
