@@ -36,7 +36,7 @@ let package = Package(
         // engine-neutral SQL helpers of Storage (migration bookkeeping, the dead-letter filter's condition).
         .target(
             name: "PostgreSQL", dependencies: ["CLibPQ", "Queue", "Storage", "Support"], plugins: ["EmbedMigrations"]),
-        .target(name: "Ingest", dependencies: ["Queue", "HTTP", "Support"]),
+        .target(name: "Ingest", dependencies: ["Queue", "HTTP", "OAuth", "Support"]),
         // The operator console (SPEC §18): its JSON API under /v1/admin/ and its page, compiled into the binary.
         .target(name: "Console", dependencies: ["Ingest", "Queue", "HTTP", "Support"], plugins: ["EmbedConsole"]),
         // Reads a request's TargetKind, a type of the queue's.

@@ -15,6 +15,8 @@ import Synchronization
 ///   (`FCMSimulator+V1.swift`).
 /// - `POST /3/device/{token}`: APNs, its provider token checked against `Configuration.apnsAccount`, the same
 ///   per-token outcomes in Apple's words (`FCMSimulator+APNs.swift`).
+/// - `POST /push/{id}`: a Web Push service, VAPID checked, bodies decrypted for the subscriptions it made with
+///   `POST /webpush/subscriptions`, the same per-token outcomes as statuses (`FCMSimulator+WebPush.swift`).
 /// - `POST /control`: queue faults and change them, e.g. `{"fail_next": 2, "status": 503, "retry_after": "2"}`
 ///   (see `ControlChange.parse`); answers the fault settings now in force.
 /// - `GET /stats[?requests=N]`: `Stats.json(requestLimit:)`.
@@ -78,6 +80,7 @@ public final class FCMSimulator: HTTPHandler {
 
     public func bodyLimit(method: String, path: String) -> Int {
         path == "/fcm/send" || Self.v1Project(path) != nil || Self.apnsDevice(path) != nil
+            || Self.webPushID(path) != nil
             ? Self.sendBodyLimit : Self.controlBodyLimit
     }
 
@@ -95,6 +98,10 @@ public final class FCMSimulator: HTTPHandler {
             v1Send(request, project: Self.v1Project(path)!, responder)
         case ("POST", let path) where Self.apnsDevice(path) != nil:
             apnsSend(request, device: Self.apnsDevice(path)!, responder)
+        case ("POST", let path) where Self.webPushID(path) != nil:
+            webPushSend(request, id: Self.webPushID(path)!, responder)
+        case ("POST", Self.subscriptionsPath):
+            makeSubscription(request, responder)
         case (_, "/fcm/send"), (_, "/control"), (_, Self.tokenPath):
             responder.respond(.text(405, "Use POST\n", headers: [("Allow", "POST")]))
         case (_, "/stats"):
@@ -104,7 +111,8 @@ public final class FCMSimulator: HTTPHandler {
                 return responder.respond(.text(405, "Use POST\n", headers: [("Allow", "POST")]))
             }
             responder.respond(.text(404, "Not found: the simulator serves POST /fcm/send, POST /token, "
-                + "POST /v1/projects/{project}/messages:send, POST /control, GET /stats\n"))
+                + "POST /v1/projects/{project}/messages:send, POST /3/device/{token}, POST /push/{id}, "
+                + "POST /webpush/subscriptions, POST /control, GET /stats\n"))
         }
     }
 

@@ -1,3 +1,4 @@
+import OAuth
 import Support
 
 /// Everything the simulator remembers, changed only through transitions that return what to answer.
@@ -73,6 +74,9 @@ struct SimulatorState: Sendable {
     var log: RequestLog
     /// FCM v1's token endpoint: issued access tokens (kept across a reset) and its own faults.
     var oauth = OAuthState()
+    /// Web Push: the browsers' keys of the subscriptions the simulator made (`POST /webpush/subscriptions`), by the
+    /// endpoint path's last segment, so what arrives for them is decrypted (kept across a reset).
+    var subscribers: [String: WebPushSubscriber] = [:]
 
     init(configuration: FCMSimulator.Configuration, seed: UInt64) {
         self.configuration = configuration

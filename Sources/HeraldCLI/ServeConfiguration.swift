@@ -29,6 +29,9 @@ struct AppConfiguration: Sendable {
     /// APNs: the team's `.p8` key file, its id, the team id and the app's bundle id (SPEC §15); the key once
     /// `ServeConfiguration.check` has read it.
     var apns: APNsSettings?
+    /// Web Push: the VAPID key file and subject (SPEC §16); the key once `ServeConfiguration.check` has read it.
+    /// `endpoint`, when set, is where every push goes instead of its subscription's origin (a proxy, a stand-in).
+    var webPush: WebPushSettings?
 
     init(name: String, provider: ProviderKind, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
          maxRate: Double? = nil, serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
@@ -291,6 +294,13 @@ struct ServeConfiguration: Sendable {
             ios.apns = APNsSettings.sandboxed()
             apps.append(ios)
         }
+        if sandbox && !apps.contains(where: { $0.name == "web" }) {
+            // Browsers too: a Web Push app whose every push the simulator's push service answers (and decrypts).
+            var web = AppConfiguration(
+                name: "web", provider: .webPush, endpoint: "", concurrency: concurrency ?? Self.sandboxConcurrency)
+            web.webPush = WebPushSettings.sandboxed()
+            apps.append(web)
+        }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
             throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")
         }
@@ -329,6 +339,9 @@ struct ServeConfiguration: Sendable {
                 switch apps[index].provider {
                 case .fcmV1: try Self.loadServiceAccount(&apps[index])
                 case .apns: break
+                case .webPush:
+                    let name = apps[index].name
+                    try apps[index].webPush?.loadKey(app: name)
                 case .fcmLegacy:
                     if apps[index].serverKey == nil {
                         throw Invalid(description: """
@@ -427,7 +440,7 @@ struct ServeConfiguration: Sendable {
             let legacyKeys: Set = ["server_key"]
             let v1Keys: Set = ["service_account_file", "project_id", "token_uri"]
             let known = Set(["name", "provider", "endpoint", "concurrency", "max_rate"]).union(legacyKeys).union(v1Keys)
-                .union(APNsSettings.keys)
+                .union(APNsSettings.keys).union(WebPushSettings.keys)
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
             }
@@ -444,8 +457,8 @@ struct ServeConfiguration: Sendable {
             if let named = item["provider"]?.stringValue {
                 guard let kind = ProviderKind(rawValue: named) else {
                     throw Invalid(description: """
-                        apps[\(index)] "\(name)": provider "\(named)" is not supported: use "fcm-v1", "apns" or \
-                        "fcm-legacy"
+                        apps[\(index)] "\(name)": provider "\(named)" is not supported: use "fcm-v1", "apns", \
+                        "webpush" or "fcm-legacy"
                         """)
                 }
                 provider = kind
@@ -453,9 +466,10 @@ struct ServeConfiguration: Sendable {
                 provider = item["service_account_file"] != nil ? .fcmV1 : .fcmLegacy
             }
             let foreign = switch provider {
-            case .fcmV1: legacyKeys.union(APNsSettings.keys)
-            case .apns: legacyKeys.union(v1Keys)
-            case .fcmLegacy: v1Keys.union(APNsSettings.keys)
+            case .fcmV1: legacyKeys.union(APNsSettings.keys).union(WebPushSettings.keys)
+            case .apns: legacyKeys.union(v1Keys).union(WebPushSettings.keys)
+            case .fcmLegacy: v1Keys.union(APNsSettings.keys).union(WebPushSettings.keys)
+            case .webPush: legacyKeys.union(v1Keys).union(APNsSettings.keys)
             }
             if let misplaced = object.first(where: { foreign.contains($0.key) }) {
                 throw Invalid(description: """
@@ -489,6 +503,16 @@ struct ServeConfiguration: Sendable {
                     name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? settings.defaultEndpoint,
                     concurrency: appConcurrency, maxRate: appMaxRate)
                 app.apns = settings
+                apps.append(app)
+                continue
+            }
+            if provider == .webPush {
+                var app = AppConfiguration(
+                    name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? "",
+                    concurrency: appConcurrency, maxRate: appMaxRate)
+                app.webPush = try WebPushSettings(
+                    keyFile: item["vapid_private_key_file"]?.stringValue, subject: item["vapid_subject"]?.stringValue,
+                    app: name, directory: directory)
                 apps.append(app)
                 continue
             }

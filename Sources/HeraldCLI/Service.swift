@@ -56,7 +56,11 @@ final class Service: Sendable {
             let address = try simulator.start()
             let endpoint = SimulatorCommand.endpointURL(address)
             for index in apps.indices {
-                if apps[index].provider == .apns {
+                if apps[index].provider == .webPush {
+                    // Every subscription's push service is the simulator's, with a throw-away VAPID key.
+                    apps[index].endpoint = "http://\(address)"
+                    apps[index].webPush?.key = try P256PrivateKey.generate()
+                } else if apps[index].provider == .apns {
                     var settings = sandboxAPNs
                     settings.topic = apps[index].apns?.topic ?? settings.topic
                     settings.key = sandboxKey
@@ -86,7 +90,7 @@ final class Service: Sendable {
         options.leaseMillis = configuration.leaseMillis
         options.liveness = configuration.liveness
         options.sharedQueue = database.isShared
-        engine = DeliveryEngine(writer: writer, apps: apps.map { app in
+        engine = DeliveryEngine(writer: writer, apps: try apps.map { app in
             let provider: any Provider
             if app.provider == .fcmV1, let account = app.serviceAccount, let projectID = app.projectID,
                let tokenURI = app.tokenURI, let tokenPool {
@@ -105,6 +109,15 @@ final class Service: Sendable {
                     "app": .string(app.name), "topic": .string(apns.topic), "key_id": .string(apns.keyID),
                     "team_id": .string(apns.teamID), "endpoint": .string(app.endpoint),
                 ])
+            } else if app.provider == .webPush, let webPush = app.webPush, let key = webPush.key {
+                let vapid = try VAPID(key: key, subject: webPush.subject)
+                provider = WebPushProvider(
+                    app: app.name, vapid: vapid, redirect: app.endpoint.isEmpty ? nil : app.endpoint)
+                Log.info("webpush app", [
+                    "app": .string(app.name), "subject": .string(webPush.subject),
+                    "application_server_key": .string(vapid.publicKeyText),
+                    "endpoint": .string(app.endpoint.isEmpty ? "each subscription's" : app.endpoint),
+                ])
             } else {
                 provider = LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "")
             }
@@ -117,8 +130,8 @@ final class Service: Sendable {
             knownApps: Set(configuration.apps.map(\.name)),
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
-            legacyApps: Set(apps.filter { $0.provider == .fcmLegacy }.map(\.name)),
-            apnsApps: Set(apps.filter { $0.provider == .apns }.map(\.name)), metrics: metrics,
+            providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
+            metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         let admin = AdminAPI(
             writer: writer, readers: readers,

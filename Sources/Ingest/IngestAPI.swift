@@ -18,8 +18,7 @@ public final class IngestAPI: HTTPHandler {
     private let fcmV1Send: FCMV1SendEndpoint
     private let knownApps: Set<String>?
     private let projects: [String: String]
-    private let legacyApps: Set<String>
-    private let apnsApps: Set<String>
+    private let providers: [String: ProviderKind]
     private let maxWriterBacklog: Int
 
     /// - Parameters:
@@ -33,21 +32,19 @@ public final class IngestAPI: HTTPHandler {
     ///     `Retry-After` instead of queueing in memory without bound.
     ///   - projects: FCM project id → app, for `/v1/projects/{project}/messages:send`. Empty: every project goes to
     ///     app `default` (no app has a project id).
-    ///   - legacyApps: apps that deliver over FCM legacy, which refuse at ingest the v1 messages legacy cannot
-    ///     carry (an `fid` target, `webpush`).
-    ///   - apnsApps: apps that deliver over APNs, which addresses devices only: a topic, a condition or an `fid`
-    ///     is refused at ingest.
+    ///   - providers: each app's provider, where it matters at ingest: what the provider cannot address is refused
+    ///     (`ProviderKind.refusal`), and subscriptions register only with Web Push apps. An app not named is
+    ///     taken as FCM HTTP v1's, which addresses everything.
     public init(
         writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, knownApps: Set<String>? = nil,
-        projects: [String: String] = [:], legacyApps: Set<String> = [], apnsApps: Set<String> = [],
+        projects: [String: String] = [:], providers: [String: ProviderKind] = [:],
         maxWriterBacklog: Int = 20_000, metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.knownApps = knownApps
         self.projects = projects
-        self.legacyApps = legacyApps
-        self.apnsApps = apnsApps
+        self.providers = providers
         self.maxWriterBacklog = maxWriterBacklog
         self.writer = writer
         self.readers = readers
@@ -134,7 +131,9 @@ public final class IngestAPI: HTTPHandler {
         case ("GET", "tokens", 3, let token?): getToken(token, responder)
         case ("DELETE", "tokens", 3, let token?): deleteToken(token, responder)
         case ("GET", "token-events", 2, _): tokenEvents(request, responder)
-        case (_, "messages", 2, _), (_, "messages", 3, _?), (_, "tokens", 3, _?), (_, "token-events", 2, _):
+        case ("PUT", "subscriptions", 2, _): putSubscription(request, responder)
+        case (_, "messages", 2, _), (_, "messages", 3, _?), (_, "tokens", 3, _?), (_, "token-events", 2, _),
+             (_, "subscriptions", 2, _):
             responder.respond(error(APIError(
                 status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(path)")))
         default:
@@ -245,6 +244,32 @@ public final class IngestAPI: HTTPHandler {
         }
     }
 
+    /// `PUT /v1/subscriptions`: a browser's subscription registered as a token of a Web Push app (SPEC §16).
+    private func putSubscription(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+        let registration: (token: String, app: String, user: String?)
+        switch SubscriptionRegistration.validate(body: request.body) {
+        case .failure(let failure): return responder.respond(error(failure))
+        case .success(let valid): registration = valid
+        }
+        if let unknown = unknownApp(registration.app) { return responder.respond(error(unknown)) }
+        if let provider = providers[registration.app], provider != .webPush {
+            return responder.respond(error(.invalidParameters(
+                "app \"\(registration.app)\" delivers over \(provider.rawValue); subscriptions register with an app "
+                    + "whose provider is \"webpush\"")))
+        }
+        writer.enqueue({
+            try $0.upsertToken(
+                registration.token, app: registration.app, user: registration.user, now: Clock.nowMillis())
+        }) { result in
+            switch result {
+            case .success(let (record, created)):
+                responder.respond(.json(created ? 201 : 200, Self.tokenJSON(record).serialized()))
+            case .failure(let failure):
+                responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
     private func getToken(_ token: String, _ responder: any HTTPResponder) {
         readers.enqueue({ try $0.token(token) }) { result in
             switch result {
@@ -315,30 +340,9 @@ public final class IngestAPI: HTTPHandler {
         (unknownApp(message.app) ?? refusal(of: message)).map { .failure($0) } ?? .success(message)
     }
 
-    /// A v1 message that its app's provider cannot carry: FCM legacy has no FIDs and no web push block.
+    /// A message that its app's provider cannot carry (`ProviderKind.refusal`).
     private func refusal(of message: IncomingMessage) -> APIError? {
-        if apnsApps.contains(message.app) {
-            let addressed = switch message.target {
-            case .topic: "a topic"
-            case .condition: "a condition"
-            default: message.tokenField == .fid ? "a Firebase Installation ID" : nil
-            }
-            if let addressed {
-                return .invalidParameters("app \"\(message.app)\" delivers over APNs, which cannot address "
-                    + "\(addressed): send to device tokens or users")
-            }
-            return nil
-        }
-        guard message.format == .v1, legacyApps.contains(message.app) else { return nil }
-        if message.tokenField == .fid {
-            return V1MessageValidator.invalid("Invalid value at 'message.fid': app \"\(message.app)\" delivers over "
-                + "FCM legacy, which cannot address a Firebase Installation ID; use an fcm-v1 app.")
-        }
-        if message.payload["webpush"] != nil {
-            return V1MessageValidator.invalid("Invalid value at 'message.webpush': app \"\(message.app)\" delivers "
-                + "over FCM legacy, which has no web push block; use an fcm-v1 app.")
-        }
-        return nil
+        providers[message.app]?.refusal(of: message, app: message.app)
     }
 
     /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it.
@@ -470,5 +474,31 @@ enum TokenRegistration {
             user = name
         }
         return .success((app, user))
+    }
+}
+
+/// The body of `PUT /v1/subscriptions`: `{"app": "web", "user": "u1", "subscription": {...}}`, the subscription
+/// exactly as `PushSubscription.toJSON()` gives it; `user` optional.
+enum SubscriptionRegistration {
+    static func validate(body: [UInt8]) -> Result<(token: String, app: String, user: String?), APIError> {
+        guard let object = (try? JSON.parse(body)), let fields = object.objectValue else {
+            return .failure(APIError(status: 400, code: "InvalidJson", message: "the body must be a JSON object: "
+                + "{\"app\", \"user\", \"subscription\": PushSubscription.toJSON()}"))
+        }
+        if let unknown = fields.first(where: { !["app", "user", "subscription"].contains($0.key) }) {
+            return .failure(.invalidParameters("unknown field \"\(unknown.key)\""))
+        }
+        guard let subscription = object["subscription"] else {
+            return .failure(.invalidParameters("\"subscription\" is missing: give PushSubscription.toJSON()"))
+        }
+        let token: String
+        do {
+            token = try MessageValidator.subscriptionToken(subscription, error: APIError.invalidParameters)
+        } catch {
+            return .failure(error)
+        }
+        let names: Result<(app: String, user: String?), APIError> = TokenRegistration.validate(
+            token: token, body: Array(JSON.object(fields.filter { $0.key != "subscription" }).serialized().utf8))
+        return names.map { (token, $0.app, $0.user) }
     }
 }

@@ -1,3 +1,4 @@
+import OAuth
 import Queue
 import Support
 
@@ -52,7 +53,7 @@ public enum MessageValidator {
 
     // MARK: - Rules
 
-    private static let targetFields = ["to", "registration_ids", "condition", "users"]
+    private static let targetFields = ["to", "registration_ids", "condition", "users", "subscription"]
     private static let knownFields = targetFields + [
         "app", "collapse_key", "priority", "content_available", "mutable_content", "delay_while_idle",
         "time_to_live", "restricted_package_name", "dry_run", "data", "notification",
@@ -128,10 +129,11 @@ public enum MessageValidator {
     private static func checkTarget(_ message: JSON) throws(APIError) -> MessageTarget {
         let present = targetFields.filter { message[$0] != nil }
         guard let field = present.first, let value = message[field] else {
-            throw .missingRegistration("the message has no target: give to, registration_ids, condition or users")
+            throw .missingRegistration(
+                "the message has no target: give to, registration_ids, condition, users or subscription")
         }
         guard present.count == 1 else {
-            throw .invalidParameters("give only one of to, registration_ids, condition, users; got "
+            throw .invalidParameters("give only one of to, registration_ids, condition, users, subscription; got "
                 + present.joined(separator: " and "))
         }
         switch field {
@@ -151,8 +153,19 @@ public enum MessageValidator {
             return .condition(condition)
         case "registration_ids":
             return .tokens(try checkIdentifiers(value, field: field))
+        case "subscription":
+            return .tokens([try subscriptionToken(value, error: APIError.invalidParameters)])
         default:
             return .users(try checkIdentifiers(value, field: field))
+        }
+    }
+
+    /// A Web Push subscription (`PushSubscription.toJSON()`) as the token the registry keeps it as (SPEC §16).
+    static func subscriptionToken(_ value: JSON, error refusal: (String) -> APIError) throws(APIError) -> String {
+        do {
+            return try WebPushSubscription(json: value).token
+        } catch {
+            throw refusal(error.description)
         }
     }
 

@@ -26,7 +26,7 @@ public enum V1MessageValidator {
     }
 
     /// - Parameters:
-    ///   - heraldFields: allow Herald's `app`, `tokens` and `users` beside `message` (`POST /v1/messages`); the
+    ///   - heraldFields: allow Herald's `app`, `tokens`, `users` and `subscription` beside `message` (`POST /v1/messages`); the
     ///     drop-in endpoint takes exactly FCM's request.
     ///   - now: Unix milliseconds, to turn an absolute `apns-expiration` into a TTL.
     public static func validate(
@@ -63,7 +63,7 @@ public enum V1MessageValidator {
     ]
     private static let apnsFields = ["headers", "payload", "fcm_options", "live_activity_token"]
     private static let apnsStrings = ["live_activity_token"]
-    private static let fanOuts = ["tokens", "users"]
+    private static let fanOuts = ["tokens", "users", "subscription"]
     private static let fcmTopLevel = ["message", "validate_only"]
     private static let heraldTopLevel = fcmTopLevel + fanOuts + ["app"]
     private static let webpushFields = ["headers", "data", "notification", "fcm_options"]
@@ -132,6 +132,11 @@ public enum V1MessageValidator {
         guard inMessage.count + beside.count == 1 else {
             try refuseTargets(inMessage: inMessage, beside: beside)
         }
+        if beside.first == "subscription" {
+            return (.tokens([try MessageValidator.subscriptionToken(request["subscription"] ?? .null, error: {
+                invalid("Invalid value at 'subscription': \($0).")
+            })]), .token)
+        }
         if let field = beside.first {
             let identifiers = try MessageValidator.checkIdentifiers(
                 request[field] ?? .null, field: field, error: invalid)
@@ -167,8 +172,8 @@ public enum V1MessageValidator {
             throw invalid("Recipient of the message is not set: give message.token, message.fid, message.topic or "
                 + "message.condition.")
         }
-        throw invalid("Exactly one of message.token, message.fid, message.topic, message.condition, tokens or "
-            + "users must be given; got " + present.joined(separator: " and ") + ".")
+        throw invalid("Exactly one of message.token, message.fid, message.topic, message.condition, tokens, "
+            + "users or subscription must be given; got " + present.joined(separator: " and ") + ".")
     }
 
     // MARK: - Platform blocks

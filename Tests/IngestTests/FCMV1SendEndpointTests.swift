@@ -21,10 +21,10 @@ import Testing
 
     private func api(
         token: String? = nil, projects: [String: String] = ["proj-a": "default", "proj-b": "b"],
-        legacyApps: Set<String> = []
+        providers: [String: ProviderKind] = [:]
     ) -> IngestAPI {
         IngestAPI(writer: writer, readers: readers, apiToken: token, knownApps: ["default", "b"], projects: projects,
-                  legacyApps: legacyApps)
+                  providers: providers)
     }
 
     private func send(
@@ -112,7 +112,7 @@ import Testing
     }
 
     @Test func aLegacyAppRefusesWhatLegacyCannotCarry() throws {
-        let api = api(legacyApps: ["default"])
+        let api = api(providers: ["default": .fcmLegacy])
         let fid = send(api, #"{"message":{"fid":"f"}}"#)
         #expect(fid.status == 400)
         #expect(error(fid.json).message.contains("message.fid"))

@@ -56,6 +56,18 @@ public final class H2StandIn: @unchecked Sendable {
         return object
     }
 
+    /// POSTs `body` to the stand-in's control port at `path` (`/subscriptions` of the Web Push stand-in) and
+    /// returns the JSON it answers.
+    public func post(_ path: String, body: String) async throws -> Any {
+        let (result, _) = await exchange(statsPool, OutboundRequest(
+            url: "http://127.0.0.1:\(statsPort)\(path)", headers: [("content-type", "application/json")],
+            body: Array(body.utf8)))
+        guard case .response(200, _, let answer, _) = result else {
+            throw StandInError(description: "POST \(path): \(result)")
+        }
+        return try JSONSerialization.jsonObject(with: Data(answer))
+    }
+
     public struct Stats {
         public var sessions: Int
         public var peakSessions: Int

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# Web Push benchmark (SPEC §10 / the Web Push issue: one push-service origin answering after 30 ms, >= 5,000
+# encrypted sends/s on this machine, each a fresh ECDH + AES-GCM; CPU per send beside what `openssl speed ecdhp256`
+# gives on the same machine): Herald with its default settings sending single-subscription messages of a Web Push
+# app (SPEC §16) over TLS + HTTP/2 to a stand-in push service (scripts/webpush-h2-standin.js under node: POST
+# /push/<name> answered 201 after a fixed delay, 100 concurrent streams per connection, every VAPID header verified
+# and one body in --decrypt-every decrypted with node's crypto), beside h2load (nghttp2) sending one of Herald's
+# requests as the stand-in captured it, with the same connections x streams, in the same run. Figures:
+#   rate         deliveries that reached `delivered` per second: the slope of
+#                herald_deliveries_total{app="web",outcome="delivered"} between the end of the ramp-up and the 95 %
+#                mark of a preloaded backlog (after at most HERALD_BENCH_DURATION seconds)
+#   h2load       requests/s of `h2load -c C -m M` for HERALD_BENCH_DURATION seconds, C x M = Herald's requests in
+#                flight (its default concurrency, 1000: 10 connections x 100 streams); its requests are not
+#                encrypted anew, so it is the ceiling of the stand-in and the loopback, not a like-for-like sender
+#   cpu/send     Herald's process CPU time (user + system, /proc/PID/stat) over the rate window / sends in it,
+#                beside 1e6 / `openssl speed -seconds 3 ecdhp256`'s ECDH operations per second (one P-256 ECDH)
+#   accounting   the stand-in's count of requests against herald_fcm_requests_total{app="web"}, the subscriptions
+#                it answered 201 twice for one plaintext (duplicates, must be 0), the VAPID headers it could not
+#                verify and the bodies it could not decrypt (both must be 0)
+# The backlog is generated with the sqlite3 shell in the shape `POST /v1/messages` stores a v1 message to a Web
+# Push app, one distinct subscription per message (endpoint https://127.0.0.1:<stand-in>/push/b-<n>, all with the
+# keys of the stand-in's subscription "b", so it can decrypt them), into a database made by `herald migrate` with
+# app "web" paused; `herald resume web` starts the drain. The VAPID key (openssl) and the stand-in's self-signed
+# certificate (trusted through SSL_CERT_FILE) are made for the run. Nothing leaves loopback.
+#
+# Usage, from the repository root (root on Debian/Ubuntu installs node, openssl and nghttp2-client if missing):
+#   Benchmarks/webpush.sh
+# Environment (all optional):
+#   HERALD_BENCH_RUNS=3              rounds; the table shows medians
+#   HERALD_BENCH_DELAY=30            the stand-in's answer delay (ms)
+#   HERALD_BENCH_BACKLOG=100000      single-subscription messages preloaded per measurement
+#   HERALD_BENCH_DURATION=15         seconds of h2load, and at most of Herald's rate window
+#   HERALD_BENCH_RAMP=2              seconds after the first delivery that are not counted
+#   HERALD_BENCH_POLL=0.2            seconds between two looks at /metrics
+#   HERALD_BENCH_DECRYPT_EVERY=50    the stand-in decrypts one request in this many
+#   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go (a real disk)
+#   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
+#   HERALD_BENCH_KEEP=1              keep the work directory
+# Exit status: non-zero on errors (a tool failing, Herald stopping, a delivery not ending `delivered`, requests
+# unaccounted for or answered twice, a VAPID header or body the stand-in refused, h2load seeing errors), never
+# because a target was missed.
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+# shellcheck source=Benchmarks/common.sh
+source Benchmarks/common.sh
+STOP_TIMEOUT_SECONDS=60
+
+RUNS=${HERALD_BENCH_RUNS:-3}
+DELAY=${HERALD_BENCH_DELAY:-30}
+BACKLOG=${HERALD_BENCH_BACKLOG:-100000}
+DURATION=${HERALD_BENCH_DURATION:-15}
+RAMP=${HERALD_BENCH_RAMP:-2}
+POLL=${HERALD_BENCH_POLL:-0.2}
+DECRYPT_EVERY=${HERALD_BENCH_DECRYPT_EVERY:-50}
+CONCURRENCY=1000 # Herald's default for a Web Push app; h2load gets the same requests in flight
+STREAMS=100
+TARGET_RATE=5000
+
+for value in "$RUNS" "$BACKLOG" "$DURATION" "$RAMP" "$DECRYPT_EVERY"; do
+    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
+done
+[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
+[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
+
+WORK=""
+HERALD_PID=""
+HERALD_LOG=""
+STANDIN_PID=""
+POLLER_PID=""
+CHILD_PID=""
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    stop_pid "$CHILD_PID" TERM
+    stop_pid "$POLLER_PID" TERM
+    stop_herald quiet || true
+    stop_pid "$STANDIN_PID" TERM
+    remove_work
+    exit "$status"
+}
+trap_cleanup
+
+# --- tools -------------------------------------------------------------------------------------------------
+missing=""
+for tool in node openssl h2load sqlite3 curl; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
+if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+    if [[ $(id -u) -eq 0 ]]; then
+        ./scripts/install-deps
+        command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client
+    else
+        log "not root: skipping scripts/install-deps"
+    fi
+fi
+for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+build_herald
+
+WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-webpush.XXXXXX")
+HZ=$(getconf CLK_TCK)
+now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; }
+
+# --- the stand-in, for the whole run (the backlog's endpoints name its port), and the VAPID key --------------
+standin_certificate
+VAPID_FILE=$WORK/vapid.pem
+(umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$VAPID_FILE" 2>/dev/null) ||
+    fail "openssl could not make the VAPID key"
+STANDIN_SCRIPT=$ROOT/scripts/webpush-h2-standin.js
+STANDIN_ARGS=(--decrypt-every "$DECRYPT_EVERY" --shared-subscriber b)
+start_standin "$DELAY"
+printf '{"apps":[{"name":"web","provider":"webpush","vapid_private_key_file":"%s","vapid_subject":"mailto:bench@example.com"}]}\n' \
+    "$VAPID_FILE" >"$WORK/webpush.json"
+SUBSCRIPTION=$(curl -fsS --max-time 5 -d '{"names":["b"]}' "http://127.0.0.1:$STATS_PORT/subscriptions") ||
+    fail "the stand-in made no subscription"
+P256DH=$(sed -n 's/.*"p256dh":"\([^"]*\)".*/\1/p' <<<"$SUBSCRIPTION")
+AUTH=$(sed -n 's/.*"auth":"\([^"]*\)".*/\1/p' <<<"$SUBSCRIPTION")
+[[ -n $P256DH && -n $AUTH ]] || fail "the stand-in's subscription has no keys: $SUBSCRIPTION"
+
+# --- the backlog (in the shape ingest stores a v1 message to a Web Push app) ----------------------------------
+STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"webpush":{"notification":{"icon":"/icons/goal.png"},"fcm_options":{"link":"https://example.com/m/20260611"}}}'
+TTL=2419200
+make_backlog() { # $1 path, $2 messages
+    local db=$1 messages=$2 sql=$WORK/generate.sql now base chunk=100000 first last
+    local token="'https://127.0.0.1:$STANDIN_PORT/push/b-' || value || '#p256dh=$P256DH&auth=$AUTH'"
+    rm -f "$db" "$db-wal" "$db-shm"
+    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
+        cat "$WORK/migrate.log" >&2
+        fail "herald migrate failed"
+    }
+    now=$(now_ms)
+    base=$((now - messages / 100 - 60000))
+    {
+        echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"
+        echo "INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('web', 1, 'benchmark preload', $now)"
+        echo "  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;"
+        for ((first = 1; first <= messages; first += chunk)); do
+            last=$((first + chunk - 1 < messages ? first + chunk - 1 : messages))
+            printf '%s\n' "BEGIN;
+INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+  SELECT printf('01BENCH%019d', value), 'web', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $TTL, 0,
+         $base + value / 100, $base + value / 100 + $TTL * 1000, 'v1', 'token'
+  FROM generate_series($first, $last);
+INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+  SELECT printf('01BENCH%019d', value), 'web', $token, 'queued', $base + value / 100, $base + value / 100, 1,
+         $base + value / 100
+  FROM generate_series($first, $last);
+COMMIT;"
+        done
+        echo "PRAGMA wal_checkpoint(TRUNCATE);"
+    } >"$sql"
+    sqlite3 -bail "$db" <"$sql" >"$WORK/generate.out" 2>&1 || {
+        cat "$WORK/generate.out" >&2
+        fail "generating the backlog failed"
+    }
+    rm -f "$sql"
+}
+
+# --- Herald ------------------------------------------------------------------------------------------------
+PORT=""
+start_herald() { # $1 database
+    local tries
+    HERALD_LOG=$WORK/herald.log
+    for tries in 1 2 3 4 5; do
+        PORT=$(free_port)
+        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$1" --listen "127.0.0.1:$PORT" --config "$WORK/webpush.json" \
+            --durability full 2>"$HERALD_LOG" &
+        HERALD_PID=$!
+        local waited=0
+        while ((waited < 300)); do
+            kill -0 "$HERALD_PID" 2>/dev/null || break
+            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null; then return 0; fi
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        stop_herald quiet
+    done
+    tail -5 "$HERALD_LOG" >&2
+    fail "could not start herald"
+}
+
+# Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib machine_busy_ticks
+# standin_ticks steal_ticks" per line, until killed.
+poller() { # $1 pid, $2 port
+    local pid=$1 port=$2 text delivered connections ticks hwm key value busy steal standin
+    while kill -0 "$pid" 2>/dev/null; do
+        text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
+        delivered=$(metric "$text" 'herald_deliveries_total{app="web",outcome="delivered"}')
+        connections=$(metric "$text" 'herald_fcm_connections{app="web"}')
+        read -r ticks < <(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        hwm=0
+        while read -r key value _; do [[ $key == VmHWM: ]] && hwm=$value; done <"/proc/$pid/status"
+        read -r busy _ steal < <(machine_ticks)
+        read -r standin < <(awk '{ print $14 + $15 }' "/proc/$STANDIN_PID/stat" 2>/dev/null || echo 0)
+        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm $busy $standin $steal"
+        sleep "$POLL"
+    done
+}
+
+# One drain of the backlog. Sets H_RATE H_CPU_US H_CONN H_HWM H_WIRE H_COUNTED H_DUPLICATES H_BAD_VAPID
+# H_DECRYPTED H_DECRYPT_FAILURES H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT.
+measure_herald() { # $1 template database
+    local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline last
+    cp "$1" "$db"
+    rm -f "$db-wal" "$db-shm"
+    before=$(standin_stats)
+    start_herald "$db"
+    poller "$HERALD_PID" "$PORT" >"$polls" &
+    POLLER_PID=$!
+    "$HERALD" resume web --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
+    deadline=$(($(date +%s) + RAMP + DURATION + 60))
+    while (($(date +%s) < deadline)); do
+        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
+        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
+        [[ -n $last ]] && ((last >= BACKLOG)) && break
+        sleep 0.5
+    done
+    "$HERALD" pause web --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
+    sleep 3
+    text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
+    after=$(standin_stats)
+    stop_pid "$POLLER_PID" TERM
+    POLLER_PID=""
+    stop_herald
+    H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="web"')
+    H_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
+    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    H_BAD_VAPID=$(($(stat_of "$after" bad_vapid) - $(stat_of "$before" bad_vapid)))
+    H_DECRYPTED=$(($(stat_of "$after" decrypted) - $(stat_of "$before" decrypted)))
+    H_DECRYPT_FAILURES=$(($(stat_of "$after" decrypt_failures) - $(stat_of "$before" decrypt_failures)))
+    local undelivered
+    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state NOT IN ('delivered', 'queued')")
+    ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
+        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" \
+        -v total="$BACKLOG" -v hz="$HZ" '
+        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; m[NR] = $6; n[NR] = $7; st[NR] = $8; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
+        END {
+            for (i = 1; i <= NR && c[i] == 0; i++) ;
+            start = t[i] + ramp * 1e6
+            for (a = i; a <= NR && t[a] < start; a++) ;
+            for (b = a; b < NR && c[b] < 0.95 * total && t[b] < t[a] + duration * 1e6; b++) ;
+            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024) " 0 0 0"; exit }
+            sends = c[b] - c[a]; secs = (t[b] - t[a]) / 1e6
+            herald = cpu[b] - cpu[a]; standin = n[b] - n[a]; steal = st[b] - st[a]
+            others = m[b] - m[a] - herald - standin - steal
+            printf "%.1f %.1f %d %d %.0f %.0f %.0f\n", sends / secs, herald / hz * 1e6 / sends, conn, int(hwm / 1024),
+                standin / hz / secs * 100, (others > 0 ? others : 0) / hz / secs * 100, steal / hz / secs * 100
+        }' "$polls")"
+    rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
+}
+
+# h2load with Herald's requests in flight: the first request of Herald's the stand-in captured (its encrypted body,
+# VAPID header and the rest), to one more subscription name. Sets L_RATE L_CONNECTIONS.
+measure_h2load() {
+    local out=$WORK/h2load.out connections=$(((CONCURRENCY + STREAMS - 1) / STREAMS)) line
+    local -a headers=()
+    standin_stats >"$WORK/stats.json" || fail "the stand-in's /stats did not answer"
+    node -e '
+        const s = JSON.parse(require("fs").readFileSync(process.argv[1]));
+        if (!s.sample) process.exit(1);
+        require("fs").writeFileSync(process.argv[2], Buffer.from(s.sample.body, "base64"));
+        for (const [name, value] of Object.entries(s.sample.headers)) {
+            if (name !== "content-length") console.log(`${name}: ${value}`);
+        }' "$WORK/stats.json" "$WORK/body.bin" >"$WORK/headers.txt" || fail "the stand-in captured no request from Herald"
+    while IFS= read -r line; do headers+=(-H "$line"); done <"$WORK/headers.txt"
+    h2load -c "$connections" -m "$STREAMS" -t 1 -D "$DURATION" --warm-up-time=2 "${headers[@]}" -d "$WORK/body.bin" \
+        "https://127.0.0.1:$STANDIN_PORT/push/h2load-0" >"$out" 2>&1 &
+    CHILD_PID=$!
+    wait "$CHILD_PID" || {
+        cat "$out" >&2
+        fail "h2load failed"
+    }
+    CHILD_PID=""
+    grep -q '^status codes: .* 0 4xx, 0 5xx' "$out" || {
+        cat "$out" >&2
+        fail "h2load saw errors"
+    }
+    L_RATE=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "req/s,") { print $i; exit } }' "$out")
+    L_CONNECTIONS=$connections
+}
+
+# One P-256 ECDH on this machine, in microseconds: openssl's own figure.
+ecdh_us() {
+    openssl speed -seconds 3 ecdhp256 2>/dev/null |
+        awk '/ecdh \(nistp256\)/ { print 1e6 / $NF; exit }'
+}
+
+# --- the run -----------------------------------------------------------------------------------------------
+log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); $(nproc) cores; $RUNS runs;" \
+    "delay $DELAY ms; backlog $(fmt "$BACKLOG"); default settings (Web Push concurrency $CONCURRENCY); --durability full"
+log "  node $(node --version); $(h2load --version 2>&1 | head -1); $(openssl version | cut -d' ' -f1-2)"
+log "generating the backlog: $(fmt "$BACKLOG") single-subscription messages to app web"
+make_backlog "$WORK/template.db" "$BACKLOG"
+
+RATES="" LS="" CPUS="" CONNS="" HWMS="" OTHERS="" ECDHS=""
+for ((run = 1; run <= RUNS; run++)); do
+    measure_herald "$WORK/template.db"
+    ((H_DUPLICATES == 0)) || fail "the stand-in answered $H_DUPLICATES subscriptions twice for one plaintext"
+    ((H_WIRE == H_COUNTED)) || fail "the stand-in received $H_WIRE requests, Herald accounted for $H_COUNTED"
+    ((H_BAD_VAPID == 0)) || fail "the stand-in could not verify the VAPID header of $H_BAD_VAPID of Herald's requests"
+    ((H_DECRYPT_FAILURES == 0)) || fail "the stand-in could not decrypt $H_DECRYPT_FAILURES of Herald's bodies"
+    ((H_DECRYPTED > 0)) || fail "the stand-in decrypted none of Herald's bodies"
+    measure_h2load
+    ECDH=$(ecdh_us)
+    RATES+=" $H_RATE" LS+=" $L_RATE" CPUS+=" $H_CPU_US" CONNS+=" $H_CONN" HWMS+=" $H_HWM" OTHERS+=" $H_OTHERS_PCT"
+    ECDHS+=" $ECDH"
+    log "run $run/$RUNS  herald $(fmt "$H_RATE") sends/s | h2load -c $L_CONNECTIONS -m $STREAMS $(fmt "$L_RATE") req/s |" \
+        "CPU $H_CPU_US us/send (openssl ecdhp256: $ECDH us/op) | connections $H_CONN | peak RSS $H_HWM MiB |" \
+        "wire $H_WIRE = accounted $H_COUNTED, duplicates $H_DUPLICATES, decrypted $H_DECRYPTED (failures" \
+        "$H_DECRYPT_FAILURES), VAPID unverified $H_BAD_VAPID | % of a core in the window: stand-in $H_STANDIN_PCT," \
+        "other processes $H_OTHERS_PCT, steal $H_STEAL_PCT"
+done
+
+# --- the table ---------------------------------------------------------------------------------------------
+met() { awk -v a="$1" -v t="$2" 'BEGIN { print (a >= t ? "met" : "NOT met") }'; }
+row() { printf '%-40s %12s %24s %7s %16s\n' "$@"; }
+# shellcheck disable=SC2086
+{
+    r=$(median $RATES)
+    l=$(median $LS)
+    c=$(median $CPUS)
+    k=$(median $CONNS)
+    h=$(median $HWMS)
+    e=$(median $ECDHS)
+}
+echo
+echo "Herald Web Push, median of $RUNS runs, default settings (concurrency $CONCURRENCY), one push-service origin" \
+    "(node stand-in, $STREAMS streams/connection, ${DELAY} ms) on 127.0.0.1, $(nproc) cores, h2load on the same machine"
+row figure value baseline ratio target
+row "encrypted sends/s" "$(fmt "$r")" "h2load $(fmt "$l")" "$(ratio "$r" "$l")" ">= $(fmt $TARGET_RATE) $(met "$r" $TARGET_RATE)"
+row "Herald CPU per send (us)" "$c" "openssl ECDH $e us" "$(ratio "$c" "$e")" -
+row "connections held" "$k" - - -
+row "Herald peak RSS (MiB)" "$h" - - -
+row "subscriptions answered twice" 0 - - "0 met"
+echo "runs: herald$RATES; h2load$LS; cpu us$CPUS; openssl ecdh us$ECDHS; connections$CONNS; peak RSS MiB$HWMS;" \
+    "other processes % of a core$OTHERS"
+echo "check: every request at the stand-in was one Herald accounted for, none was answered twice, every VAPID header" \
+    "verified, every decrypted body decrypted, every finished delivery was delivered"

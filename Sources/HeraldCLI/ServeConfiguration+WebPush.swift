@@ -1,0 +1,57 @@
+import Foundation
+import OAuth
+
+/// A Web Push app's VAPID identity (SPEC §16), from its `apps` entry.
+struct WebPushSettings: Sendable {
+    /// The `apps` entry's keys for a Web Push app.
+    static let keys: Set = ["vapid_private_key_file", "vapid_subject"]
+
+    var keyFile: String
+    /// `mailto:…` or `https://…`: whom a push service contacts about this sender.
+    var subject: String
+    /// Read by `loadKey` at start; never logged or stored.
+    var key: P256PrivateKey?
+
+    /// `--sandbox`'s: no key file; `Service` makes a throw-away key.
+    static func sandboxed() -> WebPushSettings {
+        WebPushSettings(keyFile: "", subject: "mailto:sandbox@herald.invalid")
+    }
+
+    private init(keyFile: String, subject: String) {
+        (self.keyFile, self.subject) = (keyFile, subject)
+    }
+
+    init(keyFile: String?, subject: String?, app: String, directory: String?) throws {
+        guard let path = keyFile, !path.isEmpty else {
+            throw ServeConfiguration.Invalid(description: """
+                Web Push app "\(app)" needs "vapid_private_key_file" (make one with `herald webpush-keys --out FILE`)
+                """)
+        }
+        guard let subject, subject.hasPrefix("mailto:") || subject.hasPrefix("https://") else {
+            throw ServeConfiguration.Invalid(description: """
+                Web Push app "\(app)" needs "vapid_subject": "mailto:you@example.com" or an https URL, whom push \
+                services contact about your pushes
+                """)
+        }
+        self.keyFile = directory.map { ServeConfiguration.resolvePath(path, against: $0) } ?? path
+        self.subject = subject
+    }
+
+    /// Reads the PEM file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.
+    mutating func loadKey(app: String) throws {
+        let text: String
+        do {
+            text = try String(contentsOfFile: keyFile, encoding: .utf8)
+        } catch {
+            throw ServeConfiguration.Invalid(description: "Web Push app \"\(app)\": cannot read key file \(keyFile)")
+        }
+        do {
+            key = try P256PrivateKey(pem: text)
+        } catch {
+            throw ServeConfiguration.Invalid(description: """
+                Web Push app "\(app)": \(keyFile) is not a VAPID key (a PEM P-256 private key, as \
+                `herald webpush-keys` writes): \(error)
+                """)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import OAuth
+import Queue
+
+extension ProviderKind {
+    /// Why `message` cannot go out through this provider, or nil: refused at ingest with 400 rather than
+    /// dead-lettered later. FCM legacy has no FIDs and no web push block; APNs and Web Push address devices only
+    /// (no topics, conditions or FIDs); Web Push sends only to subscriptions, and only Web Push can.
+    func refusal(of message: IncomingMessage, app: String) -> APIError? {
+        let addressed = switch message.target {
+        case .topic: "a topic"
+        case .condition: "a condition"
+        default: message.tokenField == .fid ? "a Firebase Installation ID" : nil
+        }
+        switch self {
+        case .fcmV1:
+            return Self.subscriptionRefusal(message, app: app, provider: "FCM HTTP v1")
+        case .fcmLegacy:
+            if message.format == .v1, message.tokenField == .fid {
+                return V1MessageValidator.invalid("Invalid value at 'message.fid': app \"\(app)\" delivers over "
+                    + "FCM legacy, which cannot address a Firebase Installation ID; use an fcm-v1 app.")
+            }
+            if message.format == .v1, message.payload["webpush"] != nil {
+                return V1MessageValidator.invalid("Invalid value at 'message.webpush': app \"\(app)\" delivers "
+                    + "over FCM legacy, which has no web push block; use an fcm-v1 app.")
+            }
+            return Self.subscriptionRefusal(message, app: app, provider: "FCM legacy")
+        case .apns:
+            if let addressed {
+                return .invalidParameters("app \"\(app)\" delivers over APNs, which cannot address "
+                    + "\(addressed): send to device tokens or users")
+            }
+            return Self.subscriptionRefusal(message, app: app, provider: "APNs")
+        case .webPush:
+            if let addressed {
+                return .invalidParameters("app \"\(app)\" delivers over Web Push, which cannot address "
+                    + "\(addressed): send to subscriptions or users")
+            }
+            if case .tokens(let tokens) = message.target,
+               let index = tokens.firstIndex(where: { WebPushSubscription(token: $0) == nil }) {
+                return .invalidParameters("app \"\(app)\" delivers over Web Push: its targets are subscriptions "
+                    + "(\"subscription\": {...}, or a token a PUT /v1/subscriptions returned); target \(index + 1) "
+                    + "is not one")
+            }
+            return nil
+        }
+    }
+
+    /// A subscription sent to an app of another provider.
+    private static func subscriptionRefusal(_ message: IncomingMessage, app: String, provider: String) -> APIError? {
+        guard case .tokens(let tokens) = message.target,
+              tokens.contains(where: { $0.utf8.starts(with: "https://".utf8) && WebPushSubscription(token: $0) != nil })
+        else { return nil }
+        return .invalidParameters("app \"\(app)\" delivers over \(provider); a Web Push subscription needs an app "
+            + "whose provider is \"webpush\"")
+    }
+}

@@ -1,0 +1,53 @@
+@testable import Classify
+import Support
+import Testing
+
+private let now: Int64 = 1_700_000_000_000
+
+/// SPEC §16's outcomes, row by row, with what push services answer.
+@Suite struct WebPushClassifierTests {
+    struct Row: Sendable, CustomTestStringConvertible {
+        let name: String
+        let status: Int
+        var headers: [(name: String, value: String)] = []
+        let outcome: Outcome
+        var closesGate = false
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "201 Created keeps the Location", status: 201,
+            headers: [("location", "https://fcm.googleapis.com/0:1700000000%7cabc")],
+            outcome: .delivered(fcmMessageID: "https://fcm.googleapis.com/0:1700000000%7cabc", canonicalToken: nil)),
+        Row(name: "201 without a Location", status: 201, outcome: .delivered(fcmMessageID: nil, canonicalToken: nil)),
+        Row(name: "a Location too long to keep", status: 201,
+            headers: [("location", "https://push.example/" + String(repeating: "x", count: 300))],
+            outcome: .delivered(fcmMessageID: nil, canonicalToken: nil)),
+        Row(name: "404: the subscription expired", status: 404,
+            outcome: .unregistered(reason: .httpStatus(404), since: nil)),
+        Row(name: "410: unsubscribed", status: 410, outcome: .unregistered(reason: .httpStatus(410), since: nil)),
+        Row(name: "400: a malformed request", status: 400, outcome: .deadMessage(reason: .httpStatus(400))),
+        Row(name: "413: the payload too large", status: 413, outcome: .deadMessage(reason: .httpStatus(413))),
+        Row(name: "401: VAPID refused", status: 401, outcome: .pauseApp(reason: .httpStatus(401))),
+        Row(name: "403: the key is not the subscription's", status: 403, outcome: .pauseApp(reason: .httpStatus(403))),
+        Row(name: "429 with Retry-After", status: 429, headers: [("retry-after", "30")],
+            outcome: .retry(reason: .httpStatus(429)), closesGate: true),
+        Row(name: "429 without Retry-After", status: 429, outcome: .retry(reason: .httpStatus(429)), closesGate: true),
+        Row(name: "500", status: 500, outcome: .retry(reason: .httpStatus(500)), closesGate: true),
+        Row(name: "503 with Retry-After", status: 503, headers: [("retry-after", "120")],
+            outcome: .retry(reason: .httpStatus(503)), closesGate: true),
+        Row(name: "an unknown 4xx refuses the message", status: 422, outcome: .deadMessage(reason: .httpStatus(422))),
+    ]
+
+    @Test(arguments: rows) func theTable(_ row: Row) {
+        let classification = WebPushClassifier.classify(status: row.status, headers: row.headers, now: now)
+        #expect(classification.outcomes == [row.outcome])
+        #expect(classification.closesGate == row.closesGate)
+        #expect(!classification.credentialRenewedTooOften)
+    }
+
+    @Test func retryAfterIsHonoured() {
+        let classification = WebPushClassifier.classify(status: 429, headers: [("retry-after", "120")], now: now)
+        #expect(classification.retryAfterUntil == now + 120_000)
+    }
+}
