@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import OAuth
 import Queue
 import Support
 
@@ -231,6 +232,10 @@ public final class IngestAPI: HTTPHandler {
         switch TokenRegistration.validate(token: token, body: request.body) {
         case .failure(let failure): return responder.respond(error(failure))
         case .success(let valid): registration = valid
+        }
+        if providers[registration.app] == .webPush, WebPushSubscription(token: token) == nil {
+            return responder.respond(error(.invalidParameters("app \"\(registration.app)\" delivers over Web Push: "
+                + "register its subscriptions with PUT /v1/subscriptions (PushSubscription.toJSON())")))
         }
         writer.enqueue({
             try $0.upsertToken(token, app: registration.app, user: registration.user, now: Clock.nowMillis())

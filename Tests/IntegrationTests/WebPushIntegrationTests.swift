@@ -188,6 +188,8 @@ import Testing
             #expect(reply.status == 400 || reply.status == 404, "\(body) → \(reply.status) \(reply.text)")
             #expect(reply.text.contains(says), "\(body) → \(reply.text)")
         }
+        let plain = try await rig.herald.request("PUT", "/v1/tokens/not-a-subscription", body: #"{"app":"web"}"#)
+        #expect(plain.status == 400 && plain.text.contains("PUT /v1/subscriptions"), "\(plain.text)")
         #expect(try registry(rig).isEmpty, "nothing stored")
         let topic = try await rig.herald.request(
             "POST", "/v1/messages", body: #"{"app":"web","message":{"topic":"news","data":{"a":"b"}}}"#)
