@@ -1,5 +1,4 @@
 import Queue
-import Storage
 
 // The rest of `Storage.Store` on PostgreSQL: the reads and maintenance operations ingest, the HTTP reads and the
 // commands need besides the queue's own (`PGQueueStore.swift`, `PGQueueStore+Messages.swift`). Status, dead

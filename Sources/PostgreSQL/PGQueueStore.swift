@@ -1,5 +1,4 @@
 import Queue
-import Storage
 import Support
 
 /// PostgreSQL's translation of the queue's operations (`Storage.QueueStore`): one statement each, prepared once per

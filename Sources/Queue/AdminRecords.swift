@@ -164,37 +164,3 @@ public struct DeadLetterGroup: Sendable, Equatable {
         (self.app, self.reason, self.count) = (app, reason, count)
     }
 }
-
-extension AppStatus {
-    /// Joins the figures an engine read for `herald status` into one status per app, the same way on every engine
-    /// (SQLite's and PostgreSQL's `appStatuses`): `finishedSince` are (app, state, count) rows of deliveries that
-    /// became delivered or dropped since a minute ago, `deadSince` those that became dead; `backlog` and `nextDue`
-    /// read one app's queued rows.
-    public static func assemble(
-        _ apps: [AppStatus], inflight: [String: Int], dead: [String: Int], deadSince: [String: Int],
-        finishedSince: [(app: String, state: String, count: Int)], now: Int64,
-        backlog: (String) throws -> (queued: Int, ready: Int)?, nextDue: (String) throws -> Int64?
-    ) rethrows -> [AppStatus] {
-        var finished: [String: FinishedCounts] = [:]
-        for row in finishedSince {
-            if row.state == DeliveryState.delivered.rawValue {
-                finished[row.app, default: FinishedCounts()].delivered = row.count
-            } else {
-                finished[row.app, default: FinishedCounts()].dropped = row.count
-            }
-        }
-        var statuses = apps
-        for index in statuses.indices {
-            let app = statuses[index].name
-            let queued = try backlog(app)
-            statuses[index].queued = queued?.queued ?? 0
-            statuses[index].ready = queued?.ready ?? 0
-            if let due = try nextDue(app), due <= now { statuses[index].oldestReadySince = due }
-            statuses[index].inflight = inflight[app] ?? 0
-            statuses[index].dead = dead[app] ?? 0
-            statuses[index].finishedLastMinute = finished[app] ?? FinishedCounts()
-            statuses[index].finishedLastMinute.dead = deadSince[app] ?? 0
-        }
-        return statuses
-    }
-}

@@ -3,26 +3,29 @@ import Queue
 extension Connection {
     // MARK: - Status
 
-    /// Every app's switches, backlog and last-minute finishes, from index range scans only (no table scan), so it
-    /// answers quickly at millions of rows. Call inside `snapshot` for figures that agree with each other.
-    public func appStatuses(now: Int64, lastMinute: Bool) throws -> [AppStatus] {
-        let since = now - 60_000
-        return try AppStatus.assemble(
-            query(StatusSQL.apps) {
-                AppStatus(
-                    name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
-                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
-                    gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
-            },
-            inflight: countsByApp(StatusSQL.inflight, []), dead: countsByApp(StatusSQL.dead, []),
-            deadSince: lastMinute ? countsByApp(StatusSQL.deadSince, [.integer(since)]) : [:],
-            finishedSince: lastMinute
-                ? query(StatusSQL.finishedSince, [.integer(since)]) {
-                    (app: $0.string(0), state: $0.string(1), count: $0.int(2))
-                } : [],
-            now: now,
-            backlog: { app in try queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } },
-            nextDue: { try nextDue(app: $0) })
+    public func appSwitches() throws -> [AppStatus] {
+        try query(StatusSQL.apps) {
+            AppStatus(
+                name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
+                pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
+                gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
+        }
+    }
+
+    public func backlog(app: String, now: Int64) throws -> (queued: Int, ready: Int) {
+        try queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } ?? (0, 0)
+    }
+
+    public func inflightCounts() throws -> [String: Int] { try countsByApp(StatusSQL.inflight, []) }
+
+    public func deadCounts(since: Int64?) throws -> [String: Int] {
+        try since.map { try countsByApp(StatusSQL.deadSince, [.integer($0)]) } ?? countsByApp(StatusSQL.dead, [])
+    }
+
+    public func finishedCounts(since: Int64) throws -> [(app: String, state: DeliveryState, count: Int)] {
+        try query(StatusSQL.finishedSince, [.integer(since)]) {
+            (app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2))
+        }
     }
 
     /// The `queue_depth` view: every app and state with its count. It reads every delivery, so it takes seconds

@@ -197,3 +197,7 @@ public final class Connection {
             message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
 }
+
+extension DatabaseRequirementError {
+    static let walHint = "Herald needs WAL: a database file on a local filesystem with shared-memory support"
+}
