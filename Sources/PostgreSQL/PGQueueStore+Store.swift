@@ -1,10 +1,10 @@
 import Queue
 
-// The rest of `Storage.Store` on PostgreSQL: the reads and maintenance operations ingest, the HTTP reads and the
+// The rest of `Queue.Store` on PostgreSQL: the reads and maintenance operations ingest, the HTTP reads and the
 // commands need besides the queue's own (`PGQueueStore.swift`, `PGQueueStore+Messages.swift`). Status, dead
 // letters and retention have files of their own (`+Status`, `+DeadLetters`, `+Retention`). Each statement has the
-// semantics of SQLite's (`Connection+Messages.swift`, `Connection+TokenListing.swift`, `Connection+TokenEvents.swift`)
-// and the same ordering, limits and cursors.
+// semantics of SQLite's (`SQLiteQueueStore+Messages.swift`, `+TokenListing.swift`, `+TokenEvents.swift`) and the
+// same ordering, limits and cursors; the engine-neutral suites (`QueueStoreSuite`, `AdminStoreSuite`) hold both.
 extension PGQueueStore: Store {
     public var location: String { connection.redactedURL }
 

@@ -1,9 +1,10 @@
 import Queue
 import Support
 
-/// PostgreSQL's translation of the queue's operations (`Storage.QueueStore`): one statement each, prepared once per
-/// session with bound parameters, deciding nothing. The rules that combine them (`claim`, `apply`) are Storage's,
-/// the same as on SQLite (`Connection+QueueStore.swift`).
+/// PostgreSQL's translation of the queue's operations (`Queue.Store`): one statement each, prepared once per
+/// session with bound parameters, deciding nothing. The rules that combine them (`claim`, `apply`, `insertMessage`,
+/// `purgeDeadLetters`, `pruneEmptyMessages`, `appStatuses`) are Queue's, the same as on SQLite
+/// (`SQLiteQueueStore`).
 ///
 /// Several Heralds may share one database: the claim leases with `FOR UPDATE SKIP LOCKED`, so two instances never
 /// lease the same row, and every outcome is guarded on the lease still being held, which PostgreSQL re-checks on
@@ -18,7 +19,7 @@ import Support
 ///                                                  now: Clock.nowMillis()) }
 public final class PGQueueStore {
     public let connection: PGConnection
-    /// How long a `time_to_live: 0` message may wait for its one attempt (SQLite's `Connection` has the same).
+    /// How long a `time_to_live: 0` message may wait for its one attempt (SQLite's `SQLiteQueueStore` has the same).
     public var ttlZeroWindowMillis: Int64 = defaultTTLZeroWindowMillis
     /// The clock leases are stamped, renewed and found expired on.
     public var leaseClock = LeaseClock.database

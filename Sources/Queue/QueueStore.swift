@@ -4,7 +4,7 @@ import Support
 /// statement, or a few, of that engine's SQL, and decides nothing. The rules that combine them — what a claim
 /// settles before anything is sent, what an answer does to the token registry — are written once, over this
 /// protocol, in `QueueStore+Claim.swift` and `QueueStore+Outcomes.swift`. SQLite's translation is
-/// `Connection+QueueStore.swift`.
+/// `Storage/SQLiteQueueStore.swift`, PostgreSQL's `PostgreSQL/PGQueueStore.swift`.
 ///
 /// Every operation runs in the caller's write transaction. Outcome operations touch a row only while its lease is
 /// held (`HeldLease`: still in flight under the same owner), so a late or repeated answer never overwrites a row

@@ -1,8 +1,8 @@
 import Support
 
 /// Everything Herald asks of a database, on either engine: the queue's operations (`QueueStore`) and what ingest,
-/// the HTTP reads and the maintenance commands need besides. SQLite's `Connection` and PostgreSQL's `PGQueueStore`
-/// conform; the service and every command hold an `any Store` and never know which engine they talk to.
+/// the HTTP reads and the maintenance commands need besides. SQLite's `SQLiteQueueStore` and PostgreSQL's
+/// `PGQueueStore` conform; the service and every command hold an `any Store` and never know which engine they talk to.
 ///
 /// Like the connections behind it, a store is used by one thread at a time, never from Swift concurrency's
 /// cooperative pool (both engines' calls block).

@@ -1,9 +1,9 @@
 import Queue
 
-extension Connection {
+extension SQLiteQueueStore {
     /// Events with an id above `after`, oldest first.
     public func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord] {
-        try query(
+        try connection.query(
             """
             SELECT id, at, app, token, kind, replacement, reason, message_id
             FROM token_events WHERE id > ? ORDER BY id LIMIT ?
@@ -17,7 +17,7 @@ extension Connection {
 
     /// The latest events, newest first; with `before`, those with a smaller id (the next page back).
     public func recentTokenEvents(before: Int64?, limit: Int) throws -> [TokenEventRecord] {
-        try query(
+        try connection.query(
             """
             SELECT id, at, app, token, kind, replacement, reason, message_id
             FROM token_events WHERE id < ? ORDER BY id DESC LIMIT ?
@@ -31,7 +31,7 @@ extension Connection {
 
     /// The events about one token of one app, newest first (`token_events_by_app_token`).
     public func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord] {
-        try query(TokenEventSQL.ofToken, [.text(app), .text(token), .integer(Int64(limit))]) {
+        try connection.query(TokenEventSQL.ofToken, [.text(app), .text(token), .integer(Int64(limit))]) {
             TokenEventRecord(
                 id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
                 replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))

@@ -1,10 +1,10 @@
 import Queue
 
-extension Connection {
+extension SQLiteQueueStore {
     // MARK: - Status
 
     public func appSwitches() throws -> [AppStatus] {
-        try query(StatusSQL.apps) {
+        try connection.query(StatusSQL.apps) {
             AppStatus(
                 name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
                 pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
@@ -13,7 +13,7 @@ extension Connection {
     }
 
     public func backlog(app: String, now: Int64) throws -> (queued: Int, ready: Int) {
-        try queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } ?? (0, 0)
+        try connection.queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } ?? (0, 0)
     }
 
     public func inflightCounts() throws -> [String: Int] { try countsByApp(StatusSQL.inflight, []) }
@@ -23,7 +23,7 @@ extension Connection {
     }
 
     public func finishedCounts(since: Int64) throws -> [(app: String, state: DeliveryState, count: Int)] {
-        try query(StatusSQL.finishedSince, [.integer(since)]) {
+        try connection.query(StatusSQL.finishedSince, [.integer(since)]) {
             (app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2))
         }
     }
@@ -31,14 +31,16 @@ extension Connection {
     /// The `queue_depth` view: every app and state with its count. It reads every delivery, so it takes seconds
     /// on a table of millions; `appStatuses` is the quick answer.
     public func queueDepth() throws -> [QueueDepthRow] {
-        try query("SELECT app, state, count, oldest FROM queue_depth ORDER BY app, state") {
+        try connection.query("SELECT app, state, count, oldest FROM queue_depth ORDER BY app, state") {
             QueueDepthRow(app: $0.string(0), state: $0.string(1), count: $0.int(2), oldest: $0.int64(3))
         }
     }
 
     private func countsByApp(_ sql: String, _ arguments: [SQLValue]) throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        for (app, count) in try query(sql, arguments, row: { ($0.string(0), $0.int(1)) }) { counts[app] = count }
+        for (app, count) in try connection.query(sql, arguments, row: { ($0.string(0), $0.int(1)) }) {
+            counts[app] = count
+        }
         return counts
     }
 }

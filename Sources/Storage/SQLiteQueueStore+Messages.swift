@@ -1,9 +1,9 @@
 import Queue
 import Support
 
-extension Connection {
+extension SQLiteQueueStore {
     public func keyedMessage(app: String, key: String) throws -> KeyedMessage? {
-        try queryOne(
+        try connection.queryOne(
             """
             SELECT id, rowid, created_at, idempotency_fingerprint FROM messages
             WHERE app = ? AND idempotency_key = ?
@@ -14,18 +14,19 @@ extension Connection {
     }
 
     public func releaseIdempotencyKey(messageID: String) throws {
-        try run("UPDATE messages SET idempotency_key = NULL WHERE id = ?", .text(messageID))
+        try connection.run("UPDATE messages SET idempotency_key = NULL WHERE id = ?", .text(messageID))
     }
 
     public func deliveryCount(messageID: String) throws -> Int {
-        try queryOne("SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(messageID)]) { $0.int(0) } ?? 0
+        try connection.queryOne(
+            "SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(messageID)]) { $0.int(0) } ?? 0
     }
 
     /// The message row, its deliveries (a statement each), and its collapse heads (one statement). SQLite has one
     /// writer, so the key is never taken meanwhile: never nil.
     public func storeMessage(_ insert: MessageInsert) throws -> StoredMessage? {
         let message = insert.message
-        try run(
+        try connection.run(
             """
             INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
                                   priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
@@ -36,7 +37,7 @@ extension Connection {
             .text(message.priority.rawValue),
             .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(insert.createdAt),
             .integer(insert.expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue))
-        let rowID = lastInsertRowID
+        let rowID = connection.lastInsertRowID
         let (id, app, rank, now) = (insert.id, message.app, insert.lane.rawValue, insert.createdAt)
         let deliveries: Int
         switch message.target {
@@ -57,7 +58,7 @@ extension Connection {
     private func insertDeliveries(to targets: [String], messageID: String, app: String, rank: Int64, now: Int64) throws
         -> Int
     {
-        let insert = try statement(
+        let insert = try connection.statement(
             """
             INSERT INTO deliveries
                 (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
@@ -85,7 +86,7 @@ extension Connection {
         throws -> Int
     {
         let apps = app == NewMessage.everyApp ? "app IN (SELECT name FROM apps)" : "app = ?2"
-        return try run(
+        return try connection.run(
             """
             INSERT INTO deliveries
                 (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
@@ -102,7 +103,7 @@ extension Connection {
     /// supersedes, `CollapseHead.supersedes`). Set-based over the message's deliveries (in id order, so for a target
     /// named twice the later delivery is the head), and only for messages that have a collapse key.
     private func makeHeads(messageID: String, collapseKey: String, now: Int64) throws {
-        try run(
+        try connection.run(
             """
             INSERT INTO collapse_heads (app, collapse_key, token, message_id, delivery_id, created_at)
             SELECT app, ?, token, message_id, id, ? FROM deliveries WHERE message_id = ? ORDER BY id
@@ -114,7 +115,7 @@ extension Connection {
     /// The message and its deliveries, or nil.
     public func message(id: String) throws -> MessageRecord? {
         guard
-            var record = try queryOne(
+            var record = try connection.queryOne(
                 """
                 SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at,
                        expires_at, format, token_field
@@ -131,7 +132,7 @@ extension Connection {
                         dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
                 })
         else { return nil }
-        record.deliveries = try query(
+        record.deliveries = try connection.query(
             """
             SELECT id, token, state, reason, attempts, next_attempt_at, fcm_message_id, canonical_token, last_status,
                    updated_at, app
@@ -150,10 +151,9 @@ extension Connection {
     /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;
     /// otherwise how many were cancelled (deliveries already in flight or finished are left alone).
     public func cancelMessage(id: String, now: Int64) throws -> Int? {
-        guard try queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) != nil else {
-            return nil
-        }
-        return try run(
+        guard try connection.queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) != nil
+        else { return nil }
+        return try connection.run(
             """
             UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = ?
             WHERE message_id = ? AND state = 'queued'

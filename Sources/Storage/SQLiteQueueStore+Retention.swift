@@ -1,22 +1,22 @@
 import Queue
 
-extension Connection {
+extension SQLiteQueueStore {
     // MARK: - Retention
 
     /// Deletes up to `limit` delivered or dropped deliveries last updated before `cutoff`; returns how many.
     /// Dead letters are never touched: only `dead purge` deletes them. Call inside a write transaction, and again
     /// until it returns 0: each call is one bounded batch (`deliveries_finished` finds it without a scan).
     public func pruneFinishedDeliveries(updatedBefore cutoff: Int64, limit: Int) throws -> Int {
-        try run(RetentionSQL.pruneFinished, .integer(cutoff), .integer(Int64(limit)))
+        try connection.run(RetentionSQL.pruneFinished, .integer(cutoff), .integer(Int64(limit)))
     }
 
     /// How many deliveries `pruneFinishedDeliveries` would delete.
     public func finishedDeliveryCount(updatedBefore cutoff: Int64) throws -> Int {
-        try queryOne(RetentionSQL.countFinished, [.integer(cutoff)]) { $0.int(0) } ?? 0
+        try connection.queryOne(RetentionSQL.countFinished, [.integer(cutoff)]) { $0.int(0) } ?? 0
     }
 
     public func messagePage(after cursor: String, limit: Int) throws -> MessagePage? {
-        try queryOne(RetentionSQL.messagePage, [.text(cursor), .integer(Int64(limit))]) { row in
+        try connection.queryOne(RetentionSQL.messagePage, [.text(cursor), .integer(Int64(limit))]) { row in
             row.optionalString(0).map { MessagePage(last: $0, newestCreatedAt: row.int64(1), count: row.int(2)) }
         } ?? nil
     }
@@ -24,25 +24,26 @@ extension Connection {
     public func deleteEmptyMessages(
         after cursor: String, through last: String, createdBefore cutoff: Int64, keyHorizon: Int64
     ) throws -> Int {
-        try run(RetentionSQL.pruneEmptyMessages, .text(cursor), .text(last), .integer(cutoff), .integer(keyHorizon))
+        try connection.run(
+            RetentionSQL.pruneEmptyMessages, .text(cursor), .text(last), .integer(cutoff), .integer(keyHorizon))
     }
 
     /// Deletes the oldest token-feed entries recorded before `cutoff`, up to `limit` of them; returns how many. The
     /// feed is only history for backends that follow it: claims read `token_tombstones`, so trimming it changes no
     /// outcome. Call again until it returns 0.
     public func pruneTokenEvents(before cutoff: Int64, limit: Int) throws -> Int {
-        try run(RetentionSQL.pruneTokenEvents, .integer(Int64(limit)), .integer(cutoff))
+        try connection.run(RetentionSQL.pruneTokenEvents, .integer(Int64(limit)), .integer(cutoff))
     }
 
     /// Two statements, tombstones then collapse heads, each bounded by `limit`.
     public func pruneReconciliationState(before cutoff: Int64, limit: Int) throws -> Int {
-        try run(RetentionSQL.pruneTombstones, .integer(cutoff), .integer(Int64(limit)))
-            + run(RetentionSQL.pruneCollapseHeads, .integer(cutoff), .integer(Int64(limit)))
+        try connection.run(RetentionSQL.pruneTombstones, .integer(cutoff), .integer(Int64(limit)))
+            + connection.run(RetentionSQL.pruneCollapseHeads, .integer(cutoff), .integer(Int64(limit)))
     }
 
     /// How many dead letters there are (all apps); retention keeps every one.
     public func deadLetterCount() throws -> Int {
-        try queryOne(RetentionSQL.countDead) { $0.int(0) } ?? 0
+        try connection.queryOne(RetentionSQL.countDead) { $0.int(0) } ?? 0
     }
 }
 

@@ -1,19 +1,19 @@
 import Queue
 
-extension Connection {
+extension SQLiteQueueStore {
     // MARK: - Dead letters
 
     /// Dead letters matching `filter`, the most recent deaths first.
     public func deadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [DeadLetterRecord] {
         let (condition, arguments) = filter.sql
-        return try query(
+        return try connection.query(
             DeadLetterSQL.list(condition), arguments + [.integer(Int64(limit))], row: DeadLetterRecord.init)
     }
 
     /// How many dead letters match `filter`, per app and reason.
     public func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup] {
         let (condition, arguments) = filter.sql
-        return try query(DeadLetterSQL.groups(condition), arguments) {
+        return try connection.query(DeadLetterSQL.groups(condition), arguments) {
             DeadLetterGroup(app: $0.string(0), reason: $0.optionalString(1), count: $0.int(2))
         }
     }
@@ -22,7 +22,7 @@ extension Connection {
     /// only expire again, so `requeueDeadLetters` leaves them.
     public func expiredDeadLetterCount(_ filter: DeadLetterFilter, now: Int64) throws -> Int {
         let (condition, arguments) = filter.sql
-        return try queryOne(DeadLetterSQL.expired(condition), arguments + [.integer(now)]) { $0.int(0) } ?? 0
+        return try connection.queryOne(DeadLetterSQL.expired(condition), arguments + [.integer(now)]) { $0.int(0) } ?? 0
     }
 
     /// Puts up to `limit` dead letters matching `filter` back in the queue, due now, with `attempts = 0` and no
@@ -30,21 +30,23 @@ extension Connection {
     /// again until it returns 0: each call is one bounded batch, so the service is never blocked for long.
     public func requeueDeadLetters(_ filter: DeadLetterFilter, now: Int64, limit: Int) throws -> Int {
         let (condition, arguments) = filter.sql
-        return try run(
+        return try connection.run(
             DeadLetterSQL.requeue(condition),
             [.integer(now), .integer(now)] + arguments + [.integer(now), .integer(Int64(limit))])
     }
 
     public func deleteDeadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [String] {
         let (condition, arguments) = filter.sql
-        return try query(DeadLetterSQL.purge(condition), arguments + [.integer(Int64(limit))]) { $0.string(0) }
+        return try connection.query(DeadLetterSQL.purge(condition), arguments + [.integer(Int64(limit))]) {
+            $0.string(0)
+        }
     }
 
     /// One statement per message (SQLite binds no arrays; the list is one batch of a purge).
     public func deleteEmptyMessages(_ ids: [String], keyHorizon: Int64) throws -> Int {
         var deleted = 0
         for id in ids {
-            deleted += try run(DeadLetterSQL.deleteEmptyMessage, .text(id), .integer(keyHorizon))
+            deleted += try connection.run(DeadLetterSQL.deleteEmptyMessage, .text(id), .integer(keyHorizon))
         }
         return deleted
     }
