@@ -1,4 +1,5 @@
 import Queue
+import Support
 
 // The dead-letter operations in PostgreSQL's SQL; the rules are Queue's (`Store+DeadLetters.swift`). The filter's
 // terms (`DeadLetterFilter.terms`) become a condition numbered after each statement's own parameters.
@@ -15,7 +16,8 @@ extension PGQueueStore {
     public func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup] {
         let (condition, arguments) = filter.condition(parametersFrom: 1)
         return try connection.query(PGDeadLetterSQL.groups(condition), arguments) {
-            DeadLetterGroup(app: $0.string(0), reason: $0.optionalString(1), count: $0.int(2))
+            DeadLetterGroup(
+                app: $0.string(0), reason: $0.optionalString(1).map(DeliveryReason.init(stored:)), count: $0.int(2))
         }
     }
 
@@ -56,7 +58,8 @@ extension PGQueueStore {
     private static func deadLetter(_ row: PGRow) -> DeadLetterRecord {
         DeadLetterRecord(
             deliveryID: row.int64(0), messageID: row.string(1), app: row.string(2), token: row.string(3),
-            reason: row.optionalString(4), attempts: row.int(5), lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
+            reason: row.optionalString(4).map(DeliveryReason.init(stored:)), attempts: row.int(5),
+            lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
             messageCreatedAt: row.int64(8), messageExpiresAt: row.int64(9), ttlSeconds: row.int(10))
     }
 }

@@ -1,4 +1,5 @@
 import Queue
+import Support
 
 // `herald status`'s figures in PostgreSQL's SQL; the rule that joins them is Queue's (`Store+Status.swift`).
 extension PGQueueStore {
@@ -33,7 +34,9 @@ extension PGQueueStore {
         try connection.query(
             #"SELECT app, state, count, oldest FROM queue_depth ORDER BY app COLLATE "C", state COLLATE "C""#
         ) {
-            QueueDepthRow(app: $0.string(0), state: $0.string(1), count: $0.int(2), oldest: $0.int64(3))
+            QueueDepthRow(
+                app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2),
+                oldest: $0.int64(3))
         }
     }
 

@@ -1,3 +1,5 @@
+import Support
+
 /// Who a message goes to, as ingest validated it and storage keeps it: tokens, Herald's users (expanded to their
 /// tokens inside the ingest transaction), one topic, or one condition.
 public enum MessageTarget: Sendable, Equatable {
@@ -129,7 +131,7 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var id: Int64
     public var token: String
     public var state: DeliveryState
-    public var reason: String?
+    public var reason: DeliveryReason?
     public var attempts: Int
     public var nextAttemptAt: Int64
     public var fcmMessageID: String?
@@ -140,7 +142,7 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var app: String
 
     public init(
-        id: Int64, token: String, state: DeliveryState, reason: String?, attempts: Int, nextAttemptAt: Int64,
+        id: Int64, token: String, state: DeliveryState, reason: DeliveryReason?, attempts: Int, nextAttemptAt: Int64,
         fcmMessageID: String?, canonicalToken: String?, lastStatus: Int64?, updatedAt: Int64, app: String = "default"
     ) {
         self.app = app
@@ -169,14 +171,14 @@ public struct TokenEventRecord: Sendable, Equatable {
     public var at: Int64
     public var app: String
     public var token: String
-    public var kind: String
+    public var kind: TokenTombstone.Kind
     public var replacement: String?
-    public var reason: String?
+    public var reason: DeliveryReason?
     public var messageID: String?
 
     public init(
-        id: Int64, at: Int64, app: String, token: String, kind: String, replacement: String?, reason: String?,
-        messageID: String?
+        id: Int64, at: Int64, app: String, token: String, kind: TokenTombstone.Kind, replacement: String?,
+        reason: DeliveryReason?, messageID: String?
     ) {
         (self.id, self.at, self.app, self.token, self.kind) = (id, at, app, token, kind)
         (self.replacement, self.reason, self.messageID) = (replacement, reason, messageID)

@@ -1,4 +1,5 @@
 import Queue
+import Support
 
 extension SQLiteQueueStore {
     // MARK: - Dead letters
@@ -14,7 +15,8 @@ extension SQLiteQueueStore {
     public func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup] {
         let (condition, arguments) = filter.sql
         return try connection.query(DeadLetterSQL.groups(condition), arguments) {
-            DeadLetterGroup(app: $0.string(0), reason: $0.optionalString(1), count: $0.int(2))
+            DeadLetterGroup(
+                app: $0.string(0), reason: $0.optionalString(1).map(DeliveryReason.init(stored:)), count: $0.int(2))
         }
     }
 
@@ -141,7 +143,8 @@ extension DeadLetterRecord {
     init(_ row: Statement) {
         self.init(
             deliveryID: row.int64(0), messageID: row.string(1), app: row.string(2), token: row.string(3),
-            reason: row.optionalString(4), attempts: row.int(5), lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
+            reason: row.optionalString(4).map(DeliveryReason.init(stored:)), attempts: row.int(5),
+            lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
             messageCreatedAt: row.int64(8), messageExpiresAt: row.int64(9), ttlSeconds: row.int(10))
     }
 }

@@ -141,7 +141,8 @@ extension SQLiteQueueStore {
         ) {
             DeliveryRecord(
                 id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)),
-                reason: $0.optionalString(3), attempts: $0.int(4), nextAttemptAt: $0.int64(5),
+                reason: $0.optionalString(3).map(DeliveryReason.init(stored:)), attempts: $0.int(4),
+                nextAttemptAt: $0.int64(5),
                 fcmMessageID: $0.optionalString(6), canonicalToken: $0.optionalString(7),
                 lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9), app: $0.string(10))
         }

@@ -1,4 +1,5 @@
 import Queue
+import Support
 
 extension SQLiteQueueStore {
     // MARK: - Status
@@ -32,7 +33,9 @@ extension SQLiteQueueStore {
     /// on a table of millions; `appStatuses` is the quick answer.
     public func queueDepth() throws -> [QueueDepthRow] {
         try connection.query("SELECT app, state, count, oldest FROM queue_depth ORDER BY app, state") {
-            QueueDepthRow(app: $0.string(0), state: $0.string(1), count: $0.int(2), oldest: $0.int64(3))
+            QueueDepthRow(
+                app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2),
+                oldest: $0.int64(3))
         }
     }
 

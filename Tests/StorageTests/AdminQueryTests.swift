@@ -123,8 +123,8 @@ private let day: Int64 = 86_400_000
         try finish("c", "delivered", at: t0 + 1)
         let depth = try store.queueDepth()
         #expect(depth == [
-            QueueDepthRow(app: "default", state: "delivered", count: 1, oldest: t0),
-            QueueDepthRow(app: "default", state: "queued", count: 2, oldest: t0),
+            QueueDepthRow(app: "default", state: .delivered, count: 1, oldest: t0),
+            QueueDepthRow(app: "default", state: .queued, count: 2, oldest: t0),
         ])
     }
 
@@ -208,9 +208,9 @@ private let day: Int64 = 86_400_000
         })
         #expect(try store.deadLetter(id: delivered) == nil, "a delivered row is not a dead letter")
         #expect(try store.deadLetterGroups(DeadLetterFilter()) == [
-            DeadLetterGroup(app: "default", reason: "InvalidRegistration", count: 1),
-            DeadLetterGroup(app: "default", reason: "MismatchSenderId", count: 1),
-            DeadLetterGroup(app: "second", reason: "InvalidRegistration", count: 1),
+            DeadLetterGroup(app: "default", reason: .invalidRegistration, count: 1),
+            DeadLetterGroup(app: "default", reason: .mismatchSenderID, count: 1),
+            DeadLetterGroup(app: "second", reason: .invalidRegistration, count: 1),
         ])
     }
 

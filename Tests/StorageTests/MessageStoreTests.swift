@@ -121,7 +121,7 @@ import Queue
         let cancelled = try writer.write { try $0.cancelMessage(id: accepted.id, now: 5) }
         #expect(cancelled == 1)
         let states = try writer.write {
-            try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason ?? "")" }
+            try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason?.rawValue ?? "")" }
         }
         #expect(states == ["delivered/", "dropped/Cancelled"])
         #expect(try writer.write { try $0.cancelMessage(id: "missing", now: 5) } == nil)
