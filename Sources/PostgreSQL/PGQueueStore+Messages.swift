@@ -105,14 +105,15 @@ extension PGQueueStore {
         """)
 
     /// Every registered token of these users in `app` (in every app `apps` knows for `NewMessage.everyApp`), each
-    /// once, in the order they were first registered: the order SQLite's fan-out has.
+    /// once, in the order they were first registered (`tokens.rowid`, migration 0011): the order SQLite's fan-out
+    /// has.
     func tokens(ofUsers users: [String], app: String) throws -> [(app: String, token: String)] {
         let everyApp = app == NewMessage.everyApp
         return try connection.query(
             """
             SELECT app, token FROM tokens
             WHERE \(everyApp ? "app IN (SELECT name FROM apps)" : "app = $2") AND "user" = ANY($1::text[])
-            ORDER BY created_at, token
+            ORDER BY rowid
             """,
             everyApp ? [.array(users)] : [.array(users), .text(app)]) { (app: $0.string(0), token: $0.string(1)) }
     }

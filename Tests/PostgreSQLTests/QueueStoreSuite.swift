@@ -712,6 +712,34 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.rows() == ["t-ann-1 queued", "t-ann-2 queued", "t-bob queued"])
     }
 
+    /// README: "each token once, in the order the tokens were first registered" — across users, not user by user,
+    /// and by registration even when two registrations share a millisecond; moving a token to another user or app,
+    /// or registering it again, keeps its place.
+    @Test(arguments: Engine.allCases)
+    func aUsersFanOutFollowsRegistrationOrderAcrossInterleavedUsers(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        for (token, user, at) in [
+            ("z-ann-1", "ann", t0), ("y-bob-1", "bob", t0), ("x-ann-2", "ann", t0 + 1), ("w-cid-1", "cid", t0 + 1),
+            ("v-bob-2", "bob", t0 + 1), ("u-ann-3", "ann", t0 + 2), ("t-moved", "cid", t0 + 2),
+        ] {
+            try queue.store.register(token, app: "default", user: user, now: at)
+        }
+        try queue.store.register("t-moved", app: "default", user: "bob", now: t0 + 3)
+        try queue.store.register("y-bob-1", app: "default", user: "bob", now: t0 + 4)
+        let accepted = try queue.store.insert(
+            NewMessage(app: "default", payload: "{}", target: .users(["bob", "ann"])), now: t0 + 10)
+        #expect(accepted.deliveries == 6)
+        #expect(try queue.rows() == [
+            "z-ann-1 queued", "y-bob-1 queued", "x-ann-2 queued", "v-bob-2 queued", "u-ann-3 queued",
+            "t-moved queued",
+        ])
+        let everyApp = try queue.store.insert(
+            NewMessage(app: NewMessage.everyApp, payload: "{}", target: .users(["cid", "ann"])), now: t0 + 11)
+        #expect(try queue.store.strings(
+            "SELECT token FROM deliveries WHERE message_id = $1 ORDER BY id", [.text(everyApp.id)]
+        ) == ["z-ann-1", "x-ann-2", "w-cid-1", "u-ann-3"])
+    }
+
     @Test(arguments: Engine.allCases) func aMessageKeepsItsFormatAndTokenField(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let accepted = try queue.store.insert(
