@@ -63,6 +63,7 @@ let package = Package(
         // MARK: - Tests
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Posix"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Queue", "Support"]),
         // The throw-away PostgreSQL server of the tests that need one (not a test target: shared by two).
         .target(name: "PostgreSQLTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgreSQLTestSupport"),
