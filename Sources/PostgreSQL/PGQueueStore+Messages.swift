@@ -118,31 +118,17 @@ extension PGQueueStore {
             everyApp ? [.array(users)] : [.array(users), .text(app)]) { (app: $0.string(0), token: $0.string(1)) }
     }
 
-    /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;
-    /// otherwise how many were cancelled (deliveries already in flight or finished are left alone).
-    public func cancelMessage(id: String, now: Int64) throws -> Int? {
-        guard try connection.queryOne("SELECT 1 FROM messages WHERE id = $1", [.text(id)], row: { _ in true }) != nil
-        else { return nil }
-        return try connection.run(
-            """
-            UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = $1
-            WHERE message_id = $2 AND state = 'queued'
-            """, .integer(now), .text(id))
+    public func messageExists(id: String) throws -> Bool {
+        try connection.queryOne("SELECT 1 FROM messages WHERE id = $1", [.text(id)], row: { _ in true }) ?? false
     }
 
-    /// Registers `token` for `app` and `user`, or moves it to them.
-    public func upsertToken(
-        _ token: String, app: String, user: String?, now: Int64
-    ) throws -> (TokenRecord, created: Bool) {
-        let existing = try self.token(token)
+    /// An upsert keeps the row, and with it the `rowid` a `users` fan-out orders by.
+    public func registerToken(_ token: String, app: String, user: String?, now: Int64) throws {
         try connection.run(
             """
             INSERT INTO tokens (token, app, "user", created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
             ON CONFLICT (token) DO UPDATE SET app = excluded.app, "user" = excluded."user",
                 updated_at = excluded.updated_at
             """, .text(token), .text(app), .optional(user), .integer(now))
-        let record = TokenRecord(
-            token: token, app: app, user: user, createdAt: existing?.createdAt ?? now, updatedAt: now)
-        return (record, existing == nil)
     }
 }

@@ -218,13 +218,15 @@ extension PGQueueStore: QueueStore {
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
-    public func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int {
+    public func endQueuedDeliveries(
+        of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64
+    ) throws -> Int {
         try connection.run(
             """
-            UPDATE deliveries SET state = 'dead', reason = $1, updated_at = $2
-            WHERE message_id = $3 AND state = 'queued'
+            UPDATE deliveries SET state = $1, reason = $2, updated_at = $3
+            WHERE message_id = $4 AND state = 'queued'
             """,
-            .text(reason.rawValue), .integer(now), .text(messageID))
+            .text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID))
     }
 
     // MARK: Leases

@@ -60,8 +60,10 @@ public protocol QueueStore: AnyObject {
     ) throws -> LeasedRow?
     /// Back to `queued` as it was before the claim, nothing charged (a paused app, a shutdown).
     func markReleased(_ id: Int64, lease: HeldLease) throws -> LeasedRow?
-    /// Every still-queued delivery of the message becomes a dead letter with `reason`; returns how many.
-    func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int
+    /// Every still-queued delivery of the message ends in `state` (`dead` or `dropped`) with `reason`; returns how
+    /// many.
+    func endQueuedDeliveries(of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64) throws
+        -> Int
 
     // MARK: Leases
 

@@ -48,3 +48,13 @@ extension Store {
         }
     }
 }
+
+extension Store {
+    /// Drops the message's queued deliveries with reason `Cancelled` (`DELETE /v1/messages/{id}`, the console).
+    /// Nil when there is no such message; otherwise how many were cancelled (deliveries already in flight or finished
+    /// are left alone).
+    public func cancelMessage(id: String, now: Int64) throws -> Int? {
+        guard try messageExists(id: id) else { return nil }
+        return try endQueuedDeliveries(of: id, state: .dropped, reason: .cancelled, now: now)
+    }
+}

@@ -33,12 +33,14 @@ public protocol Store: QueueStore {
     /// transaction since `keyedMessage` looked (only where writers run concurrently).
     func storeMessage(_ insert: MessageInsert) throws -> StoredMessage?
     func message(id: String) throws -> MessageRecord?
-    /// Drops the message's queued deliveries; nil when there is no such message, else how many were dropped.
-    func cancelMessage(id: String, now: Int64) throws -> Int?
+    func messageExists(id: String) throws -> Bool
 
     // MARK: Token registry
 
-    func upsertToken(_ token: String, app: String, user: String?, now: Int64) throws -> (TokenRecord, created: Bool)
+    /// Registers `token` for `app` and `user`, or moves it to them; its `created_at` (and its place in a `users`
+    /// fan-out) stays what its first registration made it. The rule that answers with the record is `upsertToken`
+    /// (`Store+Tokens.swift`).
+    func registerToken(_ token: String, app: String, user: String?, now: Int64) throws
     func token(_ token: String) throws -> TokenRecord?
     func deleteToken(_ token: String) throws -> Bool
     func tokens(app: String?, user: String?, after: String?, limit: Int) throws -> [TokenRecord]

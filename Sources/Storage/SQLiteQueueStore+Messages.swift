@@ -149,15 +149,7 @@ extension SQLiteQueueStore {
         return record
     }
 
-    /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;
-    /// otherwise how many were cancelled (deliveries already in flight or finished are left alone).
-    public func cancelMessage(id: String, now: Int64) throws -> Int? {
-        guard try connection.queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) != nil
-        else { return nil }
-        return try connection.run(
-            """
-            UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = ?
-            WHERE message_id = ? AND state = 'queued'
-            """, .integer(now), .text(id))
+    public func messageExists(id: String) throws -> Bool {
+        try connection.queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) ?? false
     }
 }

@@ -1,19 +1,13 @@
 import Queue
 
 extension SQLiteQueueStore {
-    /// Registers `token` for `app` and `user`, or updates its app and user. Returns the row and whether it is new.
-    public func upsertToken(
-        _ token: String, app: String, user: String?, now: Int64
-    ) throws -> (TokenRecord, created: Bool) {
-        let existing = try self.token(token)
+    /// An upsert keeps the row, and with it the rowid a `users` fan-out orders by.
+    public func registerToken(_ token: String, app: String, user: String?, now: Int64) throws {
         try connection.run(
             """
             INSERT INTO tokens (token, app, user, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (token) DO UPDATE SET app = excluded.app, user = excluded.user, updated_at = excluded.updated_at
             """, .text(token), .text(app), .optional(user), .integer(now), .integer(now))
-        let record = TokenRecord(
-            token: token, app: app, user: user, createdAt: existing?.createdAt ?? now, updatedAt: now)
-        return (record, existing == nil)
     }
 
     public func token(_ token: String) throws -> TokenRecord? {

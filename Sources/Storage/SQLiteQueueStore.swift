@@ -263,13 +263,15 @@ extension SQLiteQueueStore: QueueStore {
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
-    public func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int {
+    public func endQueuedDeliveries(
+        of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64
+    ) throws -> Int {
         try connection.run(
             """
-            UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ?
+            UPDATE deliveries SET state = ?, reason = ?, updated_at = ?
             WHERE message_id = ? AND state = 'queued'
             """,
-            .text(reason.rawValue), .integer(now), .text(messageID))
+            .text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID))
     }
 
     // MARK: - Leases
