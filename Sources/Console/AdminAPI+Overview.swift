@@ -74,7 +74,7 @@ extension AdminAPI {
                 ["code": .string($0.labels["code"] ?? ""), "count": .int(Int64($0.value))]
             })),
             ("dead_last_hour", .array(reasons.filter { $0.app == status.name }.map {
-                ["reason": AdminJSON.optional($0.reason), "count": .int($0.count)]
+                ["reason": AdminJSON.optional($0.reason?.rawValue), "count": .int($0.count)]
             })),
         ]
         return .object(members)

@@ -36,7 +36,7 @@ public enum AdminJSON {
             "message_id": .string(letter.messageID),
             "app": .string(letter.app),
             "token": .string(letter.token),
-            "reason": optional(letter.reason),
+            "reason": optional(letter.reason?.rawValue),
             "attempts": .int(letter.attempts),
             "last_status": optional(letter.lastStatus),
             "died_at": .int(letter.diedAt),
@@ -45,7 +45,7 @@ public enum AdminJSON {
     }
 
     public static func group(_ group: DeadLetterGroup) -> JSON {
-        ["app": .string(group.app), "reason": optional(group.reason), "count": .int(group.count)]
+        ["app": .string(group.app), "reason": optional(group.reason?.rawValue), "count": .int(group.count)]
     }
 
     /// A message as `GET /v1/messages/{id}` shows it, without its deliveries (a dead letter is one of them).

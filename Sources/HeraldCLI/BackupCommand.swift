@@ -35,7 +35,7 @@ enum BackupCommand {
             throw CommandError(description: "\(target) already exists; backup never overwrites a file")
         }
         guard case .sqlite = DatabaseLocation(parsed),
-              let connection = try openExistingDatabase(parsed) as? Storage.Connection
+              let connection = (try openExistingDatabase(parsed) as? SQLiteQueueStore)?.connection
         else {
             throw CommandError(description: "backup copies a SQLite file; back up PostgreSQL with its own tools "
                 + "(pg_dump, or the base backups and WAL archiving your server already has)")

@@ -41,7 +41,7 @@ func openExistingDatabase(_ arguments: Arguments) throws -> any Store {
         }
         let connection = try Storage.Connection(path: path)
         try Migrator.requireCurrent(connection)
-        return connection
+        return SQLiteQueueStore(connection: connection)
     case .postgres(let url):
         let connection = try PGConnection(url: url, applicationName: "herald-cli")
         try PGMigrator.requireCurrent(connection)

@@ -93,8 +93,8 @@ enum DeadCommand {
             ["ID", "APP", "TOKEN", "REASON", "ATTEMPTS", "STATUS", "DIED", "MESSAGE"], rightAligned: [0, 4, 5])
         for letter in letters {
             table.append([
-                String(letter.deliveryID), letter.app, letter.token.abbreviated(to: 40), letter.reason ?? "-",
-                String(letter.attempts), letter.lastStatus.map(String.init) ?? "-",
+                String(letter.deliveryID), letter.app, letter.token.abbreviated(to: 40),
+                letter.reason?.rawValue ?? "-", String(letter.attempts), letter.lastStatus.map(String.init) ?? "-",
                 Output.relative(letter.diedAt, now: now), letter.messageID,
             ])
         }
@@ -143,7 +143,7 @@ enum DeadCommand {
             "delivery     \(letter.deliveryID)",
             "app          \(letter.app)",
             "token        \(letter.token)",
-            "reason       \(letter.reason ?? "-")",
+            "reason       \(letter.reason?.rawValue ?? "-")",
             "attempts     \(letter.attempts)",
             "last status  \(letter.lastStatus.map(String.init) ?? "-")",
             "died         \(Output.time(letter.diedAt)) (\(Output.relative(letter.diedAt, now: now)))",
@@ -237,7 +237,7 @@ enum DeadCommand {
                 ])
             } else {
                 var table = TextTable(["APP", "REASON", "COUNT"], rightAligned: [2])
-                for group in groups { table.append([group.app, group.reason ?? "-", String(group.count)]) }
+                for group in groups { table.append([group.app, group.reason?.rawValue ?? "-", String(group.count)]) }
                 let listing = groups.isEmpty ? "" : ":\n\n" + table.render()
                 print("would delete \(Output.count(total, "dead letter"))\(listing)")
             }

@@ -46,7 +46,7 @@ enum MessageCommand {
             rightAligned: [3])
         for delivery in record.deliveries {
             table.append([
-                delivery.token, delivery.state.rawValue, delivery.reason ?? "-", String(delivery.attempts),
+                delivery.token, delivery.state.rawValue, delivery.reason?.rawValue ?? "-", String(delivery.attempts),
                 delivery.state == .queued ? Output.relative(delivery.nextAttemptAt, now: now) : "-",
                 delivery.fcmMessageID ?? "-", delivery.canonicalToken ?? "-",
             ])

@@ -69,7 +69,10 @@ enum StatusCommand {
     }
 
     static func json(_ row: QueueDepthRow) -> JSON {
-        ["app": .string(row.app), "state": .string(row.state), "count": .int(row.count), "oldest": .int(row.oldest)]
+        [
+            "app": .string(row.app), "state": .string(row.state.rawValue), "count": .int(row.count),
+            "oldest": .int(row.oldest),
+        ]
     }
 
     static func text(_ apps: [AppStatus], totals: [QueueDepthRow]?, now: Int64) -> String {
@@ -103,7 +106,9 @@ enum StatusCommand {
         if !notes.isEmpty { output += "\n\n" + notes.joined(separator: "\n") }
         if let totals {
             var depth = TextTable(["APP", "STATE", "COUNT", "OLDEST"], rightAligned: [2])
-            for row in totals { depth.append([row.app, row.state, String(row.count), Output.time(row.oldest)]) }
+            for row in totals {
+                depth.append([row.app, row.state.rawValue, String(row.count), Output.time(row.oldest)])
+            }
             output += "\n\n" + depth.render()
         }
         return output

@@ -46,8 +46,8 @@ enum TokenEventsCommand {
             ["ID", "AT", "APP", "TOKEN", "KIND", "REPLACEMENT", "REASON", "MESSAGE"], rightAligned: [0])
         for event in events {
             table.append([
-                String(event.id), Output.time(event.at), event.app, event.token, event.kind, event.replacement ?? "-",
-                event.reason ?? "-", event.messageID ?? "-",
+                String(event.id), Output.time(event.at), event.app, event.token, event.kind.rawValue,
+                event.replacement ?? "-", event.reason?.rawValue ?? "-", event.messageID ?? "-",
             ])
         }
         print(table.render())

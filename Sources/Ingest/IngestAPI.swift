@@ -389,7 +389,7 @@ public final class IngestAPI: HTTPHandler {
                 ("token", .string(delivery.token)),
                 ("app", .string(delivery.app)),
                 ("state", .string(delivery.state.rawValue)),
-                ("reason", delivery.reason.map(JSON.string) ?? .null),
+                ("reason", delivery.reason.map { .string($0.rawValue) } ?? .null),
                 ("attempts", .int(Int64(delivery.attempts))),
                 ("next_attempt_at", .int(delivery.nextAttemptAt)),
                 ("fcm_message_id", delivery.fcmMessageID.map(JSON.string) ?? .null),
@@ -431,9 +431,9 @@ public final class IngestAPI: HTTPHandler {
             ("at", .int(event.at)),
             ("app", .string(event.app)),
             ("token", .string(event.token)),
-            ("kind", .string(event.kind)),
+            ("kind", .string(event.kind.rawValue)),
             ("replacement", event.replacement.map(JSON.string) ?? .null),
-            ("reason", event.reason.map(JSON.string) ?? .null),
+            ("reason", event.reason.map { .string($0.rawValue) } ?? .null),
             ("message_id", event.messageID.map(JSON.string) ?? .null),
         ])
     }

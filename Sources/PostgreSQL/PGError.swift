@@ -1,6 +1,5 @@
 import CLibPQ
 import Queue
-import Storage
 
 /// A failed PostgreSQL call: the SQLSTATE, the server's (or libpq's) message, the constraint it names and the
 /// statement — never its arguments, never a connection string's password — so a caller can `catch` by code and a

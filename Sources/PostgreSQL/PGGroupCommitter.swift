@@ -1,5 +1,4 @@
 import Queue
-import Storage
 import Support
 
 /// `PGWriter`'s thread: takes groups of jobs from the queue, commits each group in one transaction, answers every

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import Queue
-import Storage
 import Support
 import Synchronization
 

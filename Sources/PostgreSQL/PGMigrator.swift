@@ -1,6 +1,5 @@
 import Support
 import Queue
-import Storage
 
 /// Applies `migrations/postgres/NNNN_name.sql` (compiled into the binary) in order, each in its own transaction,
 /// and records them in `schema_migrations`, as Storage's `Migrator` does for SQLite with the same numbers.
@@ -68,9 +67,10 @@ public enum PGMigrator {
         return try connection.queryOne("SELECT coalesce(max(version), 0) FROM schema_migrations") { $0.int(0) } ?? 0
     }
 
-    /// Throws `DatabaseRequirementError` unless the schema is exactly this binary's (as `Migrator.requireCurrent`).
+    /// Throws `DatabaseRequirementError` unless the schema is exactly this binary's (as SQLite's
+    /// `Migrator.requireCurrent`).
     public static func requireCurrent(_ connection: PGConnection) throws {
-        try Migrator.requireCurrent(
+        try DatabaseRequirementError.requireSchema(
             version: currentVersion(connection), latest: latestVersion, location: connection.redactedURL)
     }
 }

@@ -1,28 +1,23 @@
 import Queue
-import Storage
+import Support
 
-// `herald dead …` on PostgreSQL, with the semantics of SQLite's `Connection+DeadLetters.swift`. The filter's
-// condition is Storage's (`DeadLetterFilter.condition(parametersFrom:)`), numbered after each statement's own
-// parameters.
+// The dead-letter operations in PostgreSQL's SQL; the rules are Queue's (`Store+DeadLetters.swift`). The filter's
+// terms (`DeadLetterFilter.terms`) become a condition numbered after each statement's own parameters.
 extension PGQueueStore {
     /// Dead letters matching `filter`, the most recent deaths first.
     public func deadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [DeadLetterRecord] {
         let (condition, arguments) = filter.condition(parametersFrom: 2)
         return try connection.query(
-            PGDeadLetterSQL.list(condition), [.integer(Int64(limit))] + arguments.map(PGValue.bound),
+            PGDeadLetterSQL.list(condition), [.integer(Int64(limit))] + arguments,
             row: Self.deadLetter)
-    }
-
-    /// One dead letter by its delivery id; nil when there is no such delivery or it is not dead.
-    public func deadLetter(id: Int64) throws -> DeadLetterRecord? {
-        try deadLetters(DeadLetterFilter(deliveryIDs: [id]), limit: 1).first
     }
 
     /// How many dead letters match `filter`, per app and reason.
     public func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup] {
         let (condition, arguments) = filter.condition(parametersFrom: 1)
-        return try connection.query(PGDeadLetterSQL.groups(condition), arguments.map(PGValue.bound)) {
-            DeadLetterGroup(app: $0.string(0), reason: $0.optionalString(1), count: $0.int(2))
+        return try connection.query(PGDeadLetterSQL.groups(condition), arguments) {
+            DeadLetterGroup(
+                app: $0.string(0), reason: $0.optionalString(1).map(DeliveryReason.init(stored:)), count: $0.int(2))
         }
     }
 
@@ -31,7 +26,7 @@ extension PGQueueStore {
     public func expiredDeadLetterCount(_ filter: DeadLetterFilter, now: Int64) throws -> Int {
         let (condition, arguments) = filter.condition(parametersFrom: 2)
         return try connection.queryOne(
-            PGDeadLetterSQL.expired(condition), [.integer(now)] + arguments.map(PGValue.bound)) { $0.int(0) } ?? 0
+            PGDeadLetterSQL.expired(condition), [.integer(now)] + arguments) { $0.int(0) } ?? 0
     }
 
     /// Puts up to `limit` dead letters matching `filter` back in the queue, due now, with `attempts = 0` and no
@@ -41,34 +36,30 @@ extension PGQueueStore {
         let (condition, arguments) = filter.condition(parametersFrom: 3)
         let requeued = try connection.run(
             PGDeadLetterSQL.requeue(condition),
-            [.integer(now), .integer(Int64(limit))] + arguments.map(PGValue.bound))
+            [.integer(now), .integer(Int64(limit))] + arguments)
         // Every instance learns at commit that there is work again (not only at its next look, within a second).
         if requeued > 0 { try notifyReady(filter.app.map { [$0] } ?? apps().map(\.name)) }
         return requeued
     }
 
-    /// Deletes up to `limit` dead letters matching `filter`, and their messages when nothing else of them is left
-    /// (and no idempotency key still answers with them). Call inside `write`, and again until it returns 0
-    /// deliveries. The messages go in one statement (an array of their ids) rather than one each.
-    public func purgeDeadLetters(
-        _ filter: DeadLetterFilter, now: Int64, limit: Int
-    ) throws -> (deliveries: Int, messages: Int) {
+    public func deleteDeadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [String] {
         let (condition, arguments) = filter.condition(parametersFrom: 2)
-        let messageIDs = try connection.query(
-            PGDeadLetterSQL.purge(condition), [.integer(Int64(limit))] + arguments.map(PGValue.bound)
-        ) { $0.string(0) }
-        guard !messageIDs.isEmpty else { return (0, 0) }
-        let messages = try connection.run(
-            PGDeadLetterSQL.deleteEmptyMessages, .array(Set(messageIDs).sorted()),
-            .integer(now - idempotencyWindowMillis))
-        return (messageIDs.count, messages)
+        return try connection.query(PGDeadLetterSQL.purge(condition), [.integer(Int64(limit))] + arguments) {
+            $0.string(0)
+        }
+    }
+
+    /// One statement for them all (an array of their ids, sorted as they were before the move) rather than one each.
+    public func deleteEmptyMessages(_ ids: [String], keyHorizon: Int64) throws -> Int {
+        try connection.run(PGDeadLetterSQL.deleteEmptyMessages, .array(ids.sorted()), .integer(keyHorizon))
     }
 
     /// From a row of `PGDeadLetterSQL.columns`.
     private static func deadLetter(_ row: PGRow) -> DeadLetterRecord {
         DeadLetterRecord(
             deliveryID: row.int64(0), messageID: row.string(1), app: row.string(2), token: row.string(3),
-            reason: row.optionalString(4), attempts: row.int(5), lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
+            reason: row.optionalString(4).map(DeliveryReason.init(stored:)), attempts: row.int(5),
+            lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
             messageCreatedAt: row.int64(8), messageExpiresAt: row.int64(9), ttlSeconds: row.int(10))
     }
 }
@@ -139,14 +130,34 @@ enum PGDeadLetterSQL {
         """
 }
 
-extension PGValue {
-    /// A Storage value (a `DeadLetterFilter`'s argument) bound to a PostgreSQL parameter.
-    static func bound(_ value: SQLValue) -> PGValue {
-        switch value {
-        case .null: .null
-        case .integer(let integer): .integer(integer)
-        case .real(let real): .real(real)
-        case .text(let text): .text(text)
+extension DeadLetterFilter {
+    /// `terms` as the WHERE condition on `deliveries AS d`, with numbered placeholders from `$first` on (`$3`, `$4`…
+    /// for `first` 3), and its arguments; the statement's own parameters take the others. Only fixed fragments and
+    /// placeholders go into the SQL; every value is bound. `d.state = 'dead'` is written as the partial indexes say
+    /// it, so PostgreSQL sees that their condition holds.
+    func condition(parametersFrom first: Int) -> (condition: String, arguments: [PGValue]) {
+        var conditions = ["d.state = 'dead'"]
+        var arguments: [PGValue] = []
+        func bind(_ value: PGValue) -> String {
+            arguments.append(value)
+            return "$\(first + arguments.count - 1)"
         }
+        for term in terms {
+            switch term {
+            case .app(let app): conditions.append("d.app = \(bind(.text(app)))")
+            case .reason(let reason): conditions.append("d.reason = \(bind(.text(reason)))")
+            case .diedSince(let time): conditions.append("d.updated_at >= \(bind(.integer(time)))")
+            case .diedUntil(let time): conditions.append("d.updated_at <= \(bind(.integer(time)))")
+            case .token(let token): conditions.append("d.token = \(bind(.text(token)))")
+            case .after(let cursor):
+                // Spelt out rather than as a row value: the first term bounds the index range.
+                let (diedAt, same, id) = (
+                    bind(.integer(cursor.diedAt)), bind(.integer(cursor.diedAt)), bind(.integer(cursor.deliveryID)))
+                conditions.append("d.updated_at <= \(diedAt) AND (d.updated_at < \(same) OR d.id < \(id))")
+            case .deliveryIDs(let ids):
+                conditions.append("d.id IN (\(ids.map { bind(.integer($0)) }.joined(separator: ", ")))")
+            }
+        }
+        return (conditions.joined(separator: " AND "), arguments)
     }
 }

@@ -1,29 +1,38 @@
 import Queue
-import Storage
 import Support
 
-/// Ingest on PostgreSQL, with the semantics of SQLite's `Connection.insertMessage` (`Connection+Messages.swift`).
+/// Ingest's operations in PostgreSQL's SQL; the rule that combines them is Queue's (`Store+Ingest.swift`).
 extension PGQueueStore {
-    /// Stores a message and one queued delivery per target. Call inside `write`.
-    ///
-    /// When it queued any delivery, the same statement notifies `readyChannel` with the app's name, so every
-    /// Herald's `PGListener` wakes that app's claimers. PostgreSQL delivers it only if the transaction commits
-    /// (nothing for a rolled-back insert) and folds identical ones: a group commit of a thousand inserts to one
-    /// app sends one.
-    ///
-    /// An idempotency key is scoped to the app. A repeat within the window with the same message returns the first
-    /// one and stores nothing; the same key with a different message throws `IdempotencyConflict`. Two Heralds
-    /// taking the same key at once store one message: the second insert waits for the first transaction and
-    /// then answers as a repeat (or a conflict).
-    ///
-    /// `AcceptedMessage.rowID` is the message's `rowid` column (SQLite's implicit rowid).
-    public func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
-        let fingerprint = message.idempotencyKey.map { _ in message.fingerprint }
-        if let key = message.idempotencyKey, let earlier = try earlierMessage(app: message.app, key: key,
-                                                                              fingerprint: fingerprint, now: now) {
-            return earlier
+    public func keyedMessage(app: String, key: String) throws -> KeyedMessage? {
+        try connection.queryOne(
+            """
+            SELECT id, rowid, created_at, idempotency_fingerprint FROM messages
+            WHERE app = $1 AND idempotency_key = $2
+            """,
+            [.text(app), .text(key)]
+        ) {
+            KeyedMessage(id: $0.string(0), rowID: $0.int64(1), createdAt: $0.int64(2), fingerprint: $0.optionalInt64(3))
         }
+    }
 
+    public func releaseIdempotencyKey(messageID: String) throws {
+        try connection.run("UPDATE messages SET idempotency_key = NULL WHERE id = $1", .text(messageID))
+    }
+
+    public func deliveryCount(messageID: String) throws -> Int {
+        try connection.queryOne(
+            "SELECT count(*) FROM deliveries WHERE message_id = $1", [.text(messageID)]) { $0.int(0) } ?? 0
+    }
+
+    /// One statement, one round trip: the message, its deliveries, their collapse heads, and the wake-up (after the
+    /// read of a `users` target's tokens). The wake-up notifies `readyChannel` with each app's name when any delivery
+    /// was queued, so every Herald's `PGListener` wakes that app's claimers; PostgreSQL delivers it only if the
+    /// transaction commits and folds identical ones (a group commit of a thousand inserts to one app sends one).
+    ///
+    /// Two Heralds taking the same key at once: the second insert waits for the first transaction, then inserts
+    /// nothing (`ON CONFLICT DO NOTHING`, the `message` row set empty) and returns nil.
+    public func storeMessage(_ insert: MessageInsert) throws -> StoredMessage? {
+        let message = insert.message
         let targets: [String]
         // Each target's app: the message's, but for a fan-out to users in every app, each token's own.
         var apps: [String]?
@@ -36,37 +45,20 @@ extension PGQueueStore {
             targets = found.map(\.token)
             if message.app == NewMessage.everyApp { apps = found.map(\.app) }
         }
-
-        let id = MessageID.make(now: now)
-        // TTL 0 is "now or never": it may wait for a send no longer than the window.
-        let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
-        if message.app != NewMessage.everyApp { try ensureApp(message.app) }
-        // A dry run reaches no device, so it supersedes nothing.
-        let collapseKey = message.dryRun ? nil : message.collapseKey
-        // One statement, one round trip: the message, its deliveries (none when the key was taken meanwhile: the
-        // `message` row set is then empty), their collapse heads, and the wake-up.
         var arguments: [PGValue] = [
-            .text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
+            .text(insert.id), .text(message.app), .optional(message.idempotencyKey), .optional(insert.fingerprint),
             .text(message.payload), .text(message.target.kind.rawValue), .optional(message.collapseKey),
             .text(message.priority.rawValue), .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0),
-            .integer(now), .integer(expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue),
-            .integer(message.priority.lane.rawValue), .array(targets), .text(Self.readyChannel),
-            .array(apps ?? Array(repeating: message.app, count: targets.count)),
+            .integer(insert.createdAt), .integer(insert.expiresAt), .text(message.format.rawValue),
+            .text(message.tokenField.rawValue), .integer(insert.lane.rawValue), .array(targets),
+            .text(Self.readyChannel), .array(apps ?? Array(repeating: message.app, count: targets.count)),
         ]
-        if let collapseKey { arguments.append(.text(collapseKey)) }
+        if let collapseKey = insert.collapseHeadKey { arguments.append(.text(collapseKey)) }
         let inserted = try connection.queryOne(
-            collapseKey == nil ? Self.insertMessageSQL : Self.insertMessageWithCollapseHeadsSQL, arguments
+            insert.collapseHeadKey == nil ? Self.insertMessageSQL : Self.insertMessageWithCollapseHeadsSQL, arguments
         ) { (rowID: $0.optionalInt64(0), deliveries: $0.int(1)) }
-        guard let inserted, let rowID = inserted.rowID else {
-            // Another transaction committed the same key after our look-up: answer as for its message.
-            guard let key = message.idempotencyKey,
-                let earlier = try earlierMessage(app: message.app, key: key, fingerprint: fingerprint, now: now)
-            else {
-                throw PGError(sqlState: "23505", message: "the message could not be stored: its key was taken")
-            }
-            return earlier
-        }
-        return AcceptedMessage(id: id, rowID: rowID, deliveries: inserted.deliveries, isRepeat: false)
+        guard let inserted, let rowID = inserted.rowID else { return nil }
+        return StoredMessage(rowID: rowID, deliveries: inserted.deliveries)
     }
 
     /// `$1`–`$14` the message's columns, `$15` the priority rank, `$16` the targets, `$17` the wake-up channel, `$18`
@@ -112,69 +104,31 @@ extension PGQueueStore {
                     created_at = excluded.created_at),
         """)
 
-    /// The app's earlier message with `key` as a repeat, when it is within the window and the same message;
-    /// nil when there is none or its key expired (then the key is freed, the old message keeping its rows).
-    /// - Throws: `IdempotencyConflict` when the key names another message.
-    private func earlierMessage(app: String, key: String, fingerprint: Int64?, now: Int64) throws -> AcceptedMessage? {
-        guard let earlier = try connection.queryOne(
-            """
-            SELECT id, created_at, idempotency_fingerprint, rowid FROM messages
-            WHERE app = $1 AND idempotency_key = $2
-            """,
-            [.text(app), .text(key)],
-            row: { (id: $0.string(0), createdAt: $0.int64(1), fingerprint: $0.optionalInt64(2), rowID: $0.int64(3)) })
-        else { return nil }
-        guard earlier.createdAt > now - idempotencyWindowMillis else {
-            try connection.run("UPDATE messages SET idempotency_key = NULL WHERE id = $1", .text(earlier.id))
-            return nil
-        }
-        // Rows stored before fingerprints existed match any body, as they did then.
-        guard earlier.fingerprint == nil || earlier.fingerprint == fingerprint else {
-            throw IdempotencyConflict(key: key)
-        }
-        let count = try connection.queryOne(
-            "SELECT count(*) FROM deliveries WHERE message_id = $1", [.text(earlier.id)]) { $0.int(0) } ?? 0
-        return AcceptedMessage(id: earlier.id, rowID: earlier.rowID, deliveries: count, isRepeat: true)
-    }
-
     /// Every registered token of these users in `app` (in every app `apps` knows for `NewMessage.everyApp`), each
-    /// once, in the order they were first registered: the order SQLite's fan-out has.
+    /// once, in the order they were first registered (`tokens.rowid`, migration 0011): the order SQLite's fan-out
+    /// has.
     func tokens(ofUsers users: [String], app: String) throws -> [(app: String, token: String)] {
         let everyApp = app == NewMessage.everyApp
         return try connection.query(
             """
             SELECT app, token FROM tokens
             WHERE \(everyApp ? "app IN (SELECT name FROM apps)" : "app = $2") AND "user" = ANY($1::text[])
-            ORDER BY created_at, token
+            ORDER BY rowid
             """,
             everyApp ? [.array(users)] : [.array(users), .text(app)]) { (app: $0.string(0), token: $0.string(1)) }
     }
 
-    /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;
-    /// otherwise how many were cancelled (deliveries already in flight or finished are left alone).
-    public func cancelMessage(id: String, now: Int64) throws -> Int? {
-        guard try connection.queryOne("SELECT 1 FROM messages WHERE id = $1", [.text(id)], row: { _ in true }) != nil
-        else { return nil }
-        return try connection.run(
-            """
-            UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = $1
-            WHERE message_id = $2 AND state = 'queued'
-            """, .integer(now), .text(id))
+    public func messageExists(id: String) throws -> Bool {
+        try connection.queryOne("SELECT 1 FROM messages WHERE id = $1", [.text(id)], row: { _ in true }) ?? false
     }
 
-    /// Registers `token` for `app` and `user`, or moves it to them.
-    public func upsertToken(
-        _ token: String, app: String, user: String?, now: Int64
-    ) throws -> (TokenRecord, created: Bool) {
-        let existing = try self.token(token)
+    /// An upsert keeps the row, and with it the `rowid` a `users` fan-out orders by.
+    public func registerToken(_ token: String, app: String, user: String?, now: Int64) throws {
         try connection.run(
             """
             INSERT INTO tokens (token, app, "user", created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
             ON CONFLICT (token) DO UPDATE SET app = excluded.app, "user" = excluded."user",
                 updated_at = excluded.updated_at
             """, .text(token), .text(app), .optional(user), .integer(now))
-        let record = TokenRecord(
-            token: token, app: app, user: user, createdAt: existing?.createdAt ?? now, updatedAt: now)
-        return (record, existing == nil)
     }
 }

@@ -1,8 +1,7 @@
 import Queue
-import Storage
 
-// `herald prune` and the service's housekeeping on PostgreSQL, with the semantics of SQLite's
-// `Connection+Retention.swift`: the same batches, cursors and counts.
+// Retention's operations in PostgreSQL's SQL (`herald prune`, the service's housekeeping); the rules are Queue's
+// (`Store+Retention.swift`).
 extension PGQueueStore {
     /// Deletes up to `limit` delivered or dropped deliveries last updated before `cutoff`; returns how many.
     /// Dead letters are never touched: only `dead purge` deletes them. Call inside `write`, and again until it
@@ -16,25 +15,19 @@ extension PGQueueStore {
         try connection.queryOne(PGRetentionSQL.countFinished, [.integer(cutoff)]) { $0.int(0) } ?? 0
     }
 
-    /// Looks at the next `limit` messages after `cursor` in id order (ids sort by creation time) and deletes those
-    /// created before `cutoff` that have no delivery left, unless an idempotency key still answers with them
-    /// (created after `now` minus the 24 h window). Returns how many it deleted and where to continue, or nil once
-    /// it has reached messages created after `cutoff`. Start with `cursor` "". Call inside `write`.
-    ///
     /// Message ids are digits and capital letters, which every collation sorts as bytes do, so the pages are
     /// SQLite's.
-    public func pruneEmptyMessages(
-        createdBefore cutoff: Int64, now: Int64, after cursor: String, limit: Int
-    ) throws -> (deleted: Int, next: String?) {
-        let page = try connection.queryOne(PGRetentionSQL.messagePage, [.text(cursor), .integer(Int64(limit))]) {
-            (last: $0.optionalString(0), newest: $0.optionalInt64(1), count: $0.int(2))
-        }
-        guard let page, let last = page.last else { return (0, nil) }
-        let deleted = try connection.run(
-            PGRetentionSQL.pruneEmptyMessages,
-            .text(cursor), .text(last), .integer(cutoff), .integer(now - idempotencyWindowMillis))
-        let done = page.count < limit || (page.newest ?? cutoff) >= cutoff
-        return (deleted, done ? nil : last)
+    public func messagePage(after cursor: String, limit: Int) throws -> MessagePage? {
+        try connection.queryOne(PGRetentionSQL.messagePage, [.text(cursor), .integer(Int64(limit))]) { row in
+            row.optionalString(0).map { MessagePage(last: $0, newestCreatedAt: row.int64(1), count: row.int(2)) }
+        } ?? nil
+    }
+
+    public func deleteEmptyMessages(
+        after cursor: String, through last: String, createdBefore cutoff: Int64, keyHorizon: Int64
+    ) throws -> Int {
+        try connection.run(
+            PGRetentionSQL.pruneEmptyMessages, .text(cursor), .text(last), .integer(cutoff), .integer(keyHorizon))
     }
 
     /// Deletes the oldest token-feed entries recorded before `cutoff`, up to `limit` of them; returns how many.
@@ -43,13 +36,10 @@ extension PGQueueStore {
         try connection.run(PGRetentionSQL.pruneTokenEvents, .integer(Int64(limit)), .integer(cutoff))
     }
 
-    /// Deletes up to `limit` token tombstones and up to `limit` collapse heads older than `reconciliationHorizon`
-    /// before `now`; returns how many. Every delivery either could still affect was queued before it and has expired
-    /// by then, and a claim settles expiry before reconciliation, so this changes no outcome.
-    public func pruneReconciliationState(now: Int64, limit: Int) throws -> Int {
+    /// SQLite's two statements as one (`PGRetentionSQL.pruneReconciliationState`).
+    public func pruneReconciliationState(before cutoff: Int64, limit: Int) throws -> Int {
         try connection.queryOne(
-            PGRetentionSQL.pruneReconciliationState, [.integer(now - reconciliationHorizonMillis),
-                                                      .integer(Int64(limit))]) { $0.int(0) } ?? 0
+            PGRetentionSQL.pruneReconciliationState, [.integer(cutoff), .integer(Int64(limit))]) { $0.int(0) } ?? 0
     }
 
     /// How many dead letters there are (all apps); retention keeps every one.

@@ -1,31 +1,31 @@
 import Queue
-import Storage
+import Support
 
-// `herald status` on PostgreSQL, with the semantics of SQLite's `Connection+Status.swift`.
+// `herald status`'s figures in PostgreSQL's SQL; the rule that joins them is Queue's (`Store+Status.swift`).
 extension PGQueueStore {
-    /// Every app's switches, backlog and last-minute finishes, each figure read from one of the partial indexes
-    /// (no table scan), so it answers quickly at millions of rows. Call inside `snapshot` for figures that agree
-    /// with each other.
-    public func appStatuses(now: Int64, lastMinute: Bool) throws -> [AppStatus] {
-        let since = now - 60_000
-        return try AppStatus.assemble(
-            connection.query(PGStatusSQL.apps) {
-                AppStatus(
-                    name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
-                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
-                    gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
-            },
-            inflight: countsByApp(PGStatusSQL.inflight, []), dead: countsByApp(PGStatusSQL.dead, []),
-            deadSince: lastMinute ? countsByApp(PGStatusSQL.deadSince, [.integer(since)]) : [:],
-            finishedSince: lastMinute
-                ? connection.query(PGStatusSQL.finishedSince, [.integer(since)]) {
-                    (app: $0.string(0), state: $0.string(1), count: $0.int(2))
-                } : [],
-            now: now,
-            backlog: { app in
-                try connection.queryOne(PGStatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) }
-            },
-            nextDue: { try nextDue(app: $0) })
+    public func appSwitches() throws -> [AppStatus] {
+        try connection.query(PGStatusSQL.apps) {
+            AppStatus(
+                name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
+                pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
+                gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
+        }
+    }
+
+    public func backlog(app: String, now: Int64) throws -> (queued: Int, ready: Int) {
+        try connection.queryOne(PGStatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } ?? (0, 0)
+    }
+
+    public func inflightCounts() throws -> [String: Int] { try countsByApp(PGStatusSQL.inflight, []) }
+
+    public func deadCounts(since: Int64?) throws -> [String: Int] {
+        try since.map { try countsByApp(PGStatusSQL.deadSince, [.integer($0)]) } ?? countsByApp(PGStatusSQL.dead, [])
+    }
+
+    public func finishedCounts(since: Int64) throws -> [(app: String, state: DeliveryState, count: Int)] {
+        try connection.query(PGStatusSQL.finishedSince, [.integer(since)]) {
+            (app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2))
+        }
     }
 
     /// The `queue_depth` view: every app and state with its count. It reads every delivery, so it takes seconds
@@ -34,7 +34,9 @@ extension PGQueueStore {
         try connection.query(
             #"SELECT app, state, count, oldest FROM queue_depth ORDER BY app COLLATE "C", state COLLATE "C""#
         ) {
-            QueueDepthRow(app: $0.string(0), state: $0.string(1), count: $0.int(2), oldest: $0.int64(3))
+            QueueDepthRow(
+                app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2),
+                oldest: $0.int64(3))
         }
     }
 

@@ -1,11 +1,11 @@
 import Queue
-import Storage
+import Support
 
-// The rest of `Storage.Store` on PostgreSQL: the reads and maintenance operations ingest, the HTTP reads and the
+// The rest of `Queue.Store` on PostgreSQL: the reads and maintenance operations ingest, the HTTP reads and the
 // commands need besides the queue's own (`PGQueueStore.swift`, `PGQueueStore+Messages.swift`). Status, dead
 // letters and retention have files of their own (`+Status`, `+DeadLetters`, `+Retention`). Each statement has the
-// semantics of SQLite's (`Connection+Messages.swift`, `Connection+TokenListing.swift`, `Connection+TokenEvents.swift`)
-// and the same ordering, limits and cursors.
+// semantics of SQLite's (`SQLiteQueueStore+Messages.swift`, `+TokenListing.swift`, `+TokenEvents.swift`) and the
+// same ordering, limits and cursors; the engine-neutral suites (`QueueStoreSuite`, `AdminStoreSuite`) hold both.
 extension PGQueueStore: Store {
     public var location: String { connection.redactedURL }
 
@@ -48,7 +48,8 @@ extension PGQueueStore: Store {
         ) {
             DeliveryRecord(
                 id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)),
-                reason: $0.optionalString(3), attempts: $0.int(4), nextAttemptAt: $0.int64(5),
+                reason: $0.optionalString(3).map(DeliveryReason.init(stored:)), attempts: $0.int(4),
+                nextAttemptAt: $0.int64(5),
                 fcmMessageID: $0.optionalString(6), canonicalToken: $0.optionalString(7),
                 lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9), app: $0.string(10))
         }
@@ -98,11 +99,7 @@ extension PGQueueStore: Store {
             SELECT id, at, app, token, kind, replacement, reason, message_id
             FROM token_events WHERE id > $1 ORDER BY id LIMIT $2
             """, [.integer(after), .integer(Int64(limit))]
-        ) {
-            TokenEventRecord(
-                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
-                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
-        }
+        , row: Self.tokenEvent)
     }
 
     /// The latest events, newest first; with `before`, those with a smaller id (the next page back).
@@ -112,11 +109,7 @@ extension PGQueueStore: Store {
             SELECT id, at, app, token, kind, replacement, reason, message_id
             FROM token_events WHERE id < $1 ORDER BY id DESC LIMIT $2
             """, [.integer(before ?? Int64.max), .integer(Int64(limit))]
-        ) {
-            TokenEventRecord(
-                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
-                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
-        }
+        , row: Self.tokenEvent)
     }
 
     /// The events about one token of one app, newest first (`token_events_by_app_token`).
@@ -126,11 +119,15 @@ extension PGQueueStore: Store {
             SELECT id, at, app, token, kind, replacement, reason, message_id
             FROM token_events WHERE app = $1 AND token = $2 ORDER BY id DESC LIMIT $3
             """, [.text(app), .text(token), .integer(Int64(limit))]
-        ) {
-            TokenEventRecord(
-                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
-                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
-        }
+        , row: Self.tokenEvent)
+    }
+
+    /// A `token_events` row read as `id, at, app, token, kind, replacement, reason, message_id`.
+    private static func tokenEvent(_ row: PGRow) -> TokenEventRecord {
+        TokenEventRecord(
+            id: row.int64(0), at: row.int64(1), app: row.string(2), token: row.string(3),
+            kind: TokenTombstone.Kind(stored: row.string(4)), replacement: row.optionalString(5),
+            reason: row.optionalString(6).map(DeliveryReason.init(stored:)), messageID: row.optionalString(7))
     }
 
     private static func tokenRecord(_ row: PGRow) -> TokenRecord {

@@ -1,10 +1,10 @@
 import Queue
-import Storage
 import Support
 
-/// PostgreSQL's translation of the queue's operations (`Storage.QueueStore`): one statement each, prepared once per
-/// session with bound parameters, deciding nothing. The rules that combine them (`claim`, `apply`) are Storage's,
-/// the same as on SQLite (`Connection+QueueStore.swift`).
+/// PostgreSQL's translation of the queue's operations (`Queue.Store`): one statement each, prepared once per
+/// session with bound parameters, deciding nothing. The rules that combine them (`claim`, `apply`, `insertMessage`,
+/// `purgeDeadLetters`, `pruneEmptyMessages`, `appStatuses`) are Queue's, the same as on SQLite
+/// (`SQLiteQueueStore`).
 ///
 /// Several Heralds may share one database: the claim leases with `FOR UPDATE SKIP LOCKED`, so two instances never
 /// lease the same row, and every outcome is guarded on the lease still being held, which PostgreSQL re-checks on
@@ -19,7 +19,7 @@ import Support
 ///                                                  now: Clock.nowMillis()) }
 public final class PGQueueStore {
     public let connection: PGConnection
-    /// How long a `time_to_live: 0` message may wait for its one attempt (SQLite's `Connection` has the same).
+    /// How long a `time_to_live: 0` message may wait for its one attempt (SQLite's `SQLiteQueueStore` has the same).
     public var ttlZeroWindowMillis: Int64 = defaultTTLZeroWindowMillis
     /// The clock leases are stamped, renewed and found expired on.
     public var leaseClock = LeaseClock.database
@@ -218,13 +218,15 @@ extension PGQueueStore: QueueStore {
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
-    public func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int {
+    public func endQueuedDeliveries(
+        of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64
+    ) throws -> Int {
         try connection.run(
             """
-            UPDATE deliveries SET state = 'dead', reason = $1, updated_at = $2
-            WHERE message_id = $3 AND state = 'queued'
+            UPDATE deliveries SET state = $1, reason = $2, updated_at = $3
+            WHERE message_id = $4 AND state = 'queued'
             """,
-            .text(reason.rawValue), .integer(now), .text(messageID))
+            .text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID))
     }
 
     // MARK: Leases

@@ -1,7 +1,6 @@
 import Foundation
 import Queue
 import Support
-import Storage
 
 /// Read connections to PostgreSQL, each owned by its own thread, taking jobs from one queue: `DatabaseReaders` on
 /// PostgreSQL, so HTTP reads and gauges never wait behind the writer's group commits.

@@ -1,6 +1,5 @@
 import Foundation
 import Queue
-import Storage
 import Support
 
 /// A writer connection of a Herald to PostgreSQL, owned by one thread: `DatabaseWriter`'s group commit on

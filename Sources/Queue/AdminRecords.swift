@@ -1,3 +1,5 @@
+import Support
+
 /// What `herald status` shows for one app: its switches, its backlog, and what finished in the last minute.
 public struct AppStatus: Sendable, Equatable {
     public var name: String
@@ -59,12 +61,12 @@ public struct FinishedCounts: Sendable, Equatable {
 /// One row of the `queue_depth` view.
 public struct QueueDepthRow: Sendable, Equatable {
     public var app: String
-    public var state: String
+    public var state: DeliveryState
     public var count: Int
     /// `created_at` of the oldest delivery in that state.
     public var oldest: Int64
 
-    public init(app: String, state: String, count: Int, oldest: Int64) {
+    public init(app: String, state: DeliveryState, count: Int, oldest: Int64) {
         (self.app, self.state, self.count, self.oldest) = (app, state, count, oldest)
     }
 }
@@ -75,7 +77,7 @@ public struct DeadLetterRecord: Sendable, Equatable {
     public var messageID: String
     public var app: String
     public var token: String
-    public var reason: String?
+    public var reason: DeliveryReason?
     public var attempts: Int
     public var lastStatus: Int64?
     /// When the delivery became dead (`updated_at`).
@@ -85,7 +87,7 @@ public struct DeadLetterRecord: Sendable, Equatable {
     public var ttlSeconds: Int
 
     public init(
-        deliveryID: Int64, messageID: String, app: String, token: String, reason: String?, attempts: Int,
+        deliveryID: Int64, messageID: String, app: String, token: String, reason: DeliveryReason?, attempts: Int,
         lastStatus: Int64?, diedAt: Int64, messageCreatedAt: Int64, messageExpiresAt: Int64, ttlSeconds: Int
     ) {
         (self.deliveryID, self.messageID, self.app, self.token, self.reason, self.attempts, self.lastStatus) =
@@ -157,44 +159,10 @@ public struct DeadLetterCursor: Sendable, Equatable {
 /// How many dead letters of one app died of one reason.
 public struct DeadLetterGroup: Sendable, Equatable {
     public var app: String
-    public var reason: String?
+    public var reason: DeliveryReason?
     public var count: Int
 
-    public init(app: String, reason: String?, count: Int) {
+    public init(app: String, reason: DeliveryReason?, count: Int) {
         (self.app, self.reason, self.count) = (app, reason, count)
-    }
-}
-
-extension AppStatus {
-    /// Joins the figures an engine read for `herald status` into one status per app, the same way on every engine
-    /// (SQLite's and PostgreSQL's `appStatuses`): `finishedSince` are (app, state, count) rows of deliveries that
-    /// became delivered or dropped since a minute ago, `deadSince` those that became dead; `backlog` and `nextDue`
-    /// read one app's queued rows.
-    public static func assemble(
-        _ apps: [AppStatus], inflight: [String: Int], dead: [String: Int], deadSince: [String: Int],
-        finishedSince: [(app: String, state: String, count: Int)], now: Int64,
-        backlog: (String) throws -> (queued: Int, ready: Int)?, nextDue: (String) throws -> Int64?
-    ) rethrows -> [AppStatus] {
-        var finished: [String: FinishedCounts] = [:]
-        for row in finishedSince {
-            if row.state == DeliveryState.delivered.rawValue {
-                finished[row.app, default: FinishedCounts()].delivered = row.count
-            } else {
-                finished[row.app, default: FinishedCounts()].dropped = row.count
-            }
-        }
-        var statuses = apps
-        for index in statuses.indices {
-            let app = statuses[index].name
-            let queued = try backlog(app)
-            statuses[index].queued = queued?.queued ?? 0
-            statuses[index].ready = queued?.ready ?? 0
-            if let due = try nextDue(app), due <= now { statuses[index].oldestReadySince = due }
-            statuses[index].inflight = inflight[app] ?? 0
-            statuses[index].dead = dead[app] ?? 0
-            statuses[index].finishedLastMinute = finished[app] ?? FinishedCounts()
-            statuses[index].finishedLastMinute.dead = deadSince[app] ?? 0
-        }
-        return statuses
     }
 }

@@ -46,7 +46,8 @@ extension QueueStore {
                     applied.tokensDeleted += 1
                 }
                 if case .deadMessage(_, let reason, _) = update {
-                    applied.deadLetters += try deadLetterQueued(messageID: row.messageID, reason: reason, now: now)
+                    applied.deadLetters += try endQueuedDeliveries(
+                        of: row.messageID, state: .dead, reason: reason, now: now)
                 }
             case .retry(let id, let at, let reason, let status):
                 row = try markRetry(id, at: at, reason: reason, status: status, charge: charge, lease: lease)

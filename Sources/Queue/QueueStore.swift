@@ -4,7 +4,7 @@ import Support
 /// statement, or a few, of that engine's SQL, and decides nothing. The rules that combine them — what a claim
 /// settles before anything is sent, what an answer does to the token registry — are written once, over this
 /// protocol, in `QueueStore+Claim.swift` and `QueueStore+Outcomes.swift`. SQLite's translation is
-/// `Connection+QueueStore.swift`.
+/// `Storage/SQLiteQueueStore.swift`, PostgreSQL's `PostgreSQL/PGQueueStore.swift`.
 ///
 /// Every operation runs in the caller's write transaction. Outcome operations touch a row only while its lease is
 /// held (`HeldLease`: still in flight under the same owner), so a late or repeated answer never overwrites a row
@@ -60,8 +60,10 @@ public protocol QueueStore: AnyObject {
     ) throws -> LeasedRow?
     /// Back to `queued` as it was before the claim, nothing charged (a paused app, a shutdown).
     func markReleased(_ id: Int64, lease: HeldLease) throws -> LeasedRow?
-    /// Every still-queued delivery of the message becomes a dead letter with `reason`; returns how many.
-    func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int
+    /// Every still-queued delivery of the message ends in `state` (`dead` or `dropped`) with `reason`; returns how
+    /// many.
+    func endQueuedDeliveries(of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64) throws
+        -> Int
 
     // MARK: Leases
 

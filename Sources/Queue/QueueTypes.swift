@@ -182,6 +182,15 @@ public struct TokenTombstone: Sendable, Equatable {
         case deleted
         /// A canonical id: `replacement` is the token to use.
         case replaced
+
+        /// A `kind` of `token_events` or `token_tombstones` as read back. The schema's CHECK admits these two only,
+        /// and a binary refuses a schema other than its own, so any other text is a broken database.
+        public init(stored text: String) {
+            guard let kind = Kind(rawValue: text) else {
+                preconditionFailure("token event kind '\(text)' is not one of the kinds the schema allows")
+            }
+            self = kind
+        }
     }
 
     public var kind: Kind

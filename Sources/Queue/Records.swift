@@ -1,3 +1,5 @@
+import Support
+
 /// Who a message goes to, as ingest validated it and storage keeps it: tokens, Herald's users (expanded to their
 /// tokens inside the ingest transaction), one topic, or one condition.
 public enum MessageTarget: Sendable, Equatable {
@@ -129,7 +131,7 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var id: Int64
     public var token: String
     public var state: DeliveryState
-    public var reason: String?
+    public var reason: DeliveryReason?
     public var attempts: Int
     public var nextAttemptAt: Int64
     public var fcmMessageID: String?
@@ -140,7 +142,7 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var app: String
 
     public init(
-        id: Int64, token: String, state: DeliveryState, reason: String?, attempts: Int, nextAttemptAt: Int64,
+        id: Int64, token: String, state: DeliveryState, reason: DeliveryReason?, attempts: Int, nextAttemptAt: Int64,
         fcmMessageID: String?, canonicalToken: String?, lastStatus: Int64?, updatedAt: Int64, app: String = "default"
     ) {
         self.app = app
@@ -169,14 +171,14 @@ public struct TokenEventRecord: Sendable, Equatable {
     public var at: Int64
     public var app: String
     public var token: String
-    public var kind: String
+    public var kind: TokenTombstone.Kind
     public var replacement: String?
-    public var reason: String?
+    public var reason: DeliveryReason?
     public var messageID: String?
 
     public init(
-        id: Int64, at: Int64, app: String, token: String, kind: String, replacement: String?, reason: String?,
-        messageID: String?
+        id: Int64, at: Int64, app: String, token: String, kind: TokenTombstone.Kind, replacement: String?,
+        reason: DeliveryReason?, messageID: String?
     ) {
         (self.id, self.at, self.app, self.token, self.kind) = (id, at, app, token, kind)
         (self.replacement, self.reason, self.messageID) = (replacement, reason, messageID)
@@ -185,40 +187,3 @@ public struct TokenEventRecord: Sendable, Equatable {
 
 /// How long a `time_to_live: 0` message may wait for its one attempt unless `serve` is told otherwise.
 public let defaultTTLZeroWindowMillis: Int64 = 5_000
-
-/// An `Idempotency-Key` the app already used within the window for a different message.
-public struct IdempotencyConflict: Error, CustomStringConvertible {
-    public var key: String
-
-    public init(key: String) { self.key = key }
-
-    public var description: String {
-        "Idempotency-Key was already used for a different message; use a new key for a new message"
-    }
-}
-
-extension NewMessage {
-    /// A 64-bit FNV-1a hash of everything stored of the message: equal for a repeat of the same message, different
-    /// (but for a 2^-64 chance) for another one under the same key.
-    public var fingerprint: Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        func mix(_ text: String) {
-            for byte in text.utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
-            }
-            hash = (hash ^ 0xFF) &* 0x0000_0100_0000_01B3  // a separator no UTF-8 text contains
-        }
-        let target: [String] = switch self.target {
-        case .tokens(let tokens): ["tokens"] + tokens
-        case .users(let users): ["users"] + users
-        case .topic(let topic): ["topic", topic]
-        case .condition(let condition): ["condition", condition]
-        }
-        for part in target { mix(part) }
-        for part in [
-            payload, collapseKey ?? "\u{0}", priority.rawValue, String(ttlSeconds), dryRun ? "1" : "0", format.rawValue,
-            tokenField.rawValue,
-        ] { mix(part) }
-        return Int64(bitPattern: hash)
-    }
-}

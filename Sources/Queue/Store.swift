@@ -1,8 +1,8 @@
 import Support
 
 /// Everything Herald asks of a database, on either engine: the queue's operations (`QueueStore`) and what ingest,
-/// the HTTP reads and the maintenance commands need besides. SQLite's `Connection` and PostgreSQL's `PGQueueStore`
-/// conform; the service and every command hold an `any Store` and never know which engine they talk to.
+/// the HTTP reads and the maintenance commands need besides. SQLite's `SQLiteQueueStore` and PostgreSQL's
+/// `PGQueueStore` conform; the service and every command hold an `any Store` and never know which engine they talk to.
 ///
 /// Like the connections behind it, a store is used by one thread at a time, never from Swift concurrency's
 /// cooperative pool (both engines' calls block).
@@ -19,14 +19,28 @@ public protocol Store: QueueStore {
 
     // MARK: Messages
 
-    func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage
+    // Ingest's rule is `insertMessage` (`Store+Ingest.swift`); these are its operations.
+
+    /// The app's message that `key` names (`messages.idempotency_key`), if any.
+    func keyedMessage(app: String, key: String) throws -> KeyedMessage?
+    /// Frees an expired key: its message keeps its rows, and the key may name a new one.
+    func releaseIdempotencyKey(messageID: String) throws
+    /// How many deliveries the message has.
+    func deliveryCount(messageID: String) throws -> Int
+    /// Writes the message, one queued delivery per target in `insert.lane` (a `users` target expanded as
+    /// `MessageInsert` says), and with `collapseHeadKey` each delivery as its target's collapse head; PostgreSQL also
+    /// wakes the apps' claimers at commit. Nil, with nothing written, when the message's key was taken by another
+    /// transaction since `keyedMessage` looked (only where writers run concurrently).
+    func storeMessage(_ insert: MessageInsert) throws -> StoredMessage?
     func message(id: String) throws -> MessageRecord?
-    /// Drops the message's queued deliveries; nil when there is no such message, else how many were dropped.
-    func cancelMessage(id: String, now: Int64) throws -> Int?
+    func messageExists(id: String) throws -> Bool
 
     // MARK: Token registry
 
-    func upsertToken(_ token: String, app: String, user: String?, now: Int64) throws -> (TokenRecord, created: Bool)
+    /// Registers `token` for `app` and `user`, or moves it to them; its `created_at` (and its place in a `users`
+    /// fan-out) stays what its first registration made it. The rule that answers with the record is `upsertToken`
+    /// (`Store+Tokens.swift`).
+    func registerToken(_ token: String, app: String, user: String?, now: Int64) throws
     func token(_ token: String) throws -> TokenRecord?
     func deleteToken(_ token: String) throws -> Bool
     func tokens(app: String?, user: String?, after: String?, limit: Int) throws -> [TokenRecord]
@@ -48,30 +62,64 @@ public protocol Store: QueueStore {
 
     // MARK: Status
 
-    /// `lastMinute: false` leaves `finishedLastMinute` at zero: counting what finished in the last minute reads an
-    /// index entry per send (~500,000 at FCM's full rate), more than the gauges' refresh should cost.
-    func appStatuses(now: Int64, lastMinute: Bool) throws -> [AppStatus]
+    // The rule that joins these is `appStatuses` (`Store+Status.swift`).
+
+    /// Every app's switches (name, pause, gate), by name, with no figures yet.
+    func appSwitches() throws -> [AppStatus]
+    /// The app's queued deliveries, and those of them due at `now`.
+    func backlog(app: String, now: Int64) throws -> (queued: Int, ready: Int)
+    /// In-flight deliveries per app.
+    func inflightCounts() throws -> [String: Int]
+    /// Dead letters per app; with `since`, only those that died at or after it.
+    func deadCounts(since: Int64?) throws -> [String: Int]
+    /// Deliveries that became delivered or dropped at or after `since`, per app and state.
+    func finishedCounts(since: Int64) throws -> [(app: String, state: DeliveryState, count: Int)]
     func queueDepth() throws -> [QueueDepthRow]
 
     // MARK: Dead letters
 
+    // Each engine writes `DeadLetterFilter.terms` as its SQL condition; the rules are in `Store+DeadLetters.swift`.
+
+    /// Dead letters matching `filter`, the most recent deaths first.
     func deadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [DeadLetterRecord]
-    func deadLetter(id: Int64) throws -> DeadLetterRecord?
+    /// How many dead letters match `filter`, per app and reason (by app, then reason, a missing reason first, in
+    /// bytes).
     func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup]
+    /// How many dead letters match `filter` and belong to a message whose TTL has run out: requeued, they would
+    /// only expire again, so `requeueDeadLetters` leaves them.
     func expiredDeadLetterCount(_ filter: DeadLetterFilter, now: Int64) throws -> Int
+    /// Puts up to `limit` dead letters matching `filter` whose message has not expired back in the queue, due
+    /// `now`, with `attempts = 0` and no reason; returns how many. Call inside a write transaction, and again until
+    /// it returns 0: each call is one bounded batch.
     func requeueDeadLetters(_ filter: DeadLetterFilter, now: Int64, limit: Int) throws -> Int
-    func purgeDeadLetters(_ filter: DeadLetterFilter, now: Int64, limit: Int) throws -> (deliveries: Int, messages: Int)
+    /// Deletes up to `limit` dead letters matching `filter`; returns the message id of each (one per row).
+    func deleteDeadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [String]
     func deadLetterCount() throws -> Int
 
     // MARK: Retention
 
+    // The rules that combine these are in `Store+Retention.swift`.
+
+    /// Deletes up to `limit` delivered or dropped deliveries last updated before `cutoff`; returns how many. Dead
+    /// letters are never touched. Call again until it returns 0.
     func pruneFinishedDeliveries(updatedBefore cutoff: Int64, limit: Int) throws -> Int
+    /// How many deliveries `pruneFinishedDeliveries` would delete.
     func finishedDeliveryCount(updatedBefore cutoff: Int64) throws -> Int
-    func pruneEmptyMessages(
-        createdBefore cutoff: Int64, now: Int64, after cursor: String, limit: Int
-    ) throws -> (deleted: Int, next: String?)
+    /// The next `limit` messages after `cursor` in id order; nil when there are none.
+    func messagePage(after cursor: String, limit: Int) throws -> MessagePage?
+    /// Deletes the messages with an id in (`cursor`, `last`] created before `cutoff` that have no delivery left,
+    /// those with an idempotency key only when created at or before `keyHorizon`; returns how many.
+    func deleteEmptyMessages(after cursor: String, through last: String, createdBefore cutoff: Int64, keyHorizon: Int64)
+        throws -> Int
+    /// Deletes those of `ids` that have no delivery left, those with an idempotency key only when created at or
+    /// before `keyHorizon`; returns how many.
+    func deleteEmptyMessages(_ ids: [String], keyHorizon: Int64) throws -> Int
+    /// Deletes the oldest token-feed entries recorded before `cutoff`, up to `limit` of them; returns how many. The
+    /// feed is only history for backends that follow it: claims read `token_tombstones`.
     func pruneTokenEvents(before cutoff: Int64, limit: Int) throws -> Int
-    func pruneReconciliationState(now: Int64, limit: Int) throws -> Int
+    /// Deletes up to `limit` token tombstones and up to `limit` collapse heads made before `cutoff`; returns how
+    /// many.
+    func pruneReconciliationState(before cutoff: Int64, limit: Int) throws -> Int
 }
 
 /// The one thread that writes, gathering jobs into group commits (`DatabaseWriter` on SQLite, `PGWriter` on

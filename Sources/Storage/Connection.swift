@@ -12,10 +12,6 @@ public final class Connection {
     let handle: OpaquePointer
     public let path: String
     private var statements: [String: Statement] = [:]
-    /// Apps this connection has already made sure have an `apps` row (rows are never deleted).
-    var ensuredApps: Set<String> = []
-    /// How long after acceptance a `time_to_live: 0` message may still be sent (`serve --ttl-zero-window`).
-    public var ttlZeroWindowMillis: Int64 = defaultTTLZeroWindowMillis
 
     /// Process-wide settings, applied once before the first connection initializes the library.
     private static let configured: Void = {
@@ -196,4 +192,8 @@ public final class Connection {
             code: code & 0xff, extendedCode: sqlite3_extended_errcode(handle),
             message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
+}
+
+extension DatabaseRequirementError {
+    static let walHint = "Herald needs WAL: a database file on a local filesystem with shared-memory support"
 }

@@ -21,13 +21,13 @@ public enum Durability: String, Sendable, CaseIterable {
 public final class DatabaseWriter: StoreWriter {
     private final class Job: @unchecked Sendable {
         /// Runs the work; returns the error it threw (its writes must then be undone), nil when it succeeded.
-        let run: (Connection) -> Error?
+        let run: (SQLiteQueueStore) -> Error?
         /// Answers the caller: with the work's own result when given nil, else with the error given.
         let complete: (Error?) -> Void
         /// Whether its commit must reach the disk before it completes (see `enqueue(durable:)`).
         let durable: Bool
 
-        init(durable: Bool, run: @escaping (Connection) -> Error?, complete: @escaping (Error?) -> Void) {
+        init(durable: Bool, run: @escaping (SQLiteQueueStore) -> Error?, complete: @escaping (Error?) -> Void) {
             self.durable = durable
             self.run = run
             self.complete = complete
@@ -75,20 +75,20 @@ public final class DatabaseWriter: StoreWriter {
         durable: Bool, _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
-        enqueue(durable: durable, { (connection: Connection) in try work(connection) }, completion: completion)
+        enqueue(durable: durable, { (store: SQLiteQueueStore) in try work(store) }, completion: completion)
     }
 
-    /// `enqueue`, with the SQLite connection itself (tests and SQLite-only maintenance).
+    /// `enqueue`, with SQLite's store itself and through it the connection (tests and SQLite-only maintenance).
     public func enqueue<T>(
         durable: Bool = true,
-        _ work: @escaping @Sendable (Connection) throws -> T,
+        _ work: @escaping @Sendable (SQLiteQueueStore) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
         let box = Box<T>()
         let job = Job(
             durable: durable,
-            run: { connection in
-                box.result = Result { try work(connection) }
+            run: { store in
+                box.result = Result { try work(store) }
                 if case .failure(let error) = box.result! { return error }
                 return nil
             },
@@ -99,7 +99,7 @@ public final class DatabaseWriter: StoreWriter {
     }
 
     /// Runs `work` in the next group commit and waits for the commit. Call from a thread you own.
-    public func write<T: Sendable>(_ work: @escaping @Sendable (Connection) throws -> T) throws -> T {
+    public func write<T: Sendable>(_ work: @escaping @Sendable (SQLiteQueueStore) throws -> T) throws -> T {
         let rendezvous = Rendezvous<T>()
         enqueue(work) { rendezvous.fulfil($0) }
         return try rendezvous.wait()
@@ -115,6 +115,7 @@ public final class DatabaseWriter: StoreWriter {
     }
 
     private static func loop(connection: Connection, queue: JobQueue<Job>, durability: Durability) {
+        let store = SQLiteQueueStore(connection: connection)
         // The level in force; nil when a switch failed and reading it back failed too.
         var level: Durability? = durability
         while true {
@@ -143,7 +144,7 @@ public final class DatabaseWriter: StoreWriter {
                     }
                 }
             }
-            if !group.isEmpty { commit(group, on: connection) }
+            if !group.isEmpty { commit(group, on: store) }
         }
         do {
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -161,7 +162,8 @@ public final class DatabaseWriter: StoreWriter {
     /// runs and every job of the group is answered with an error.
     ///
     /// Related SQLite documentation: https://sqlite.org/lang_transaction.html
-    private static func commit(_ group: [Job], on connection: Connection) {
+    private static func commit(_ group: [Job], on store: SQLiteQueueStore) {
+        let connection = store.connection
         if connection.isInTransaction {
             // Only a failed ROLLBACK leaves one behind; BEGIN would fail for this and every later group.
             rollBack(connection)
@@ -178,7 +180,7 @@ public final class DatabaseWriter: StoreWriter {
         for job in group {
             let failure: Error?
             do {
-                failure = try run(job, on: connection, inSavepoint: !alone)
+                failure = try run(job, on: store, inSavepoint: !alone)
             } catch {
                 // The savepoint could not be set, undone or released: what the job left is unknown.
                 return abandon(group, failures: failures, cause: error, on: connection)
@@ -206,10 +208,11 @@ public final class DatabaseWriter: StoreWriter {
 
     /// Runs one job, inside its own savepoint unless it is alone in the group; returns the error the job threw
     /// (its writes undone). Throws when the savepoint itself fails.
-    private static func run(_ job: Job, on connection: Connection, inSavepoint: Bool) throws -> Error? {
-        guard inSavepoint else { return job.run(connection) }
+    private static func run(_ job: Job, on store: SQLiteQueueStore, inSavepoint: Bool) throws -> Error? {
+        let connection = store.connection
+        guard inSavepoint else { return job.run(store) }
         try connection.executeCached("SAVEPOINT job")
-        let failure = job.run(connection)
+        let failure = job.run(store)
         // When SQLite has rolled the whole transaction back, the savepoint is gone too: that is the caller's case.
         guard connection.isInTransaction else { return failure }
         if failure != nil { try connection.executeCached("ROLLBACK TO job") }

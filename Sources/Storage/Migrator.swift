@@ -61,25 +61,8 @@ public enum Migrator {
     /// and `serve`: a newer herald must not upgrade the schema under an older `serve` that is still running, and
     /// an older one must not work on a schema it does not know.
     public static func requireCurrent(_ connection: Connection) throws {
-        try requireCurrent(version: currentVersion(connection), latest: latestVersion, location: connection.path)
-    }
-
-    /// The check of `requireCurrent` for any engine: `version` is the database's, `latest` this binary's.
-    public static func requireCurrent(version current: Int, latest latestVersion: Int, location path: String) throws {
-        if current == 0 {
-            throw DatabaseRequirementError(
-                description: "\(path) has no Herald schema; run `herald migrate --db \(path)` first")
-        }
-        if current < latestVersion {
-            throw DatabaseRequirementError(
-                description: "\(path) has schema version \(current) but this herald needs \(latestVersion); "
-                    + "run `herald migrate --db \(path)` with this herald first (and then restart `herald serve`)")
-        }
-        if current > latestVersion {
-            throw DatabaseRequirementError(
-                description: "\(path) has schema version \(current), newer than this herald's \(latestVersion); "
-                    + "upgrade herald (downgrades are not supported)")
-        }
+        try DatabaseRequirementError.requireSchema(
+            version: currentVersion(connection), latest: latestVersion, location: connection.path)
     }
 
     /// The schema version recorded in the database; 0 for a database Herald never migrated.

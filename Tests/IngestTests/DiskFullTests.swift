@@ -22,10 +22,10 @@ import Testing
         let writer = try DatabaseWriter(path: path)
         let readers = try DatabaseReaders(path: path)
         let api = IngestAPI(writer: writer, readers: readers, apiToken: nil)
-        _ = try writer.write { connection in
-            try connection.ensureApp("default")
-            let pages = try connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
-            try connection.execute("PRAGMA max_page_count = \(pages + 2)")
+        _ = try writer.write { store in
+            try store.ensureApp("default")
+            let pages = try store.connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
+            try store.connection.execute("PRAGMA max_page_count = \(pages + 2)")
         }
 
         // Hold the writer so the three messages are committed as one group; the middle one cannot fit.
@@ -45,8 +45,8 @@ import Testing
         }
         release.signal()
         let responses = responders.map { $0.wait() }
-        let stored = try writer.write { connection in
-            try connection.query("SELECT token FROM deliveries") { $0.string(0) }
+        let stored = try writer.write { store in
+            try store.connection.query("SELECT token FROM deliveries") { $0.string(0) }
         }
         readers.close()
         writer.close()

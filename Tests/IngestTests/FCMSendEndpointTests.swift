@@ -38,7 +38,7 @@ import Testing
     }
 
     private func count(_ table: String) throws -> Int {
-        try writer.write { try $0.queryOne("SELECT count(*) FROM \(table)") { $0.int(0) } ?? -1 }
+        try writer.write { try $0.connection.queryOne("SELECT count(*) FROM \(table)") { $0.int(0) } ?? -1 }
     }
 
     private func json(_ text: String) throws -> [String: Any] {
@@ -55,7 +55,9 @@ import Testing
         let answer = try json(reply.body)
         let rowID = try #require(answer["multicast_id"] as? Int)
         let id = try #require(try writer.write {
-            try $0.queryOne("SELECT id FROM messages WHERE rowid = ?", [.integer(Int64(rowID))]) { $0.string(0) }
+            try $0.connection.queryOne("SELECT id FROM messages WHERE rowid = ?", [.integer(Int64(rowID))]) {
+                $0.string(0)
+            }
         })
         #expect(answer["success"] as? Int == 3)
         #expect(answer["failure"] as? Int == 1)
@@ -74,7 +76,7 @@ import Testing
         let reply = send(api(), #"{"to":"/topics/news","data":{"a":"1"}}"#)
         let rowID = try #require(try json(reply.body)["message_id"] as? Int)
         let kind = try writer.write {
-            try $0.queryOne(
+            try $0.connection.queryOne(
                 "SELECT target_kind FROM messages WHERE rowid = ?", [.integer(Int64(rowID))]) { $0.string(0) }
         }
         #expect(kind == "topic")
@@ -93,7 +95,7 @@ import Testing
 
     @Test func theAppComesFromXHeraldApp() throws {
         _ = send(api(), #"{"to":"a"}"#, headers: [("X-Herald-App", "second")])
-        let app = try writer.write { try $0.queryOne("SELECT app FROM messages") { $0.string(0) } }
+        let app = try writer.write { try $0.connection.queryOne("SELECT app FROM messages") { $0.string(0) } }
         #expect(app == "second")
     }
 

@@ -42,7 +42,7 @@ import Testing
 
     private func messages() throws -> [(app: String, format: String, field: String, payload: String)] {
         try writer.write {
-            try $0.query("SELECT app, format, token_field, payload FROM messages ORDER BY rowid") {
+            try $0.connection.query("SELECT app, format, token_field, payload FROM messages ORDER BY rowid") {
                 ($0.string(0), $0.string(1), $0.string(2), $0.string(3))
             }
         }

@@ -36,7 +36,7 @@ import Testing
         #expect(String(decoding: refused.body, as: UTF8.self).contains("Unavailable"))
 
         release.signal()
-        let stored = try writer.write { try $0.queryOne("SELECT count(*) FROM messages") { $0.int(0) } }
+        let stored = try writer.write { try $0.connection.queryOne("SELECT count(*) FROM messages") { $0.int(0) } }
         #expect(stored == 0)
         readers.close()
         writer.close()

@@ -86,6 +86,10 @@ import Testing
         try Connection(path: db)
     }
 
+    func store() throws -> SQLiteQueueStore {
+        SQLiteQueueStore(connection: try connection())
+    }
+
     /// Moves the delivery to `token` into `state`, as reconciliation would have.
     func set(_ token: String, _ state: String, reason: String? = nil, ago: Int64 = 0, attempts: Int64 = 3) throws {
         let changed = try connection().run(
@@ -212,11 +216,11 @@ import Testing
         let secondID = try #require(fromStdin.stdout.split(separator: " ").first.map(String.init))
         #expect(fromStdin.stdout.contains("1 delivery"))
 
-        let stored = try #require(try connection().message(id: id))
+        let stored = try #require(try store().message(id: id))
         #expect(stored.payload == #"{"data":{"k":"v"}}"#)
         #expect(stored.deliveries.map(\.token) == ["a", "b"])
         #expect(stored.deliveries.allSatisfy { $0.state == .queued && $0.attempts == 0 })
-        let second = try #require(try connection().message(id: secondID))
+        let second = try #require(try store().message(id: secondID))
         #expect(second.app == "second" && second.priority == .high)
     }
 
@@ -322,8 +326,8 @@ import Testing
     @Test func statusSaysWhatClosedAGateAndSinceWhen() throws {
         try migrate()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try connection().closeGate("default", until: now + 60_000, reason: .reset, now: now - 3_000)
-        try connection().closeGate("second", until: now + 30_000, reason: .http(503), now: now - 1_000)
+        try store().closeGate("default", until: now + 60_000, reason: .reset, now: now - 3_000)
+        try store().closeGate("second", until: now + 30_000, reason: .http(503), now: now - 1_000)
 
         let run = try admin(["status", "--json"])
         #expect(run.status == 0)
@@ -485,9 +489,9 @@ import Testing
         #expect(run.json["deliveries"] as? Int == 3)
         #expect(run.json["messages"] as? Int == 1)
         #expect(run.json["dead_letters_kept"] as? Int == 1)
-        #expect(try connection().message(id: old) == nil)
-        #expect(try connection().message(id: withDead)?.deliveries.map(\.token) == ["old-dead"])
-        #expect(try connection().message(id: recent)?.deliveries.map(\.state) == [.delivered])
+        #expect(try store().message(id: old) == nil)
+        #expect(try store().message(id: withDead)?.deliveries.map(\.token) == ["old-dead"])
+        #expect(try store().message(id: recent)?.deliveries.map(\.state) == [.delivered])
 
         let shorter = try admin(["prune", "--older-than", "12h"])
         #expect(shorter.status == 0)

@@ -171,8 +171,8 @@ private let day: Int64 = 86_400_000
         #expect(first.map(\.token) == ["a", "b"])
         #expect(first[0].id < first[1].id)
         #expect(first[1] == TokenEventRecord(
-            id: first[1].id, at: t0 + 1, app: "default", token: "b", kind: "replaced", replacement: "b2",
-            reason: "NotRegistered", messageID: "m1"))
+            id: first[1].id, at: t0 + 1, app: "default", token: "b", kind: .replaced, replacement: "b2",
+            reason: .notRegistered, messageID: "m1"))
         let rest = try admin.store.tokenEvents(after: first[1].id, limit: 2)
         #expect(rest.map(\.token) == ["c"] && rest[0].replacement == nil)
         #expect(try admin.store.tokenEvents(after: rest[0].id, limit: 2).isEmpty)
@@ -303,9 +303,9 @@ private let day: Int64 = 86_400_000
         try admin.enqueue(["d"], app: "second", at: t0 + 3)
         try admin.finish("c", "delivered", at: t0 + 1)
         #expect(try admin.store.queueDepth() == [
-            QueueDepthRow(app: "default", state: "delivered", count: 1, oldest: t0),
-            QueueDepthRow(app: "default", state: "queued", count: 2, oldest: t0),
-            QueueDepthRow(app: "second", state: "queued", count: 1, oldest: t0 + 3),
+            QueueDepthRow(app: "default", state: .delivered, count: 1, oldest: t0),
+            QueueDepthRow(app: "default", state: .queued, count: 2, oldest: t0),
+            QueueDepthRow(app: "second", state: .queued, count: 1, oldest: t0 + 3),
         ])
     }
 
@@ -335,15 +335,15 @@ private let day: Int64 = 86_400_000
             .first)
         #expect(a == DeadLetterRecord(
             deliveryID: try admin.id(of: "a"), messageID: message, app: "default", token: "a",
-            reason: "InvalidRegistration", attempts: 3, lastStatus: 200, diedAt: t0 + 1000, messageCreatedAt: t0,
+            reason: .invalidRegistration, attempts: 3, lastStatus: 200, diedAt: t0 + 1000, messageCreatedAt: t0,
             messageExpiresAt: t0 + 2_419_200_000, ttlSeconds: 2_419_200))
         #expect(try store.deadLetter(id: a.deliveryID) == a)
         #expect(try store.deadLetter(id: try admin.id(of: "c")) == nil, "a delivered row is not a dead letter")
         #expect(try store.deadLetter(id: 987_654) == nil)
         #expect(try store.deadLetterGroups(DeadLetterFilter()) == [
-            DeadLetterGroup(app: "default", reason: "InvalidRegistration", count: 1),
-            DeadLetterGroup(app: "default", reason: "MismatchSenderId", count: 1),
-            DeadLetterGroup(app: "second", reason: "InvalidRegistration", count: 1),
+            DeadLetterGroup(app: "default", reason: .invalidRegistration, count: 1),
+            DeadLetterGroup(app: "default", reason: .mismatchSenderID, count: 1),
+            DeadLetterGroup(app: "second", reason: .invalidRegistration, count: 1),
         ])
         #expect(try store.deadLetterGroups(DeadLetterFilter(app: "nope")).isEmpty)
     }
@@ -375,7 +375,7 @@ private let day: Int64 = 86_400_000
         #expect(try store.deadLetters(DeadLetterFilter(token: "nope"), limit: 10).isEmpty)
         #expect(try store.deadLetters(DeadLetterFilter(diedUntil: t0 + 1), limit: 10).map(\.token) == ["t1", "t0"])
         let until = DeadLetterFilter(diedUntil: t0 + 2, token: "t2")
-        #expect(try store.deadLetterGroups(until) == [DeadLetterGroup(app: "default", reason: "InvalidRegistration",
+        #expect(try store.deadLetterGroups(until) == [DeadLetterGroup(app: "default", reason: .invalidRegistration,
                                                                       count: 1)])
         #expect(try store.transaction { try store.requeueDeadLetters(until, now: t0 + 10, limit: 10) } == 1)
         #expect(try admin.row("t2") == "queued - 0 \(t0 + 10)")
@@ -395,8 +395,8 @@ private let day: Int64 = 86_400_000
         try admin.finish("c", "dead", reason: "InvalidRegistration", at: t0 + 1)
         #expect(try admin.store.deadLetterGroups(DeadLetterFilter()) == [
             DeadLetterGroup(app: "default", reason: nil, count: 1),
-            DeadLetterGroup(app: "default", reason: "InvalidRegistration", count: 1),
-            DeadLetterGroup(app: "default", reason: "MaxAttempts", count: 1),
+            DeadLetterGroup(app: "default", reason: .invalidRegistration, count: 1),
+            DeadLetterGroup(app: "default", reason: .maxAttempts, count: 1),
         ])
     }
 
@@ -420,7 +420,7 @@ private let day: Int64 = 86_400_000
         #expect(try store.deadLetters(filter, limit: 10).map(\.token) == ["d", "b"])
         #expect(try store.deadLetters(filter, limit: 1).map(\.token) == ["d"])
         #expect(try store.deadLetterGroups(filter) == [
-            DeadLetterGroup(app: "default", reason: "InvalidRegistration", count: 2)
+            DeadLetterGroup(app: "default", reason: .invalidRegistration, count: 2)
         ])
         #expect(try store.expiredDeadLetterCount(filter, now: t0 + 5000) == 0)
         #expect(try store.expiredDeadLetterCount(filter, now: t0 + 30 * day) == 2)

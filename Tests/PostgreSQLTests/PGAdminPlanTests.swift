@@ -42,10 +42,7 @@ private let t0: Int64 = 1_700_000_000_000
             DeadLetterFilter(token: "t"),
         ]
         for filter in filters {
-            let bound = { (first: Int) in
-                let (condition, arguments) = filter.condition(parametersFrom: first)
-                return (condition, arguments.map(PGValue.bound))
-            }
+            let bound = { (first: Int) in filter.condition(parametersFrom: first) }
             let (one, arguments1) = bound(1)
             let (two, arguments2) = bound(2)
             let (three, arguments3) = bound(3)

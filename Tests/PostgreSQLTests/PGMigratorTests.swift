@@ -283,8 +283,9 @@ private struct SQLiteSchema {
                 columns.insert("\(table).\(column)")
             }
         }
-        // SQLite's implicit rowid, which PostgreSQL's 0006 makes a column of the same name.
+        // SQLite's implicit rowids, which PostgreSQL's 0006 (messages) and 0011 (tokens) make columns of that name.
         columns.insert("messages.rowid")
+        columns.insert("tokens.rowid")
     }
 }
 
@@ -351,5 +352,25 @@ private struct SQLiteSchema {
         ) { "\($0.string(0)) \($0.string(1)) \($0.optionalString(2) ?? "-") \($0.int(3))" }
         #expect(tombstones == ["a deleted - 2", "b replaced b2 3"])
         #expect(try connection.queryOne("SELECT expires_at FROM messages") { $0.int64(0) } == 6000)
+    }
+}
+
+@Suite struct TokenNumbersMigrationTests {
+    @Test func tokensAlreadyRegisteredKeepTheirFanOutOrderAndNewOnesComeAfter() throws {
+        let database = try TestDatabase()
+        let connection = try database.connect()
+        try PGMigrator.migrate(connection, upTo: 10)
+        for (token, at) in [("c", 2), ("b", 1), ("a", 2), ("d", 3)] as [(String, Int64)] {
+            try connection.run(
+                #"INSERT INTO tokens (token, app, "user", created_at, updated_at) VALUES ($1, 'default', 'u', $2, $2)"#,
+                .text(token), .integer(at))
+        }
+
+        try PGMigrator.migrate(connection)
+        try connection.run(
+            #"INSERT INTO tokens (token, app, "user", created_at, updated_at) VALUES ('0-new', 'default', 'u', 0, 0)"#)
+
+        let order = try connection.query("SELECT token FROM tokens ORDER BY rowid") { $0.string(0) }
+        #expect(order == ["b", "a", "c", "d", "0-new"])
     }
 }

@@ -698,6 +698,19 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM deliveries") == ["2"])
     }
 
+    @Test(arguments: Engine.allCases) func aKeyAnswersUntilTheLastMillisecondOfItsWindow(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try queue.insert(["a", "b"], key: "k", at: t0)
+        let repeated = try queue.insert(["a", "b"], key: "k", at: t0 + idempotencyWindowMillis - 1)
+        #expect(repeated == AcceptedMessage(id: first.id, rowID: first.rowID, deliveries: 2, isRepeat: true))
+        let fresh = try queue.insert(["a", "b"], key: "k", at: t0 + idempotencyWindowMillis)
+        #expect(!fresh.isRepeat && fresh.id != first.id && fresh.rowID != first.rowID)
+        // The old message keeps its rows and lets go of its key, which now names the new one.
+        #expect(try queue.store.strings(
+            "SELECT coalesce(idempotency_key, '-') FROM messages ORDER BY id") == ["-", "k"])
+        #expect(try queue.store.strings("SELECT CAST(count(*) AS TEXT) FROM deliveries") == ["4"])
+    }
+
     // MARK: - Ingest
 
     @Test(arguments: Engine.allCases) func usersExpandToTheirRegisteredTokensOnce(_ engine: Engine) throws {
@@ -710,6 +723,50 @@ private let t0: Int64 = 1_700_000_000_000
             NewMessage(app: "default", payload: "{}", target: .users(["ann", "bob", "ann", "nobody"])), now: t0 + 10)
         #expect(accepted.deliveries == 3)
         #expect(try queue.rows() == ["t-ann-1 queued", "t-ann-2 queued", "t-bob queued"])
+    }
+
+    @Test(arguments: Engine.allCases) func ingestDecidesExpiryLaneAndCollapseHeads(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        queue.store.setTTLZeroWindow(7_000)
+        let nowOrNever = try queue.insert(["a"], collapseKey: "k", priority: .high, ttl: 0, at: t0)
+        let hour = try queue.insert(["b", "c"], collapseKey: "k", ttl: 3600, at: t0 + 1)
+        let dryRun = try queue.insert(["d"], collapseKey: "k", dryRun: true, at: t0 + 2)
+        func expiry(_ id: String) throws -> Int64? { try queue.store.database.message(id: id)?.expiresAt }
+        #expect(try expiry(nowOrNever.id) == t0 + 7_000)
+        #expect(try expiry(hour.id) == t0 + 1 + 3_600_000)
+        #expect(try queue.store.strings("SELECT token || ' ' || priority_rank FROM deliveries ORDER BY id") == [
+            "a 0", "b 1", "c 1", "d 1",
+        ])
+        // A dry run reaches no device, so it heads no collapse key.
+        #expect(try queue.store.strings("SELECT token FROM collapse_heads ORDER BY token") == ["a", "b", "c"])
+    }
+
+    /// README: "each token once, in the order the tokens were first registered" — across users, not user by user,
+    /// and by registration even when two registrations share a millisecond; moving a token to another user or app,
+    /// or registering it again, keeps its place.
+    @Test(arguments: Engine.allCases)
+    func aUsersFanOutFollowsRegistrationOrderAcrossInterleavedUsers(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        for (token, user, at) in [
+            ("z-ann-1", "ann", t0), ("y-bob-1", "bob", t0), ("x-ann-2", "ann", t0 + 1), ("w-cid-1", "cid", t0 + 1),
+            ("v-bob-2", "bob", t0 + 1), ("u-ann-3", "ann", t0 + 2), ("t-moved", "cid", t0 + 2),
+        ] {
+            try queue.store.register(token, app: "default", user: user, now: at)
+        }
+        try queue.store.register("t-moved", app: "default", user: "bob", now: t0 + 3)
+        try queue.store.register("y-bob-1", app: "default", user: "bob", now: t0 + 4)
+        let accepted = try queue.store.insert(
+            NewMessage(app: "default", payload: "{}", target: .users(["bob", "ann"])), now: t0 + 10)
+        #expect(accepted.deliveries == 6)
+        #expect(try queue.rows() == [
+            "z-ann-1 queued", "y-bob-1 queued", "x-ann-2 queued", "v-bob-2 queued", "u-ann-3 queued",
+            "t-moved queued",
+        ])
+        let everyApp = try queue.store.insert(
+            NewMessage(app: NewMessage.everyApp, payload: "{}", target: .users(["cid", "ann"])), now: t0 + 11)
+        #expect(try queue.store.strings(
+            "SELECT token FROM deliveries WHERE message_id = $1 ORDER BY id", [.text(everyApp.id)]
+        ) == ["z-ann-1", "x-ann-2", "w-cid-1", "u-ann-3"])
     }
 
     @Test(arguments: Engine.allCases) func aMessageKeepsItsFormatAndTokenField(_ engine: Engine) throws {

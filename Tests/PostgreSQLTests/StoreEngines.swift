@@ -42,53 +42,55 @@ extension StoreUnderTest {
     func strings(_ sql: String) throws -> [String] { try strings(sql, []) }
 }
 
-/// SQLite: a `Connection` on a file in a directory of its own, every write in `BEGIN IMMEDIATE` as the writer's.
+/// SQLite: a `SQLiteQueueStore` on a file in a directory of its own, every write in `BEGIN IMMEDIATE` as the
+/// writer's.
 final class SQLiteStore: StoreUnderTest {
     private let directory: URL
-    private let connection: Connection
+    let store: SQLiteQueueStore
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        connection = try Connection(path: directory.appendingPathComponent("herald.db").path)
+        let connection = try Connection(path: directory.appendingPathComponent("herald.db").path)
         try connection.requireWAL()
         try Migrator.migrate(connection)
+        store = SQLiteQueueStore(connection: connection)
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
-    var database: any Store { connection }
+    var database: any Store { store }
 
     func write<T>(_ body: (any QueueStore) throws -> T) throws -> T {
-        try connection.transaction { try body(connection) }
+        try store.transaction { try body(store) }
     }
 
     func insert(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
-        try connection.transaction { try connection.insertMessage(message, now: now) }
+        try store.transaction { try store.insertMessage(message, now: now) }
     }
 
     func register(_ token: String, app: String, user: String?, now: Int64) throws {
-        _ = try connection.transaction { try connection.upsertToken(token, app: app, user: user, now: now) }
+        _ = try store.transaction { try store.upsertToken(token, app: app, user: user, now: now) }
     }
 
     func pause(_ app: String, now: Int64) throws {
-        try connection.transaction { _ = try connection.pauseApp(app, reason: "test", now: now) }
+        try store.transaction { _ = try store.pauseApp(app, reason: "test", now: now) }
     }
 
-    func resume(_ app: String) throws { try connection.transaction { _ = try connection.resumeApp(app) } }
+    func resume(_ app: String) throws { try store.transaction { _ = try store.resumeApp(app) } }
 
     func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws {
-        try connection.transaction { try connection.closeGate(app, until: until, reason: reason, now: now) }
+        try store.transaction { try store.closeGate(app, until: until, reason: reason, now: now) }
     }
 
     func cancel(_ messageID: String, now: Int64) throws -> Int? {
-        try connection.transaction { try connection.cancelMessage(id: messageID, now: now) }
+        try store.transaction { try store.cancelMessage(id: messageID, now: now) }
     }
 
-    func setTTLZeroWindow(_ millis: Int64) { connection.ttlZeroWindowMillis = millis }
+    func setTTLZeroWindow(_ millis: Int64) { store.ttlZeroWindowMillis = millis }
 
     func strings(_ sql: String, _ arguments: [SQLValue]) throws -> [String] {
-        try connection.query(sql, arguments) { $0.optionalString(0) ?? "NULL" }
+        try store.connection.query(sql, arguments) { $0.optionalString(0) ?? "NULL" }
     }
 }
 

@@ -10,10 +10,11 @@ private let day: Int64 = 86_400_000
 /// The queries behind the admin CLI: status, dead letters, retention, backup and the token listing.
 @Suite struct AdminQueryTests {
     let directory = TemporaryDirectory()
-    let connection: Connection
+    let store: SQLiteQueueStore
+    var connection: Connection { store.connection }
 
     init() throws {
-        connection = try Connection(path: directory.path("herald.db"))
+        store = SQLiteQueueStore(connection: try Connection(path: directory.path("herald.db")))
         try connection.execute("PRAGMA journal_mode = WAL")
         try Migrator.migrate(connection)
     }
@@ -28,7 +29,7 @@ private let day: Int64 = 86_400_000
     ) throws -> String {
         let message = NewMessage(
             app: app, idempotencyKey: idempotencyKey, payload: "{}", target: .tokens(tokens), ttlSeconds: ttl)
-        return try connection.transaction { try connection.insertMessage(message, now: now).id }
+        return try connection.transaction { try store.insertMessage(message, now: now).id }
     }
 
     /// Puts the delivery to `token` in `state` as of `at` (the way reconciliation would have left it).
@@ -84,7 +85,7 @@ private let day: Int64 = 86_400_000
         try finish("dead-old", "dead", reason: "InvalidRegistration", at: now - 5 * 60_000)
         try finish("s-ok", "delivered", at: now - 10)
 
-        let statuses = try connection.snapshot { try connection.appStatuses(now: now, lastMinute: true) }
+        let statuses = try connection.snapshot { try store.appStatuses(now: now, lastMinute: true) }
         #expect(statuses.map(\.name) == ["default", "second"])
         let main = statuses[0]
         #expect(main.queued == 3)
@@ -102,16 +103,16 @@ private let day: Int64 = 86_400_000
     @Test func statusHasNoOldestReadyWhenNothingIsDueYet() throws {
         try enqueue(["a"], at: t0)
         try connection.run("UPDATE deliveries SET next_attempt_at = ?", .integer(t0 + 60_000))
-        let status = try #require(try connection.appStatuses(now: t0 + 1000, lastMinute: true).first)
+        let status = try #require(try store.appStatuses(now: t0 + 1000, lastMinute: true).first)
         #expect(status.queued == 1 && status.ready == 0 && status.oldestReadySince == nil)
     }
 
     @Test func statusShowsPausedAndGatedAppsWithReasonAndTimes() throws {
         try enqueue(["a"], at: t0)
         try enqueue(["b"], app: "second", at: t0)
-        try connection.pauseApp("default", reason: "401 from FCM", now: t0 + 5)
-        try connection.closeGate("second", until: t0 + 9000, reason: .retryAfter, now: t0 + 6)
-        let statuses = try connection.appStatuses(now: t0 + 10, lastMinute: true)
+        try store.pauseApp("default", reason: "401 from FCM", now: t0 + 5)
+        try store.closeGate("second", until: t0 + 9000, reason: .retryAfter, now: t0 + 6)
+        let statuses = try store.appStatuses(now: t0 + 10, lastMinute: true)
         #expect(statuses[0].paused && statuses[0].pauseReason == "401 from FCM" && statuses[0].pausedAt == t0 + 5)
         #expect(!statuses[1].paused && statuses[1].gateUntil == t0 + 9000)
         #expect(statuses[1].gateReason == .retryAfter && statuses[1].gatedAt == t0 + 6)
@@ -120,10 +121,10 @@ private let day: Int64 = 86_400_000
     @Test func queueDepthCountsEveryAppAndState() throws {
         try enqueue(["a", "b", "c"], at: t0)
         try finish("c", "delivered", at: t0 + 1)
-        let depth = try connection.queueDepth()
+        let depth = try store.queueDepth()
         #expect(depth == [
-            QueueDepthRow(app: "default", state: "delivered", count: 1, oldest: t0),
-            QueueDepthRow(app: "default", state: "queued", count: 2, oldest: t0),
+            QueueDepthRow(app: "default", state: .delivered, count: 1, oldest: t0),
+            QueueDepthRow(app: "default", state: .queued, count: 2, oldest: t0),
         ])
     }
 
@@ -191,7 +192,7 @@ private let day: Int64 = 86_400_000
         try finish("x", "dead", reason: "InvalidRegistration", at: t0 + 4000)
 
         func tokens(_ filter: DeadLetterFilter, limit: Int = 10) throws -> [String] {
-            try connection.deadLetters(filter, limit: limit).map(\.token)
+            try store.deadLetters(filter, limit: limit).map(\.token)
         }
         #expect(try tokens(DeadLetterFilter()) == ["x", "b", "a"])
         #expect(try tokens(DeadLetterFilter(), limit: 2) == ["x", "b"])
@@ -199,17 +200,17 @@ private let day: Int64 = 86_400_000
         #expect(try tokens(DeadLetterFilter(reason: "InvalidRegistration")) == ["x", "a"])
         #expect(try tokens(DeadLetterFilter(diedSince: t0 + 2000)) == ["x", "b"])
         let filter = DeadLetterFilter(app: "default", reason: "InvalidRegistration")
-        let a = try #require(try connection.deadLetters(filter, limit: 10).first)
+        let a = try #require(try store.deadLetters(filter, limit: 10).first)
         #expect(a.token == "a" && a.attempts == 3 && a.lastStatus == 200 && a.diedAt == t0 + 1000)
-        #expect(try connection.deadLetter(id: a.deliveryID) == a)
+        #expect(try store.deadLetter(id: a.deliveryID) == a)
         let delivered = try #require(try connection.queryOne("SELECT id FROM deliveries WHERE token = 'c'") {
             $0.int64(0)
         })
-        #expect(try connection.deadLetter(id: delivered) == nil, "a delivered row is not a dead letter")
-        #expect(try connection.deadLetterGroups(DeadLetterFilter()) == [
-            DeadLetterGroup(app: "default", reason: "InvalidRegistration", count: 1),
-            DeadLetterGroup(app: "default", reason: "MismatchSenderId", count: 1),
-            DeadLetterGroup(app: "second", reason: "InvalidRegistration", count: 1),
+        #expect(try store.deadLetter(id: delivered) == nil, "a delivered row is not a dead letter")
+        #expect(try store.deadLetterGroups(DeadLetterFilter()) == [
+            DeadLetterGroup(app: "default", reason: .invalidRegistration, count: 1),
+            DeadLetterGroup(app: "default", reason: .mismatchSenderID, count: 1),
+            DeadLetterGroup(app: "second", reason: .invalidRegistration, count: 1),
         ])
     }
 
@@ -225,13 +226,13 @@ private let day: Int64 = 86_400_000
         try finish("ok", "delivered", at: t0 + 1)
 
         let filter = DeadLetterFilter()
-        #expect(try connection.expiredDeadLetterCount(filter, now: now) == 2)
-        #expect(try connection.transaction { try connection.requeueDeadLetters(filter, now: now, limit: 100) } == 1)
+        #expect(try store.expiredDeadLetterCount(filter, now: now) == 2)
+        #expect(try connection.transaction { try store.requeueDeadLetters(filter, now: now, limit: 100) } == 1)
         #expect(try row("fresh") == "queued - 0 \(now)")
         #expect(try row("prompt") == "dead MismatchSenderId 3 \(t0)", "TTL 0 is now or never: not revived")
         #expect(try row("stale") == "dead MismatchSenderId 3 \(t0)", "its TTL ran out: it would only expire again")
         #expect(try row("ok")?.hasPrefix("delivered") == true)
-        #expect(try connection.requeueDeadLetters(filter, now: now, limit: 100) == 0)
+        #expect(try store.requeueDeadLetters(filter, now: now, limit: 100) == 0)
     }
 
     @Test func requeueGoesInBoundedBatchesAndHonoursTheFilter() throws {
@@ -239,9 +240,9 @@ private let day: Int64 = 86_400_000
         for token in ["a1", "a2", "a3"] { try finish(token, "dead", reason: "InvalidRegistration", at: t0 + 1) }
         try finish("b1", "dead", reason: "MaxAttempts", at: t0 + 1)
         let filter = DeadLetterFilter(reason: "InvalidRegistration")
-        #expect(try connection.requeueDeadLetters(filter, now: t0 + 2, limit: 2) == 2)
-        #expect(try connection.requeueDeadLetters(filter, now: t0 + 2, limit: 2) == 1)
-        #expect(try connection.requeueDeadLetters(filter, now: t0 + 2, limit: 2) == 0)
+        #expect(try store.requeueDeadLetters(filter, now: t0 + 2, limit: 2) == 2)
+        #expect(try store.requeueDeadLetters(filter, now: t0 + 2, limit: 2) == 1)
+        #expect(try store.requeueDeadLetters(filter, now: t0 + 2, limit: 2) == 0)
         #expect(try row("b1") == "dead MaxAttempts 3 \(t0)")
     }
 
@@ -254,7 +255,7 @@ private let day: Int64 = 86_400_000
         try finish("dead-keyed", "dead", reason: "InvalidRegistration", at: t0 + 10 * day + 1)
 
         let purged = try connection.transaction {
-            try connection.purgeDeadLetters(DeadLetterFilter(), now: t0 + 10 * day + 2, limit: 100)
+            try store.purgeDeadLetters(DeadLetterFilter(), now: t0 + 10 * day + 2, limit: 100)
         }
         #expect(purged.deliveries == 3)
         #expect(purged.messages == 1)
@@ -269,7 +270,7 @@ private let day: Int64 = 86_400_000
         try enqueue(["a", "b"], at: t0)
         try finish("a", "dead", reason: "InvalidRegistration", at: t0 + 1)
         try finish("b", "dead", reason: "MaxAttempts", at: t0 + 1)
-        let purged = try connection.purgeDeadLetters(DeadLetterFilter(reason: "MaxAttempts"), now: t0 + 2, limit: 100)
+        let purged = try store.purgeDeadLetters(DeadLetterFilter(reason: "MaxAttempts"), now: t0 + 2, limit: 100)
         #expect(purged.deliveries == 1 && purged.messages == 0)
         #expect(try row("a") == "dead InvalidRegistration 3 \(t0)")
     }
@@ -290,11 +291,11 @@ private let day: Int64 = 86_400_000
         try finish("new-ok", "delivered", at: now - day)
         try finish("old-ok-3", "delivered", at: t0 + 1)
 
-        #expect(try connection.finishedDeliveryCount(updatedBefore: cutoff) == 4)
-        #expect(try connection.pruneFinishedDeliveries(updatedBefore: cutoff, limit: 3) == 3)
-        #expect(try connection.pruneFinishedDeliveries(updatedBefore: cutoff, limit: 3) == 1)
-        #expect(try connection.pruneFinishedDeliveries(updatedBefore: cutoff, limit: 3) == 0)
-        let pruned = try connection.pruneEmptyMessages(createdBefore: cutoff, now: now, after: "", limit: 100)
+        #expect(try store.finishedDeliveryCount(updatedBefore: cutoff) == 4)
+        #expect(try store.pruneFinishedDeliveries(updatedBefore: cutoff, limit: 3) == 3)
+        #expect(try store.pruneFinishedDeliveries(updatedBefore: cutoff, limit: 3) == 1)
+        #expect(try store.pruneFinishedDeliveries(updatedBefore: cutoff, limit: 3) == 0)
+        let pruned = try store.pruneEmptyMessages(createdBefore: cutoff, now: now, after: "", limit: 100)
         #expect(pruned.deleted == 1)
         #expect(pruned.next == nil)
 
@@ -305,7 +306,7 @@ private let day: Int64 = 86_400_000
         #expect(try row("new-ok")?.hasPrefix("delivered") == true)
         #expect(try messageExists(pending))
         #expect(try row("old-queued")?.hasPrefix("queued") == true)
-        #expect(try connection.deadLetterCount() == 1)
+        #expect(try store.deadLetterCount() == 1)
     }
 
     @Test func pruneSweepsMessagesThatNeverHadDeliveriesPageByPage() throws {
@@ -314,11 +315,11 @@ private let day: Int64 = 86_400_000
         let empty = try (0..<5).map { _ in
             try connection.transaction {
                 let message = NewMessage(app: "default", payload: "{}", target: .users(["nobody"]))
-                return try connection.insertMessage(message, now: t0).id
+                return try store.insertMessage(message, now: t0).id
             }
         }
         let keyed = try connection.transaction {
-            try connection.insertMessage(
+            try store.insertMessage(
                 NewMessage(app: "default", idempotencyKey: "k", payload: "{}", target: .users(["nobody"])), now: t0).id
         }
         let young = try enqueue(["later"], at: now)
@@ -329,7 +330,7 @@ private let day: Int64 = 86_400_000
         var pages = 0
         while let after = cursor {
             // Half a day after t0: the keyed message is still inside its idempotency window.
-            let page = try connection.pruneEmptyMessages(
+            let page = try store.pruneEmptyMessages(
                 createdBefore: cutoff, now: t0 + day / 2, after: after, limit: 2)
             deleted += page.deleted
             cursor = page.next
@@ -346,7 +347,7 @@ private let day: Int64 = 86_400_000
 
     @Test func backupWritesAPrivateConsistentCopyAndRefusesAnExistingFile() throws {
         try enqueue(["a", "b"], at: t0)
-        _ = try connection.upsertToken("a", app: "default", user: "u", now: t0)
+        _ = try store.upsertToken("a", app: "default", user: "u", now: t0)
         let path = directory.path("copy.db")
         let bytes = try connection.backup(to: path)
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -367,12 +368,12 @@ private let day: Int64 = 86_400_000
     @Test func tokensListFiltersByAppAndUserInTokenOrderAndPages() throws {
         let registry = [("c", "default", "u1"), ("a", "default", "u1"), ("b", "default", nil), ("d", "second", "u1")]
         for (token, app, user) in registry {
-            _ = try connection.upsertToken(token, app: app, user: user, now: t0)
+            _ = try store.upsertToken(token, app: app, user: user, now: t0)
         }
-        #expect(try connection.tokens(app: nil, user: nil, after: nil, limit: 10).map(\.token) == ["a", "b", "c", "d"])
-        #expect(try connection.tokens(app: "default", user: nil, after: nil, limit: 10).map(\.token) == ["a", "b", "c"])
-        #expect(try connection.tokens(app: nil, user: "u1", after: nil, limit: 10).map(\.token) == ["a", "c", "d"])
-        #expect(try connection.tokens(app: "default", user: "u1", after: "a", limit: 10).map(\.token) == ["c"])
-        #expect(try connection.tokens(app: nil, user: nil, after: nil, limit: 2).map(\.token) == ["a", "b"])
+        #expect(try store.tokens(app: nil, user: nil, after: nil, limit: 10).map(\.token) == ["a", "b", "c", "d"])
+        #expect(try store.tokens(app: "default", user: nil, after: nil, limit: 10).map(\.token) == ["a", "b", "c"])
+        #expect(try store.tokens(app: nil, user: "u1", after: nil, limit: 10).map(\.token) == ["a", "c", "d"])
+        #expect(try store.tokens(app: "default", user: "u1", after: "a", limit: 10).map(\.token) == ["c"])
+        #expect(try store.tokens(app: nil, user: nil, after: nil, limit: 2).map(\.token) == ["a", "b"])
     }
 }

@@ -11,7 +11,7 @@ import Support
     @Test func databaseIsInWALMode() throws {
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"))
-        let mode = try writer.write { try $0.queryOne("PRAGMA journal_mode") { $0.string(0) } }
+        let mode = try writer.write { try $0.connection.queryOne("PRAGMA journal_mode") { $0.string(0) } }
         writer.close()
         #expect(mode == "wal")
     }
@@ -24,8 +24,8 @@ import Support
         let failures = Atomic<Int>(0)
         for index in 0..<200 {
             done.enter()
-            writer.enqueue({ connection in
-                try connection.run("INSERT INTO apps (name) VALUES (?)", .text("app-\(index)"))
+            writer.enqueue({ store in
+                try store.connection.run("INSERT INTO apps (name) VALUES (?)", .text("app-\(index)"))
             }, completion: { result in
                 if case .failure = result { failures.add(1, ordering: .relaxed) }
                 done.leave()
@@ -34,7 +34,7 @@ import Support
         done.wait()
         #expect(failures.load(ordering: .relaxed) == 0)
         let readers = try DatabaseReaders(path: path, count: 1)
-        let count = try readers.read { try $0.queryOne("SELECT count(*) FROM apps") { $0.int(0) } }
+        let count = try readers.read { try $0.connection.queryOne("SELECT count(*) FROM apps") { $0.int(0) } }
         readers.close()
         writer.close()
         #expect(count == 200)
@@ -50,8 +50,8 @@ import Support
         let gate = WriterGate(writer)
         for name in ["kept-1", "undone", "kept-2"] {
             done.enter()
-            writer.enqueue({ connection in
-                try connection.run("INSERT INTO apps (name) VALUES (?)", .text(name))
+            writer.enqueue({ store in
+                try store.connection.run("INSERT INTO apps (name) VALUES (?)", .text(name))
                 if name == "undone" { throw Refused() }
             }, completion: { result in
                 results.withLock { $0[name] = (try? result.get()) != nil }
@@ -60,7 +60,7 @@ import Support
         }
         gate.open()
         done.wait()
-        let names = try writer.write { try $0.query("SELECT name FROM apps ORDER BY name") { $0.string(0) } }
+        let names = try writer.write { try $0.connection.query("SELECT name FROM apps ORDER BY name") { $0.string(0) } }
         writer.close()
         #expect(names == ["kept-1", "kept-2"])
         #expect(results.withLock { $0 } == ["kept-1": true, "undone": false, "kept-2": true])
@@ -71,7 +71,7 @@ import Support
         let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full)
         func synchronous(durable: Bool) throws -> Int {
             let rendezvous = Rendezvous<Int>()
-            writer.enqueue(durable: durable, { try $0.queryOne("PRAGMA synchronous") { $0.int(0) } ?? -1 }) {
+            writer.enqueue(durable: durable, { try $0.connection.queryOne("PRAGMA synchronous") { $0.int(0) } ?? -1 }) {
                 rendezvous.fulfil($0)
             }
             return try rendezvous.wait()
@@ -81,7 +81,7 @@ import Support
         writer.close()
 
         let relaxed = try DatabaseWriter(path: directory.path("normal.db"), durability: .normal)
-        #expect(try relaxed.write { try $0.queryOne("PRAGMA synchronous") { $0.int(0) } } == 1)
+        #expect(try relaxed.write { try $0.connection.queryOne("PRAGMA synchronous") { $0.int(0) } } == 1)
         relaxed.close()
     }
 
@@ -89,7 +89,9 @@ import Support
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"))
         writer.close()
-        #expect(throws: SQLiteError.self) { try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('x')") } }
+        #expect(throws: SQLiteError.self) {
+            try writer.write { try $0.connection.run("INSERT INTO apps (name) VALUES ('x')") }
+        }
     }
 
     // MARK: - SQLite's own rollback of a whole group
@@ -101,11 +103,11 @@ import Support
     @Test func aGroupSQLiteRollsBackAsAWholeIsAnsweredWithErrorsAndLeavesNothing() throws {
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"))
-        try writer.write { connection in
-            try connection.execute("CREATE TABLE filler (bytes BLOB)")
+        try writer.write { store in
+            try store.connection.execute("CREATE TABLE filler (bytes BLOB)")
             // The file may not grow: a big blob cannot be stored, a short row still fits the pages there are.
-            let pages = try connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
-            try connection.execute("PRAGMA max_page_count = \(pages)")
+            let pages = try store.connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
+            try store.connection.execute("PRAGMA max_page_count = \(pages)")
         }
         let results = Mutex<[String: String]>([:])
         let done = DispatchGroup()
@@ -117,15 +119,15 @@ import Support
         ]
         for (name, sql) in jobs {
             done.enter()
-            writer.enqueue({ connection in try connection.run(sql) }, completion: { result in
+            writer.enqueue({ store in try store.connection.run(sql) }, completion: { result in
                 results.withLock { $0[name] = (try? result.get()) != nil ? "committed" : "\(result)" }
                 done.leave()
             })
         }
         gate.open()
         done.wait()
-        let stored = try writer.write { connection in
-            try connection.query("SELECT name FROM apps UNION ALL SELECT 'filler' FROM filler") { $0.string(0) }
+        let stored = try writer.write { store in
+            try store.connection.query("SELECT name FROM apps UNION ALL SELECT 'filler' FROM filler") { $0.string(0) }
         }
         writer.close()
         let answers = results.withLock { $0 }
@@ -140,16 +142,16 @@ import Support
     @Test func theWriterKeepsWorkingAfterSQLiteRolledAGroupBack() throws {
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"))
-        try writer.write { connection in
-            try connection.execute("CREATE TABLE filler (bytes BLOB)")
-            let pages = try connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
-            try connection.execute("PRAGMA max_page_count = \(pages)")
+        try writer.write { store in
+            try store.connection.execute("CREATE TABLE filler (bytes BLOB)")
+            let pages = try store.connection.queryOne("PRAGMA page_count") { $0.int(0) } ?? 0
+            try store.connection.execute("PRAGMA max_page_count = \(pages)")
         }
         #expect(throws: (any Error).self) {
-            try writer.write { try $0.run("INSERT INTO filler (bytes) VALUES (zeroblob(1000000))") }
+            try writer.write { try $0.connection.run("INSERT INTO filler (bytes) VALUES (zeroblob(1000000))") }
         }
-        _ = try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('later')") }
-        let names = try writer.write { try $0.query("SELECT name FROM apps") { $0.string(0) } }
+        _ = try writer.write { try $0.connection.run("INSERT INTO apps (name) VALUES ('later')") }
+        let names = try writer.write { try $0.connection.query("SELECT name FROM apps") { $0.string(0) } }
         writer.close()
         #expect(names == ["later"])
     }
@@ -159,8 +161,8 @@ import Support
     @Test func aFailedCommitAnswersEveryJobAndTheNextGroupStartsClean() throws {
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"))
-        try writer.write { connection in
-            try connection.execute("""
+        try writer.write { store in
+            try store.connection.execute("""
                 CREATE TABLE parent (id INTEGER PRIMARY KEY);
                 CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)
                 """)
@@ -174,15 +176,15 @@ import Support
         ]
         for (name, sql) in jobs {
             done.enter()
-            writer.enqueue({ connection in try connection.run(sql) }, completion: { result in
+            writer.enqueue({ store in try store.connection.run(sql) }, completion: { result in
                 results.withLock { $0[name] = (try? result.get()) != nil }
                 done.leave()
             })
         }
         gate.open()
         done.wait()
-        _ = try writer.write { try $0.run("INSERT INTO apps (name) VALUES ('next')") }
-        let names = try writer.write { try $0.query("SELECT name FROM apps") { $0.string(0) } }
+        _ = try writer.write { try $0.connection.run("INSERT INTO apps (name) VALUES ('next')") }
+        let names = try writer.write { try $0.connection.query("SELECT name FROM apps") { $0.string(0) } }
         writer.close()
         #expect(results.withLock { $0 } == ["app": false, "orphan": false])
         #expect(names == ["next"])
@@ -211,20 +213,22 @@ import Support
     @Test func aDurableWriteIsRefusedRatherThanCommittedWithoutFsyncWhenSynchronousFullFails() throws {
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full)
-        func run<T: Sendable>(durable: Bool, _ work: @escaping @Sendable (Connection) throws -> T) -> Result<T, Error> {
+        func run<T: Sendable>(
+            durable: Bool, _ work: @escaping @Sendable (SQLiteQueueStore) throws -> T
+        ) -> Result<T, Error> {
             let rendezvous = Rendezvous<T>()
             writer.enqueue(durable: durable, work) { rendezvous.fulfil($0) }
             return Result { try rendezvous.wait() }
         }
         // A claim-only group runs at NORMAL; from it on, switching back to FULL is denied.
-        _ = try run(durable: false) { connection in
-            sqlite3_set_authorizer(connection.handle, Self.denySynchronousFull, nil)
+        _ = try run(durable: false) { store in
+            sqlite3_set_authorizer(store.connection.handle, Self.denySynchronousFull, nil)
         }.get()
-        let durable = run(durable: true) { try $0.run("INSERT INTO apps (name) VALUES ('durable')") }
+        let durable = run(durable: true) { try $0.connection.run("INSERT INTO apps (name) VALUES ('durable')") }
         #expect(throws: (any Error).self, "a durable write acknowledged at synchronous=NORMAL") { try durable.get() }
-        let relaxed = run(durable: false) { try $0.run("INSERT INTO apps (name) VALUES ('relaxed')") }
+        let relaxed = run(durable: false) { try $0.connection.run("INSERT INTO apps (name) VALUES ('relaxed')") }
         #expect(throws: Never.self, "a write that needs no fsync still commits") { try relaxed.get() }
-        let names = try run(durable: false) { try $0.query("SELECT name FROM apps") { $0.string(0) } }.get()
+        let names = try run(durable: false) { try $0.connection.query("SELECT name FROM apps") { $0.string(0) } }.get()
         writer.close()
         #expect(names == ["relaxed"])
     }

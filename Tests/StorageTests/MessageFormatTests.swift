@@ -11,19 +11,20 @@ import Queue
     @Test func formatAndTokenFieldTravelFromIngestToTheClaim() throws {
         let connection = try Connection(path: directory.path("herald.db"))
         try Migrator.migrate(connection)
+        let store = SQLiteQueueStore(connection: connection)
         let now: Int64 = 1_700_000_000_000
-        let v1 = try connection.insertMessage(NewMessage(
+        let v1 = try store.insertMessage(NewMessage(
             app: "default", payload: #"{"android":{"ttl":"60s"}}"#, format: .v1, target: .tokens(["fid-1"]),
             tokenField: .fid, ttlSeconds: 60), now: now)
-        let legacy = try connection.insertMessage(NewMessage(
+        let legacy = try store.insertMessage(NewMessage(
             app: "default", payload: #"{"data":{"a":"b"}}"#, target: .tokens(["tok-1"])), now: now)
 
-        let claimed = try connection.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: now)
+        let claimed = try store.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: now)
         #expect(claimed.messages[v1.id]?.format == .v1)
         #expect(claimed.messages[v1.id]?.tokenField == .fid)
         #expect(claimed.messages[legacy.id]?.format == .legacy)
         #expect(claimed.messages[legacy.id]?.tokenField == .token)
-        #expect(try connection.message(id: v1.id)?.format == .v1)
+        #expect(try store.message(id: v1.id)?.format == .v1)
         let rows = try connection.query("SELECT format, token_field FROM messages ORDER BY rowid") {
             "\($0.string(0))/\($0.string(1))"
         }

@@ -29,7 +29,9 @@ import Queue
         #expect(record.expiresAt == record.createdAt + 60_000)
         #expect(record.deliveries.map(\.token) == ["t1", "t2", "t3"])
         #expect(record.deliveries.allSatisfy { $0.state == .queued && $0.attempts == 0 })
-        let ranks = try writer.write { try $0.query("SELECT DISTINCT priority_rank FROM deliveries") { $0.int(0) } }
+        let ranks = try writer.write {
+            try $0.connection.query("SELECT DISTINCT priority_rank FROM deliveries") { $0.int(0) }
+        }
         #expect(ranks == [0])
     }
 
@@ -38,7 +40,7 @@ import Queue
         let first = try insert(message)
         let second = try insert(message, now: 1_700_000_000_000 + 1000)
         #expect(second == AcceptedMessage(id: first.id, rowID: first.rowID, deliveries: 2, isRepeat: true))
-        let count = try writer.write { try $0.queryOne("SELECT count(*) FROM deliveries") { $0.int(0) } }
+        let count = try writer.write { try $0.connection.queryOne("SELECT count(*) FROM deliveries") { $0.int(0) } }
         #expect(count == 2)
     }
 
@@ -58,18 +60,20 @@ import Queue
         #expect(second.rowID != first.rowID)
         for accepted in [first, second] {
             let id = try writer.write {
-                try $0.queryOne("SELECT id FROM messages WHERE rowid = ?", [.integer(accepted.rowID)]) { $0.string(0) }
+                try $0.connection.queryOne("SELECT id FROM messages WHERE rowid = ?", [.integer(accepted.rowID)]) {
+                    $0.string(0)
+                }
             }
             #expect(id == accepted.id)
         }
     }
 
     @Test func usersExpandToTheirRegisteredTokensOfTheSameApp() throws {
-        try writer.write { connection in
-            _ = try connection.upsertToken("phone", app: "default", user: "alice", now: 1)
-            _ = try connection.upsertToken("tablet", app: "default", user: "alice", now: 2)
-            _ = try connection.upsertToken("other-app", app: "second", user: "alice", now: 3)
-            _ = try connection.upsertToken("bob-phone", app: "default", user: "bob", now: 4)
+        try writer.write { store in
+            _ = try store.upsertToken("phone", app: "default", user: "alice", now: 1)
+            _ = try store.upsertToken("tablet", app: "default", user: "alice", now: 2)
+            _ = try store.upsertToken("other-app", app: "second", user: "alice", now: 3)
+            _ = try store.upsertToken("bob-phone", app: "default", user: "bob", now: 4)
         }
         let accepted = try insert(NewMessage(app: "default", payload: "{}", target: .users(["alice", "nobody"])))
         let tokens = try writer.write { try $0.message(id: accepted.id)!.deliveries.map(\.token) }
@@ -77,12 +81,12 @@ import Queue
     }
 
     @Test func usersExpandInRegistrationOrderAndACollapseKeyMakesEachTheHead() throws {
-        try writer.write { connection in
-            _ = try connection.upsertToken("b-first", app: "default", user: "bob", now: 1)
-            _ = try connection.upsertToken("a-second", app: "default", user: "alice", now: 2)
-            _ = try connection.upsertToken("c-third", app: "default", user: "bob", now: 3)
-            _ = try connection.upsertToken("unnamed", app: "default", user: "carol", now: 4)
-            _ = try connection.upsertToken("no-user", app: "default", user: nil, now: 5)
+        try writer.write { store in
+            _ = try store.upsertToken("b-first", app: "default", user: "bob", now: 1)
+            _ = try store.upsertToken("a-second", app: "default", user: "alice", now: 2)
+            _ = try store.upsertToken("c-third", app: "default", user: "bob", now: 3)
+            _ = try store.upsertToken("unnamed", app: "default", user: "carol", now: 4)
+            _ = try store.upsertToken("no-user", app: "default", user: nil, now: 5)
         }
         let older = try insert(NewMessage(
             app: "default", payload: "{}", target: .tokens(["a-second", "unnamed"]), collapseKey: "score"))
@@ -93,7 +97,7 @@ import Queue
         #expect(record.deliveries.map(\.token) == ["b-first", "a-second", "c-third"])
         #expect(record.deliveries.allSatisfy { $0.state == .queued })
         let heads = try writer.write {
-            try $0.query("SELECT token, message_id, delivery_id FROM collapse_heads ORDER BY token") {
+            try $0.connection.query("SELECT token, message_id, delivery_id FROM collapse_heads ORDER BY token") {
                 "\($0.string(0)) \($0.string(1)) \($0.int64(2))"
             }
         }
@@ -113,11 +117,11 @@ import Queue
 
     @Test func cancellingDropsOnlyQueuedDeliveries() throws {
         let accepted = try insert(NewMessage(app: "default", payload: "{}", target: .tokens(["a", "b"])))
-        try writer.write { _ = try $0.run("UPDATE deliveries SET state = 'delivered' WHERE token = 'a'") }
+        try writer.write { _ = try $0.connection.run("UPDATE deliveries SET state = 'delivered' WHERE token = 'a'") }
         let cancelled = try writer.write { try $0.cancelMessage(id: accepted.id, now: 5) }
         #expect(cancelled == 1)
         let states = try writer.write {
-            try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason ?? "")" }
+            try $0.message(id: accepted.id)!.deliveries.map { "\($0.state)/\($0.reason?.rawValue ?? "")" }
         }
         #expect(states == ["delivered/", "dropped/Cancelled"])
         #expect(try writer.write { try $0.cancelMessage(id: "missing", now: 5) } == nil)

@@ -1,41 +1,39 @@
 import Queue
+import Support
 
-extension Connection {
+extension SQLiteQueueStore {
     /// Events with an id above `after`, oldest first.
     public func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord] {
-        try query(
+        try connection.query(
             """
             SELECT id, at, app, token, kind, replacement, reason, message_id
             FROM token_events WHERE id > ? ORDER BY id LIMIT ?
             """, [.integer(after), .integer(Int64(limit))]
-        ) {
-            TokenEventRecord(
-                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
-                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
-        }
+        , row: Self.tokenEvent)
     }
 
     /// The latest events, newest first; with `before`, those with a smaller id (the next page back).
     public func recentTokenEvents(before: Int64?, limit: Int) throws -> [TokenEventRecord] {
-        try query(
+        try connection.query(
             """
             SELECT id, at, app, token, kind, replacement, reason, message_id
             FROM token_events WHERE id < ? ORDER BY id DESC LIMIT ?
             """, [.integer(before ?? Int64.max), .integer(Int64(limit))]
-        ) {
-            TokenEventRecord(
-                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
-                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
-        }
+        , row: Self.tokenEvent)
     }
 
     /// The events about one token of one app, newest first (`token_events_by_app_token`).
     public func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord] {
-        try query(TokenEventSQL.ofToken, [.text(app), .text(token), .integer(Int64(limit))]) {
-            TokenEventRecord(
-                id: $0.int64(0), at: $0.int64(1), app: $0.string(2), token: $0.string(3), kind: $0.string(4),
-                replacement: $0.optionalString(5), reason: $0.optionalString(6), messageID: $0.optionalString(7))
-        }
+        try connection.query(
+            TokenEventSQL.ofToken, [.text(app), .text(token), .integer(Int64(limit))], row: Self.tokenEvent)
+    }
+
+    /// A `token_events` row read as `id, at, app, token, kind, replacement, reason, message_id`.
+    private static func tokenEvent(_ row: Statement) -> TokenEventRecord {
+        TokenEventRecord(
+            id: row.int64(0), at: row.int64(1), app: row.string(2), token: row.string(3),
+            kind: TokenTombstone.Kind(stored: row.string(4)), replacement: row.optionalString(5),
+            reason: row.optionalString(6).map(DeliveryReason.init(stored:)), messageID: row.optionalString(7))
     }
 }
 

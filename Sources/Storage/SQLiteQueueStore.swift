@@ -2,9 +2,32 @@ import CSQLite
 import Queue
 import Support
 
-/// SQLite's translation of the queue's operations: one statement each (SPEC §4's tables), no decisions. The rules
-/// that combine them are in `Queue/QueueStore+Claim.swift` and `Queue/QueueStore+Outcomes.swift`.
-extension Connection: QueueStore {
+/// SQLite's translation of the queue's operations (`Queue.Store`), beside PostgreSQL's `PGQueueStore`: one statement
+/// each, or a few, on SPEC §4's tables, deciding nothing. The rules that combine them are Queue's
+/// (`QueueStore+Claim.swift`, `QueueStore+Outcomes.swift`, `Store+Ingest.swift`, `Store+DeadLetters.swift`,
+/// `Store+Retention.swift`, `Store+Status.swift`).
+///
+/// Like the connection it wraps, a store is used by one thread at a time: the writer's thread (`DatabaseWriter`),
+/// a reader's (`DatabaseReaders`), or a command's.
+///
+///     let store = SQLiteQueueStore(connection: try Connection(path: "herald.db"))
+///     let accepted = try store.transaction { try store.insertMessage(message, now: Clock.nowMillis()) }
+public final class SQLiteQueueStore {
+    public let connection: Connection
+    /// How long after acceptance a `time_to_live: 0` message may still be sent (`serve --ttl-zero-window`).
+    public var ttlZeroWindowMillis: Int64 = defaultTTLZeroWindowMillis
+    /// Apps this store has already made sure have an `apps` row (rows are never deleted).
+    var ensuredApps: Set<String> = []
+
+    /// Wraps `connection`, whose database `Migrator` has brought up to date.
+    public init(connection: Connection) {
+        self.connection = connection
+    }
+}
+
+// MARK: - QueueStore
+
+extension SQLiteQueueStore: QueueStore {
     // MARK: - Claim
 
     /// A `SELECT` on the `deliveries_ready` partial index (`app, priority_rank, next_attempt_at`), then one
@@ -14,7 +37,7 @@ extension Connection: QueueStore {
     public func leaseReady(
         app: String, lane: PriorityLane, limit: Int, owner: String, leaseMillis: Int64, now: Int64
     ) throws -> [ClaimedDelivery] {
-        let ready = try query(
+        let ready = try connection.query(
             """
             SELECT id, message_id, token, attempts FROM deliveries
             WHERE app = ? AND priority_rank = ? AND state = 'queued' AND next_attempt_at <= ?
@@ -23,7 +46,7 @@ extension Connection: QueueStore {
             [.text(app), .integer(lane.rawValue), .integer(now), .integer(Int64(limit))]
         ) { ClaimedDelivery(id: $0.int64(0), messageID: $0.string(1), token: $0.string(2), attempts: $0.int(3)) }
         guard !ready.isEmpty else { return [] }
-        let leased = try run(
+        let leased = try connection.run(
             """
             UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
             WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'
@@ -38,7 +61,7 @@ extension Connection: QueueStore {
     }
 
     public func claimedMessage(id: String) throws -> ClaimedMessage? {
-        try queryOne(
+        try connection.queryOne(
             """
             SELECT id, app, payload, target_kind, ttl_seconds, dry_run, expires_at, collapse_key, format, token_field
             FROM messages WHERE id = ?
@@ -53,7 +76,7 @@ extension Connection: QueueStore {
     public func claimedMessages(ids: [String]) throws -> [String: ClaimedMessage] {
         guard !ids.isEmpty else { return [:] }
         let list = JSON.array(ids.map(JSON.string)).serialized()
-        let found = try query(
+        let found = try connection.query(
             """
             SELECT m.id, m.app, m.payload, m.target_kind, m.ttl_seconds, m.dry_run, m.expires_at, m.collapse_key,
                 m.format, m.token_field
@@ -76,7 +99,7 @@ extension Connection: QueueStore {
     }
 
     public func nextDue(app: String, lane: PriorityLane) throws -> Int64? {
-        try queryOne(
+        try connection.queryOne(
             """
             SELECT next_attempt_at FROM deliveries
             WHERE app = ? AND priority_rank = ? AND state = 'queued' ORDER BY next_attempt_at LIMIT 1
@@ -84,7 +107,7 @@ extension Connection: QueueStore {
     }
 
     public func collapseHead(app: String, collapseKey: String, token: String) throws -> CollapseHead? {
-        try queryOne(
+        try connection.queryOne(
             """
             SELECT h.message_id, d.state, m.expires_at
             FROM collapse_heads AS h
@@ -100,11 +123,11 @@ extension Connection: QueueStore {
     }
 
     public func hasTombstones() throws -> Bool {
-        try queryOne("SELECT EXISTS (SELECT 1 FROM token_tombstones)") { $0.int(0) != 0 } ?? false
+        try connection.queryOne("SELECT EXISTS (SELECT 1 FROM token_tombstones)") { $0.int(0) != 0 } ?? false
     }
 
     public func tombstone(app: String, token: String) throws -> TokenTombstone? {
-        try queryOne(
+        try connection.queryOne(
             "SELECT kind, replacement FROM token_tombstones WHERE app = ? AND token = ?", [.text(app), .text(token)]
         ) { row in
             TokenTombstone.Kind(rawValue: row.string(0)).map {
@@ -114,13 +137,13 @@ extension Connection: QueueStore {
     }
 
     public func messageTargets(_ messageID: String, token: String, besides deliveryID: Int64) throws -> Bool {
-        try queryOne(
+        try connection.queryOne(
             "SELECT 1 FROM deliveries WHERE message_id = ? AND token = ? AND id != ? LIMIT 1",
             [.text(messageID), .text(token), .integer(deliveryID)]) { _ in true } ?? false
     }
 
     public func retarget(delivery id: Int64, to token: String, now: Int64) throws {
-        try run(
+        try connection.run(
             "UPDATE deliveries SET token = ?, updated_at = ? WHERE id = ?", .text(token), .integer(now), .integer(id))
     }
 
@@ -139,7 +162,7 @@ extension Connection: QueueStore {
     public func markDelivered(
         _ id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
-        try queryOne(
+        try connection.queryOne(
             """
             UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
                 lease_expires_at = NULL, fcm_message_id = ?, canonical_token = ?, last_status = ?, updated_at = ?
@@ -176,7 +199,7 @@ extension Connection: QueueStore {
             object.append(UInt8(ascii: "}"))
             let outcomes = SQLValue.text(String(decoding: object, as: UTF8.self))
             let status = SQLValue.optional(status.map(Int64.init))
-            let count = try run(
+            let count = try connection.run(
                 """
                 UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
                     lease_expires_at = NULL, fcm_message_id = outcome.value, canonical_token = NULL,
@@ -190,7 +213,7 @@ extension Connection: QueueStore {
                 written += rows.lazy.map(\.id)
                 continue
             }
-            written += try query(
+            written += try connection.query(
                 """
                 SELECT deliveries.id FROM json_each(?) AS outcome
                 JOIN deliveries ON deliveries.id = CAST(outcome.key AS INTEGER)
@@ -206,7 +229,7 @@ extension Connection: QueueStore {
     public func markEnded(
         _ id: Int64, state: DeliveryState, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
-        try queryOne(
+        try connection.queryOne(
             """
             UPDATE deliveries SET state = ?, reason = ?, attempts = attempts + ?, lease_owner = NULL,
                 lease_expires_at = NULL, last_status = ?, updated_at = ?
@@ -220,7 +243,7 @@ extension Connection: QueueStore {
     public func markRetry(
         _ id: Int64, at: Int64, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
-        try queryOne(
+        try connection.queryOne(
             """
             UPDATE deliveries SET state = 'queued', reason = ?, attempts = attempts + ?, next_attempt_at = ?,
                 lease_owner = NULL, lease_expires_at = NULL, last_status = ?, updated_at = ?
@@ -232,7 +255,7 @@ extension Connection: QueueStore {
     }
 
     public func markReleased(_ id: Int64, lease: HeldLease) throws -> LeasedRow? {
-        try queryOne(
+        try connection.queryOne(
             """
             UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
             \(Self.heldLease)
@@ -240,13 +263,15 @@ extension Connection: QueueStore {
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
-    public func deadLetterQueued(messageID: String, reason: DeliveryReason, now: Int64) throws -> Int {
-        try run(
+    public func endQueuedDeliveries(
+        of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64
+    ) throws -> Int {
+        try connection.run(
             """
-            UPDATE deliveries SET state = 'dead', reason = ?, updated_at = ?
+            UPDATE deliveries SET state = ?, reason = ?, updated_at = ?
             WHERE message_id = ? AND state = 'queued'
             """,
-            .text(reason.rawValue), .integer(now), .text(messageID))
+            .text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID))
     }
 
     // MARK: - Leases
@@ -255,7 +280,7 @@ extension Connection: QueueStore {
     @discardableResult
     public func renewLeases(_ ids: [Int64], owner: String, leaseMillis: Int64, now: Int64) throws -> Int {
         guard !ids.isEmpty else { return 0 }
-        return try run(
+        return try connection.run(
             """
             UPDATE deliveries SET lease_expires_at = ?
             WHERE id IN (SELECT value FROM json_each(?)) AND state = 'inflight' AND lease_owner = ?
@@ -264,7 +289,7 @@ extension Connection: QueueStore {
 
     @discardableResult
     public func rescueExpiredLeases(now: Int64) throws -> Int {
-        let expired = try query(
+        let expired = try connection.query(
             """
             SELECT id, lease_owner, lease_expires_at FROM deliveries
             WHERE state = 'inflight' AND lease_expires_at <= ?
@@ -273,7 +298,7 @@ extension Connection: QueueStore {
         ) { (id: $0.int64(0), owner: $0.string(1), expiresAt: $0.int64(2)) }
         var rescued = 0
         for lease in expired {
-            rescued += try run(
+            rescued += try connection.run(
                 """
                 UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
                 WHERE id = ? AND state = 'inflight' AND lease_owner = ? AND lease_expires_at = ?
@@ -286,7 +311,7 @@ extension Connection: QueueStore {
     /// that is gone.
     @discardableResult
     public func releaseForeignLeases(owner: String, now: Int64) throws -> Int {
-        try run(
+        try connection.run(
             """
             UPDATE deliveries SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
             WHERE state = 'inflight' AND lease_owner IS NOT ?
@@ -296,33 +321,33 @@ extension Connection: QueueStore {
     // MARK: - Token registry
 
     public func unregister(_ token: String, app: String, unchangedSince: Int64?) throws -> Bool {
-        try run(
+        try connection.run(
             "DELETE FROM tokens WHERE token = ? AND app = ? AND updated_at <= ?", .text(token), .text(app),
             .integer(unchangedSince ?? Int64.max)) > 0
     }
 
     public func registeredApp(of token: String) throws -> String? {
-        try queryOne("SELECT app FROM tokens WHERE token = ?", [.text(token)]) { $0.string(0) }
+        try connection.queryOne("SELECT app FROM tokens WHERE token = ?", [.text(token)]) { $0.string(0) }
     }
 
     public func renameRegistration(_ old: String, to new: String, now: Int64) throws -> Bool {
-        try run(
+        try connection.run(
             "UPDATE tokens SET token = ?, updated_at = ? WHERE token = ?", .text(new), .integer(now), .text(old)) > 0
     }
 
     public func deleteRegistration(_ token: String) throws -> Bool {
-        try run("DELETE FROM tokens WHERE token = ?", .text(token)) > 0
+        try connection.run("DELETE FROM tokens WHERE token = ?", .text(token)) > 0
     }
 
     public func record(_ event: TokenEvent, now: Int64) throws {
         let (kind, replacement) = (event.tombstone.kind.rawValue, event.tombstone.replacement)
-        try run(
+        try connection.run(
             """
             INSERT INTO token_events (at, app, token, kind, replacement, reason, message_id)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, .integer(now), .text(event.app), .text(event.token), .text(kind), .optional(replacement),
             .text(event.reason.rawValue), .text(event.messageID))
-        try run(
+        try connection.run(
             """
             INSERT INTO token_tombstones (app, token, kind, replacement, at) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (app, token) DO UPDATE SET kind = excluded.kind, replacement = excluded.replacement,
@@ -331,6 +356,10 @@ extension Connection: QueueStore {
     }
 }
 
-extension Connection: Store {
-    public var location: String { path }
+extension SQLiteQueueStore: Store {
+    public var location: String { connection.path }
+
+    public func transaction<T>(_ body: () throws -> T) throws -> T { try connection.transaction(body) }
+
+    public func snapshot<T>(_ body: () throws -> T) throws -> T { try connection.snapshot(body) }
 }

@@ -1,23 +1,23 @@
 import Queue
 
-extension Connection {
+extension SQLiteQueueStore {
     // MARK: - Apps
 
     /// Gives `name` an `apps` row if it has none, once per connection rather than once per message. (`serve`
     /// creates the rows of its configured apps at start, so a rolled-back first insert cannot leave one out.)
     public func ensureApp(_ name: String) throws {
         guard !ensuredApps.contains(name) else { return }
-        try run("INSERT OR IGNORE INTO apps (name) VALUES (?)", .text(name))
+        try connection.run("INSERT OR IGNORE INTO apps (name) VALUES (?)", .text(name))
         ensuredApps.insert(name)
     }
 
     public func appState(_ name: String) throws -> AppState? {
-        try queryOne(
+        try connection.queryOne(
             "SELECT name, paused, pause_reason, gate_until FROM apps WHERE name = ?", [.text(name)], row: Self.appRow)
     }
 
     public func apps() throws -> [AppState] {
-        try query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name", row: Self.appRow)
+        try connection.query("SELECT name, paused, pause_reason, gate_until FROM apps ORDER BY name", row: Self.appRow)
     }
 
     /// An `apps` row read as `name, paused, pause_reason, gate_until`.
@@ -30,7 +30,7 @@ extension Connection {
     @discardableResult
     public func pauseApp(_ app: String, reason: String, now: Int64) throws -> Bool {
         try ensureApp(app)
-        return try run(
+        return try connection.run(
             "UPDATE apps SET paused = 1, pause_reason = ?, paused_at = ? WHERE name = ? AND paused = 0",
             .text(reason), .integer(now), .text(app)) > 0
     }
@@ -38,7 +38,7 @@ extension Connection {
     /// Resumes `app` and opens its gate; returns false when it was not paused.
     @discardableResult
     public func resumeApp(_ app: String) throws -> Bool {
-        try run(
+        try connection.run(
             """
             UPDATE apps SET paused = 0, pause_reason = NULL, paused_at = NULL, gate_until = 0, gate_reason = NULL,
                 gated_at = NULL
@@ -51,7 +51,7 @@ extension Connection {
     /// still closed at `now` keeps the time it closed; an open one closes at `now`.
     public func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws {
         try ensureApp(app)
-        try run(
+        try connection.run(
             """
             UPDATE apps SET gate_until = ?1, gate_reason = ?2,
                 gated_at = CASE WHEN gate_until <= ?3 OR gated_at IS NULL THEN ?3 ELSE gated_at END

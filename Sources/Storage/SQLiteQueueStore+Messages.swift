@@ -1,76 +1,64 @@
 import Queue
 import Support
 
-/// How long an `Idempotency-Key` keeps answering with its first message.
-public let idempotencyWindowMillis: Int64 = 24 * 3600 * 1000
-
-extension Connection {
-    /// Stores a message and one queued delivery per target. Call inside a write transaction.
-    ///
-    /// An idempotency key is scoped to the app. A repeat within the window with the same message returns the first
-    /// one and stores nothing; the same key with a different message throws `IdempotencyConflict`.
-    public func insertMessage(_ message: NewMessage, now: Int64) throws -> AcceptedMessage {
-        let fingerprint = message.idempotencyKey.map { _ in message.fingerprint }
-        if let key = message.idempotencyKey {
-            let earlier = try queryOne(
-                """
-                SELECT id, created_at, rowid, idempotency_fingerprint FROM messages
-                WHERE app = ? AND idempotency_key = ?
-                """, [.text(message.app), .text(key)]
-            ) { (id: $0.string(0), createdAt: $0.int64(1), rowID: $0.int64(2), fingerprint: $0.optionalInt64(3)) }
-            if let earlier {
-                if earlier.createdAt > now - idempotencyWindowMillis {
-                    // Rows stored before fingerprints existed match any body, as they did then.
-                    guard earlier.fingerprint == nil || earlier.fingerprint == fingerprint else {
-                        throw IdempotencyConflict(key: key)
-                    }
-                    let count = try queryOne(
-                        "SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(earlier.id)]) { $0.int(0) } ?? 0
-                    return AcceptedMessage(id: earlier.id, rowID: earlier.rowID, deliveries: count, isRepeat: true)
-                }
-                // An expired key is free again; the old message keeps its rows.
-                try run("UPDATE messages SET idempotency_key = NULL WHERE id = ?", .text(earlier.id))
-            }
+extension SQLiteQueueStore {
+    public func keyedMessage(app: String, key: String) throws -> KeyedMessage? {
+        try connection.queryOne(
+            """
+            SELECT id, rowid, created_at, idempotency_fingerprint FROM messages
+            WHERE app = ? AND idempotency_key = ?
+            """, [.text(app), .text(key)]
+        ) {
+            KeyedMessage(id: $0.string(0), rowID: $0.int64(1), createdAt: $0.int64(2), fingerprint: $0.optionalInt64(3))
         }
+    }
 
-        let id = MessageID.make(now: now)
-        // TTL 0 is "now or never": it may wait for a send no longer than the window.
-        let expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
-        if message.app != NewMessage.everyApp { try ensureApp(message.app) }
-        try run(
+    public func releaseIdempotencyKey(messageID: String) throws {
+        try connection.run("UPDATE messages SET idempotency_key = NULL WHERE id = ?", .text(messageID))
+    }
+
+    public func deliveryCount(messageID: String) throws -> Int {
+        try connection.queryOne(
+            "SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(messageID)]) { $0.int(0) } ?? 0
+    }
+
+    /// The message row, its deliveries (a statement each), and its collapse heads (one statement). SQLite has one
+    /// writer, so the key is never taken meanwhile: never nil.
+    public func storeMessage(_ insert: MessageInsert) throws -> StoredMessage? {
+        let message = insert.message
+        try connection.run(
             """
             INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
                                   priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            .text(id), .text(message.app), .optional(message.idempotencyKey), .optional(fingerprint),
+            .text(insert.id), .text(message.app), .optional(message.idempotencyKey), .optional(insert.fingerprint),
             .text(message.payload), .text(message.target.kind.rawValue), .optional(message.collapseKey),
             .text(message.priority.rawValue),
-            .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(now), .integer(expiresAt),
-            .text(message.format.rawValue), .text(message.tokenField.rawValue))
-        let rowID = lastInsertRowID
-        let rank = message.priority.lane.rawValue
+            .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(insert.createdAt),
+            .integer(insert.expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue))
+        let rowID = connection.lastInsertRowID
+        let (id, app, rank, now) = (insert.id, message.app, insert.lane.rawValue, insert.createdAt)
         let deliveries: Int
         switch message.target {
         case .users(let users):
-            deliveries = try insertDeliveries(toUsers: users, messageID: id, app: message.app, rank: rank, now: now)
+            deliveries = try insertDeliveries(toUsers: users, messageID: id, app: app, rank: rank, now: now)
         case .tokens(let tokens):
-            deliveries = try insertDeliveries(to: tokens, messageID: id, app: message.app, rank: rank, now: now)
+            deliveries = try insertDeliveries(to: tokens, messageID: id, app: app, rank: rank, now: now)
         case .topic(let target), .condition(let target):
-            deliveries = try insertDeliveries(to: [target], messageID: id, app: message.app, rank: rank, now: now)
+            deliveries = try insertDeliveries(to: [target], messageID: id, app: app, rank: rank, now: now)
         }
-        // A dry run reaches no device, so it supersedes nothing.
-        if let collapseKey = message.collapseKey, !message.dryRun, deliveries > 0 {
+        if let collapseKey = insert.collapseHeadKey, deliveries > 0 {
             try makeHeads(messageID: id, collapseKey: collapseKey, now: now)
         }
-        return AcceptedMessage(id: id, rowID: rowID, deliveries: deliveries, isRepeat: false)
+        return StoredMessage(rowID: rowID, deliveries: deliveries)
     }
 
     /// One queued delivery per target, in the order given; returns how many.
     private func insertDeliveries(to targets: [String], messageID: String, app: String, rank: Int64, now: Int64) throws
         -> Int
     {
-        let insert = try statement(
+        let insert = try connection.statement(
             """
             INSERT INTO deliveries
                 (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
@@ -98,7 +86,7 @@ extension Connection {
         throws -> Int
     {
         let apps = app == NewMessage.everyApp ? "app IN (SELECT name FROM apps)" : "app = ?2"
-        return try run(
+        return try connection.run(
             """
             INSERT INTO deliveries
                 (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
@@ -111,13 +99,11 @@ extension Connection {
             .text(JSON.array(users.map(JSON.string)).serialized()))
     }
 
-    /// A newer message with the same `collapse_key` supersedes older ones still queued for the same target
-    /// (FCM itself would keep only the newest) for as long as it will reach the device: each delivery of this
-    /// message becomes the head for its target, and the claim drops older ones while the head is pending or delivered
-    /// (`collapsedBy`). Set-based over the message's deliveries (in id order, so for a target named twice the later
-    /// delivery is the head), and only for messages that have a collapse key.
+    /// Each delivery of this message becomes the collapse head for its target (the claim decides what a head
+    /// supersedes, `CollapseHead.supersedes`). Set-based over the message's deliveries (in id order, so for a target
+    /// named twice the later delivery is the head), and only for messages that have a collapse key.
     private func makeHeads(messageID: String, collapseKey: String, now: Int64) throws {
-        try run(
+        try connection.run(
             """
             INSERT INTO collapse_heads (app, collapse_key, token, message_id, delivery_id, created_at)
             SELECT app, ?, token, message_id, id, ? FROM deliveries WHERE message_id = ? ORDER BY id
@@ -129,7 +115,7 @@ extension Connection {
     /// The message and its deliveries, or nil.
     public func message(id: String) throws -> MessageRecord? {
         guard
-            var record = try queryOne(
+            var record = try connection.queryOne(
                 """
                 SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at,
                        expires_at, format, token_field
@@ -146,7 +132,7 @@ extension Connection {
                         dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
                 })
         else { return nil }
-        record.deliveries = try query(
+        record.deliveries = try connection.query(
             """
             SELECT id, token, state, reason, attempts, next_attempt_at, fcm_message_id, canonical_token, last_status,
                    updated_at, app
@@ -155,23 +141,15 @@ extension Connection {
         ) {
             DeliveryRecord(
                 id: $0.int64(0), token: $0.string(1), state: DeliveryState(stored: $0.string(2)),
-                reason: $0.optionalString(3), attempts: $0.int(4), nextAttemptAt: $0.int64(5),
+                reason: $0.optionalString(3).map(DeliveryReason.init(stored:)), attempts: $0.int(4),
+                nextAttemptAt: $0.int64(5),
                 fcmMessageID: $0.optionalString(6), canonicalToken: $0.optionalString(7),
                 lastStatus: $0.optionalInt64(8), updatedAt: $0.int64(9), app: $0.string(10))
         }
         return record
     }
 
-    /// Drops the message's queued deliveries with reason `Cancelled`. Nil when there is no such message;
-    /// otherwise how many were cancelled (deliveries already in flight or finished are left alone).
-    public func cancelMessage(id: String, now: Int64) throws -> Int? {
-        guard try queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) != nil else {
-            return nil
-        }
-        return try run(
-            """
-            UPDATE deliveries SET state = 'dropped', reason = 'Cancelled', updated_at = ?
-            WHERE message_id = ? AND state = 'queued'
-            """, .integer(now), .text(id))
+    public func messageExists(id: String) throws -> Bool {
+        try connection.queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) ?? false
     }
 }

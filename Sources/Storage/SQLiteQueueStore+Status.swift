@@ -1,41 +1,49 @@
 import Queue
+import Support
 
-extension Connection {
+extension SQLiteQueueStore {
     // MARK: - Status
 
-    /// Every app's switches, backlog and last-minute finishes, from index range scans only (no table scan), so it
-    /// answers quickly at millions of rows. Call inside `snapshot` for figures that agree with each other.
-    public func appStatuses(now: Int64, lastMinute: Bool) throws -> [AppStatus] {
-        let since = now - 60_000
-        return try AppStatus.assemble(
-            query(StatusSQL.apps) {
-                AppStatus(
-                    name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
-                    pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
-                    gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
-            },
-            inflight: countsByApp(StatusSQL.inflight, []), dead: countsByApp(StatusSQL.dead, []),
-            deadSince: lastMinute ? countsByApp(StatusSQL.deadSince, [.integer(since)]) : [:],
-            finishedSince: lastMinute
-                ? query(StatusSQL.finishedSince, [.integer(since)]) {
-                    (app: $0.string(0), state: $0.string(1), count: $0.int(2))
-                } : [],
-            now: now,
-            backlog: { app in try queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } },
-            nextDue: { try nextDue(app: $0) })
+    public func appSwitches() throws -> [AppStatus] {
+        try connection.query(StatusSQL.apps) {
+            AppStatus(
+                name: $0.string(0), paused: $0.int(1) != 0, pauseReason: $0.optionalString(2),
+                pausedAt: $0.optionalInt64(3), gateUntil: $0.int64(4),
+                gateReason: $0.optionalString(5).map(GateReason.init(stored:)), gatedAt: $0.optionalInt64(6))
+        }
+    }
+
+    public func backlog(app: String, now: Int64) throws -> (queued: Int, ready: Int) {
+        try connection.queryOne(StatusSQL.queued, [.integer(now), .text(app)]) { ($0.int(0), $0.int(1)) } ?? (0, 0)
+    }
+
+    public func inflightCounts() throws -> [String: Int] { try countsByApp(StatusSQL.inflight, []) }
+
+    public func deadCounts(since: Int64?) throws -> [String: Int] {
+        try since.map { try countsByApp(StatusSQL.deadSince, [.integer($0)]) } ?? countsByApp(StatusSQL.dead, [])
+    }
+
+    public func finishedCounts(since: Int64) throws -> [(app: String, state: DeliveryState, count: Int)] {
+        try connection.query(StatusSQL.finishedSince, [.integer(since)]) {
+            (app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2))
+        }
     }
 
     /// The `queue_depth` view: every app and state with its count. It reads every delivery, so it takes seconds
     /// on a table of millions; `appStatuses` is the quick answer.
     public func queueDepth() throws -> [QueueDepthRow] {
-        try query("SELECT app, state, count, oldest FROM queue_depth ORDER BY app, state") {
-            QueueDepthRow(app: $0.string(0), state: $0.string(1), count: $0.int(2), oldest: $0.int64(3))
+        try connection.query("SELECT app, state, count, oldest FROM queue_depth ORDER BY app, state") {
+            QueueDepthRow(
+                app: $0.string(0), state: DeliveryState(stored: $0.string(1)), count: $0.int(2),
+                oldest: $0.int64(3))
         }
     }
 
     private func countsByApp(_ sql: String, _ arguments: [SQLValue]) throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        for (app, count) in try query(sql, arguments, row: { ($0.string(0), $0.int(1)) }) { counts[app] = count }
+        for (app, count) in try connection.query(sql, arguments, row: { ($0.string(0), $0.int(1)) }) {
+            counts[app] = count
+        }
         return counts
     }
 }

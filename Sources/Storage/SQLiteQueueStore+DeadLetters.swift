@@ -1,25 +1,22 @@
 import Queue
+import Support
 
-extension Connection {
+extension SQLiteQueueStore {
     // MARK: - Dead letters
 
     /// Dead letters matching `filter`, the most recent deaths first.
     public func deadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [DeadLetterRecord] {
         let (condition, arguments) = filter.sql
-        return try query(
+        return try connection.query(
             DeadLetterSQL.list(condition), arguments + [.integer(Int64(limit))], row: DeadLetterRecord.init)
-    }
-
-    /// One dead letter by its delivery id; nil when there is no such delivery or it is not dead.
-    public func deadLetter(id: Int64) throws -> DeadLetterRecord? {
-        try deadLetters(DeadLetterFilter(deliveryIDs: [id]), limit: 1).first
     }
 
     /// How many dead letters match `filter`, per app and reason.
     public func deadLetterGroups(_ filter: DeadLetterFilter) throws -> [DeadLetterGroup] {
         let (condition, arguments) = filter.sql
-        return try query(DeadLetterSQL.groups(condition), arguments) {
-            DeadLetterGroup(app: $0.string(0), reason: $0.optionalString(1), count: $0.int(2))
+        return try connection.query(DeadLetterSQL.groups(condition), arguments) {
+            DeadLetterGroup(
+                app: $0.string(0), reason: $0.optionalString(1).map(DeliveryReason.init(stored:)), count: $0.int(2))
         }
     }
 
@@ -27,7 +24,7 @@ extension Connection {
     /// only expire again, so `requeueDeadLetters` leaves them.
     public func expiredDeadLetterCount(_ filter: DeadLetterFilter, now: Int64) throws -> Int {
         let (condition, arguments) = filter.sql
-        return try queryOne(DeadLetterSQL.expired(condition), arguments + [.integer(now)]) { $0.int(0) } ?? 0
+        return try connection.queryOne(DeadLetterSQL.expired(condition), arguments + [.integer(now)]) { $0.int(0) } ?? 0
     }
 
     /// Puts up to `limit` dead letters matching `filter` back in the queue, due now, with `attempts = 0` and no
@@ -35,26 +32,25 @@ extension Connection {
     /// again until it returns 0: each call is one bounded batch, so the service is never blocked for long.
     public func requeueDeadLetters(_ filter: DeadLetterFilter, now: Int64, limit: Int) throws -> Int {
         let (condition, arguments) = filter.sql
-        return try run(
+        return try connection.run(
             DeadLetterSQL.requeue(condition),
             [.integer(now), .integer(now)] + arguments + [.integer(now), .integer(Int64(limit))])
     }
 
-    /// Deletes up to `limit` dead letters matching `filter`, and their messages when nothing else of them is left
-    /// (and no idempotency key still answers with them). Call inside a write transaction, and again until it
-    /// returns 0 deliveries.
-    public func purgeDeadLetters(
-        _ filter: DeadLetterFilter, now: Int64, limit: Int
-    ) throws -> (deliveries: Int, messages: Int) {
+    public func deleteDeadLetters(_ filter: DeadLetterFilter, limit: Int) throws -> [String] {
         let (condition, arguments) = filter.sql
-        let messageIDs = try query(DeadLetterSQL.purge(condition), arguments + [.integer(Int64(limit))]) {
+        return try connection.query(DeadLetterSQL.purge(condition), arguments + [.integer(Int64(limit))]) {
             $0.string(0)
         }
-        var messages = 0
-        for id in Set(messageIDs) {
-            messages += try run(DeadLetterSQL.deleteEmptyMessage, .text(id), .integer(now - idempotencyWindowMillis))
+    }
+
+    /// One statement per message (SQLite binds no arrays; the list is one batch of a purge).
+    public func deleteEmptyMessages(_ ids: [String], keyHorizon: Int64) throws -> Int {
+        var deleted = 0
+        for id in ids {
+            deleted += try connection.run(DeadLetterSQL.deleteEmptyMessage, .text(id), .integer(keyHorizon))
         }
-        return (messageIDs.count, messages)
+        return deleted
     }
 }
 
@@ -112,41 +108,33 @@ enum DeadLetterSQL {
 }
 
 extension DeadLetterFilter {
-    /// The WHERE condition on `deliveries AS d` and its arguments, with SQLite's `?` placeholders.
-    var sql: (condition: String, arguments: [SQLValue]) { condition { _ in "?" } }
-
-    /// The WHERE condition on `deliveries AS d` and its arguments, with numbered placeholders from `$first` on
-    /// (`$3`, `$4`… for `first` 3), as PostgreSQL writes them; the statement's own parameters take the others.
-    public func condition(parametersFrom first: Int) -> (condition: String, arguments: [SQLValue]) {
-        condition { "$\(first + $0)" }
-    }
-
-    /// Only fixed fragments and placeholders (`placeholder(n)` for the n-th argument, from 0) go into the SQL; every
-    /// value is bound. `d.state = 'dead'` is written exactly as the partial indexes say it, so SQLite can use them
-    /// (and PostgreSQL sees that their condition holds).
-    private func condition(_ placeholder: (Int) -> String) -> (condition: String, arguments: [SQLValue]) {
-        var terms = ["d.state = 'dead'"]
+    /// `terms` as the WHERE condition on `deliveries AS d`, with SQLite's `?` placeholders, and its arguments. Only
+    /// fixed fragments and placeholders go into the SQL; every value is bound. `d.state = 'dead'` is written exactly
+    /// as the partial indexes say it, so SQLite can use them.
+    var sql: (condition: String, arguments: [SQLValue]) {
+        var conditions = ["d.state = 'dead'"]
         var arguments: [SQLValue] = []
-        func bind(_ value: SQLValue) -> String {
-            arguments.append(value)
-            return placeholder(arguments.count - 1)
+        func add(_ condition: String, _ values: [SQLValue]) {
+            conditions.append(condition)
+            arguments += values
         }
-        if let app { terms.append("d.app = \(bind(.text(app)))") }
-        if let reason { terms.append("d.reason = \(bind(.text(reason)))") }
-        if let diedSince { terms.append("d.updated_at >= \(bind(.integer(diedSince)))") }
-        if let diedUntil { terms.append("d.updated_at <= \(bind(.integer(diedUntil)))") }
-        if let token { terms.append("d.token = \(bind(.text(token)))") }
-        if let after {
-            // Spelt out rather than as a row value: the first term bounds the index range on either engine.
-            let diedAt = bind(.integer(after.diedAt))
-            let same = bind(.integer(after.diedAt))
-            let id = bind(.integer(after.deliveryID))
-            terms.append("d.updated_at <= \(diedAt) AND (d.updated_at < \(same) OR d.id < \(id))")
+        for term in terms {
+            switch term {
+            case .app(let app): add("d.app = ?", [.text(app)])
+            case .reason(let reason): add("d.reason = ?", [.text(reason)])
+            case .diedSince(let time): add("d.updated_at >= ?", [.integer(time)])
+            case .diedUntil(let time): add("d.updated_at <= ?", [.integer(time)])
+            case .token(let token): add("d.token = ?", [.text(token)])
+            case .after(let cursor):
+                // Spelt out rather than as a row value: the first term bounds the index range.
+                add("d.updated_at <= ? AND (d.updated_at < ? OR d.id < ?)",
+                    [.integer(cursor.diedAt), .integer(cursor.diedAt), .integer(cursor.deliveryID)])
+            case .deliveryIDs(let ids):
+                let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ", ")
+                add("d.id IN (\(placeholders))", ids.map { .integer($0) })
+            }
         }
-        if !deliveryIDs.isEmpty {
-            terms.append("d.id IN (\(deliveryIDs.map { bind(.integer($0)) }.joined(separator: ", ")))")
-        }
-        return (terms.joined(separator: " AND "), arguments)
+        return (conditions.joined(separator: " AND "), arguments)
     }
 }
 
@@ -155,7 +143,8 @@ extension DeadLetterRecord {
     init(_ row: Statement) {
         self.init(
             deliveryID: row.int64(0), messageID: row.string(1), app: row.string(2), token: row.string(3),
-            reason: row.optionalString(4), attempts: row.int(5), lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
+            reason: row.optionalString(4).map(DeliveryReason.init(stored:)), attempts: row.int(5),
+            lastStatus: row.optionalInt64(6), diedAt: row.int64(7),
             messageCreatedAt: row.int64(8), messageExpiresAt: row.int64(9), ttlSeconds: row.int(10))
     }
 }

@@ -1,6 +1,6 @@
 import Queue
 
-extension Connection {
+extension SQLiteQueueStore {
     /// Registered tokens in token order, optionally of one app and one user, after `after` (for paging).
     public func tokens(app: String?, user: String?, after: String?, limit: Int) throws -> [TokenRecord] {
         var terms: [String] = []
@@ -18,7 +18,7 @@ extension Connection {
             arguments.append(.text(after))
         }
         let condition = terms.isEmpty ? "" : "WHERE " + terms.joined(separator: " AND ")
-        return try query(
+        return try connection.query(
             "SELECT token, app, user, created_at, updated_at FROM tokens \(condition) ORDER BY token LIMIT ?",
             arguments + [.integer(Int64(limit))]
         ) {
