@@ -75,7 +75,8 @@ let package = Package(
         .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Queue", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
-        .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),
+        .testTarget(
+            name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth", "Send", "NetworkTestSupport"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",

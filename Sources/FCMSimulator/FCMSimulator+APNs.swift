@@ -36,7 +36,9 @@ extension FCMSimulator {
         let now = Clock.nowMillis()
         let id = request.header("apns-id") ?? "00000000-0000-4000-8000-000000000000"
         let (status, reason) = apnsAnswer(request, device: device, now: now)
-        state.withLock { $0.recordAPNs(token: device, status: status, reason: reason, nowMillis: now) }
+        state.withLock {
+            $0.recordAPNs(token: device, status: status, reason: reason, version: request.version, nowMillis: now)
+        }
         guard let reason else {
             return responder.respond(HTTPResponse(status: 200, headers: [("apns-id", id)]))
         }

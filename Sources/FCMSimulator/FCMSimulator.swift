@@ -104,7 +104,7 @@ public final class FCMSimulator: HTTPHandler {
                 return responder.respond(.text(405, "Use POST\n", headers: [("Allow", "POST")]))
             }
             responder.respond(.text(404, "Not found: the simulator serves POST /fcm/send, POST /token, "
-                + "POST /v1/projects/{project}/messages:send, POST /control, GET /stats\n"))
+                + "POST /v1/projects/{project}/messages:send, POST /3/device/{token}, POST /control, GET /stats\n"))
         }
     }
 
@@ -115,7 +115,7 @@ public final class FCMSimulator: HTTPHandler {
         let parsed = format == .json ? SendRequest.parseJSON(request.body) : SendRequest.parsePlain(request.body)
         let arrival = SimulatorState.Arrival(
             parsed: parsed, format: format, authorized: isAuthorized(request),
-            behaviours: (try? parsed.get()).map(behaviours(for:)) ?? [])
+            behaviours: (try? parsed.get()).map(behaviours(for:)) ?? [], version: request.version)
         let decision = state.withLock { $0.receive(arrival, nowMillis: Clock.nowMillis()) }
         let response = response(for: decision)
         guard decision.delayMilliseconds > 0 else { return responder.respond(response) }
