@@ -45,8 +45,10 @@ enum SimulatorCommand {
         do {
             front = try configuration.tls.map(simulator.serveTLS)
         } catch {
+            // An unreadable certificate, a key that is not its, an address in use: said as OpenSSL or the kernel
+            // says it.
             server.shutdown(gracePeriod: 0)
-            throw Arguments.UsageError(description: "--tls-listen: \(error)")
+            throw error
         }
         let (cleartext, tokenURI) = ("http://\(bound)", "http://\(bound)\(FCMSimulator.tokenPath)")
         if let front {
