@@ -15,8 +15,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // TLS and HTTP/2 (framing, HPACK, flow control) for Herald's own HTTP/2 client (Send/HTTP2, FCM v1), and for the
-        // HTTPS server in front of the simulator (HTTP/TLS).
+        // TLS and HTTP/2 (framing, HPACK, flow control) for Herald's own HTTP/2 client (Send/HTTP2, FCM v1), and for
+        // the HTTPS server in front of the simulator (HTTP/TLS).
         .systemLibrary(name: "CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CLinux"),
