@@ -18,9 +18,9 @@ final class Service: Sendable {
     private let writer: any StoreWriter
     private let readers: any StoreReaders
     private let simulator: HTTPServer?
-    /// The simulator over HTTPS (HTTP/2), for the sandbox's APNs apps, and the file its certificate is written to
-    /// for them to trust; removed at stop.
-    private let simulatorTLS: (front: FCMSimulator.TLSFront, caFile: String)?
+    /// The simulator over HTTPS (HTTP/2), for the sandbox's APNs apps, and the file of its certificate they trust (see
+    /// `serveOverTLS`), open until stop.
+    private let simulatorTLS: (front: FCMSimulator.TLSFront, caFile: String, descriptor: Int32)?
     private let engine: DeliveryEngine
     /// FCM v1 apps' token requests; nil without v1 apps.
     private let tokenPool: HTTPClientPool?
@@ -173,22 +173,30 @@ final class Service: Sendable {
         simulator?.shutdown(gracePeriod: 1)
         if let simulatorTLS {
             simulatorTLS.front.server.shutdown(gracePeriod: 1)
-            try? FileManager.default.removeItem(atPath: simulatorTLS.caFile)
+            close(simulatorTLS.descriptor)
         }
         database.close()
     }
 }
 
 extension Service {
-    /// The sandbox's simulator over HTTPS on an ephemeral loopback port with a new self-signed certificate, written
-    /// to a file of its own in the temporary directory for the APNs apps' client to trust.
+    /// The sandbox's simulator over HTTPS on an ephemeral loopback port with a new self-signed certificate, for the
+    /// APNs apps' client to trust as its CA file. The certificate is written to the temporary directory, opened and
+    /// unlinked at once, and named by `/proc/<pid>/fd/<n>`: readable (by this process, and by its user's `curl
+    /// --cacert`) while the descriptor is open, and gone with the process however it ends, a kill included.
     private static func serveOverTLS(
         _ simulator: FCMSimulator
-    ) throws -> (front: FCMSimulator.TLSFront, caFile: String) {
-        let caFile = FileManager.default.temporaryDirectory
+    ) throws -> (front: FCMSimulator.TLSFront, caFile: String, descriptor: Int32) {
+        let written = FileManager.default.temporaryDirectory
             .appendingPathComponent("herald-sandbox-\(getpid())-\(UInt64.random(in: .min ... .max)).pem").path
-        let front = try simulator.serveTLS(.init(address: .tcp(host: "127.0.0.1", port: 0), certificateOut: caFile))
-        return (front, caFile)
+        let front = try simulator.serveTLS(.init(address: .tcp(host: "127.0.0.1", port: 0), certificateOut: written))
+        let descriptor = open(written, O_RDONLY | O_CLOEXEC)
+        unlink(written)
+        guard descriptor >= 0 else {
+            front.server.shutdown(gracePeriod: 0)
+            throw ServeConfiguration.Invalid(description: "sandbox: cannot open the simulator's certificate \(written)")
+        }
+        return (front, "/proc/\(getpid())/fd/\(descriptor)", descriptor)
     }
 
     /// FCM project id → app, for the drop-in v1 endpoint; the first app wins a project id given twice.
