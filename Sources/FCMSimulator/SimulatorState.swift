@@ -1,3 +1,4 @@
+import HTTP
 import Support
 
 /// Everything the simulator remembers, changed only through transitions that return what to answer.
@@ -10,6 +11,7 @@ struct SimulatorState: Sendable {
         var authorized: Bool
         /// One per recipient, in request order; empty when the body did not parse.
         var behaviours: [TokenBehaviour]
+        var version: HTTPRequest.Version = .http1_1
     }
 
     enum Outcome: Sendable, Equatable {
@@ -167,6 +169,7 @@ struct SimulatorState: Sendable {
         stats.statuses[status, default: 0] += 1
         var entry = FCMSimulator.ReceivedRequest(
             at: nowMillis, tokens: [], timeToLive: nil, dryRun: false, format: arrival.format, status: status)
+        entry.http = arrival.version
         if case .success(let request) = arrival.parsed {
             switch request.target {
             case .tokens(let tokens, let to)?:
