@@ -15,7 +15,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // TLS and HTTP/2 (framing, HPACK, flow control) for Herald's own HTTP/2 client (Send/HTTP2, FCM v1).
+        // TLS and HTTP/2 (framing, HPACK, flow control) for Herald's own HTTP/2 client (Send/HTTP2, FCM v1), and for
+        // the HTTPS server in front of the simulator (HTTP/TLS).
         .systemLibrary(name: "CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CLinux"),
@@ -26,7 +27,8 @@ let package = Package(
         .target(name: "Support"),
         // epoll, eventfd, getaddrinfo and system calls, wrapped once for the server (HTTP) and the clients (Send).
         .target(name: "Posix", dependencies: ["CLinux"]),
-        .target(name: "HTTP", dependencies: ["Posix", "Support"]),
+        // The HTTP/1.1 server, and the HTTPS one (TLS, HTTP/2 by libnghttp2 and HTTP/1.1) that serves the simulator.
+        .target(name: "HTTP", dependencies: ["CNGHTTP2", "CSSL", "Posix", "Support"]),
         // The queue: its types, the storage interface (Store, QueueStore) and the rules written once over it.
         .target(name: "Queue", dependencies: ["Support"]),
         // SQLite: the embedded engine's translation of the storage interface.
@@ -62,7 +64,7 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Posix"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Posix", "NetworkTestSupport"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Queue", "Support"]),
         // The throw-away PostgreSQL server of the tests that need one (not a test target: shared by two).
@@ -74,12 +76,13 @@ let package = Package(
         .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Queue", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
-        .testTarget(name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth"]),
+        .testTarget(
+            name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth", "Send", "NetworkTestSupport"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",
             dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP"]),
-        // The TLS + HTTP/2 stand-in and the TCP fault proxy (node scripts) as the tests start them: shared by two.
+        // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.
         .target(name: "NetworkTestSupport", dependencies: ["Send"], path: "Tests/NetworkTestSupport"),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support", "NetworkTestSupport"]),
         .testTarget(

@@ -36,7 +36,9 @@ extension FCMSimulator {
         let now = Clock.nowMillis()
         let id = request.header("apns-id") ?? "00000000-0000-4000-8000-000000000000"
         let (status, reason) = apnsAnswer(request, device: device, now: now)
-        state.withLock { $0.recordAPNs(token: device, status: status, reason: reason, nowMillis: now) }
+        state.withLock {
+            $0.recordAPNs(token: device, status: status, reason: reason, version: request.version, nowMillis: now)
+        }
         guard let reason else {
             return responder.respond(HTTPResponse(status: 200, headers: [("apns-id", id)]))
         }
@@ -47,10 +49,9 @@ extension FCMSimulator {
 
     private func apnsAnswer(_ request: HTTPRequest, device: String, now: Int64) -> (Int, String?) {
         let header = request.header("authorization") ?? ""
-        guard header.hasPrefix("bearer "), let account = configuration.apnsAccount, let key = apnsPublicKey,
-              let token = try? JWT.verifyES256(String(header.dropFirst("bearer ".count)), with: key),
-              token.header["kid"]?.stringValue == account.keyID, token.claims["iss"]?.stringValue == account.teamID
-        else { return (403, "InvalidProviderToken") }
+        guard header.hasPrefix("bearer "), isValidProviderToken(String(header.dropFirst("bearer ".count))) else {
+            return (403, "InvalidProviderToken")
+        }
         guard request.header("apns-topic").map({ !$0.isEmpty }) == true else { return (400, "MissingTopic") }
         guard (try? JSON.parse(request.body))?["aps"] != nil else { return (400, "PayloadEmpty") }
         let code: String? = state.withLock { state in
@@ -71,5 +72,22 @@ extension FCMSimulator {
         case "Unavailable", "InternalServerError": return (503, "ServiceUnavailable")
         default: return (400, "BadDeviceToken")
         }
+    }
+
+    /// ES256 with the account's key, its `kid` and its `iss`. The answer depends on the token alone (the account is
+    /// fixed), so it is remembered; the memory is forgotten whole when it holds 64 tokens.
+    private func isValidProviderToken(_ token: String) -> Bool {
+        if let known = checkedProviderTokens.withLock({ $0[token] }) { return known }
+        var valid = false
+        if let account = configuration.apnsAccount, let key = apnsPublicKey,
+           let verified = try? JWT.verifyES256(token, with: key) {
+            valid = verified.header["kid"]?.stringValue == account.keyID
+                && verified.claims["iss"]?.stringValue == account.teamID
+        }
+        checkedProviderTokens.withLock { checked in
+            if checked.count >= 64 { checked.removeAll() }
+            checked[token] = valid
+        }
+        return valid
     }
 }

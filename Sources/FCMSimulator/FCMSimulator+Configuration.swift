@@ -39,6 +39,9 @@ extension FCMSimulator {
         public var tokenLifetimeSeconds: Int
         /// APNs: the key whose provider tokens `POST /3/device/{token}` accepts; nil refuses every one.
         public var apnsAccount: FCMSimulator.APNsAccount?
+        /// Where `herald fcm-sim` also serves HTTPS (`--tls-listen`, `serveTLS`); nil serves cleartext only. Read by
+        /// whoever starts the servers, not by the handler.
+        public var tls: FCMSimulator.TLSListener?
 
         public init(
             serverKey: String? = nil,
@@ -55,9 +58,11 @@ extension FCMSimulator {
             requestLogTokenLimit: Int = 200_000,
             v1Account: FCMSimulator.V1Account? = nil,
             tokenLifetimeSeconds: Int = 3600,
-            apnsAccount: FCMSimulator.APNsAccount? = nil
+            apnsAccount: FCMSimulator.APNsAccount? = nil,
+            tls: FCMSimulator.TLSListener? = nil
         ) {
             self.apnsAccount = apnsAccount
+            self.tls = tls
             self.serverKey = serverKey
             self.aliases = aliases
             self.failRate = failRate

@@ -1,3 +1,4 @@
+import HTTP
 import Support
 
 extension FCMSimulator {
@@ -64,6 +65,8 @@ extension FCMSimulator {
         public var status: Int
         /// v1: the `message` object as received (platform blocks and all), to check what reached FCM.
         public var message: JSON?
+        /// The protocol it came in: HTTP/1.1 on the cleartext listener, HTTP/2 (or HTTP/1.1) on the TLS one.
+        public var http: HTTPRequest.Version = .http1_1
     }
 }
 
@@ -111,6 +114,7 @@ extension FCMSimulator.ReceivedRequest {
         members.append(("dry_run", .bool(dryRun)))
         members.append(("format", .string(format.rawValue)))
         members.append(("status", .int(status)))
+        members.append(("http", .string(http.rawValue)))
         if let message { members.append(("message", message)) }
         return .object(members)
     }

@@ -68,7 +68,8 @@ extension FCMSimulator {
         guard claims["iss"]?.stringValue == account.clientEmail else {
             return .invalid(error: "invalid_grant", description: "Invalid email or User ID")
         }
-        let audience = "http://" + (request.header("host") ?? "") + request.path
+        // The URL the client asked: https:// when it came over the TLS listener.
+        let audience = request.scheme.rawValue + "://" + (request.header("host") ?? "") + request.path
         guard claims["aud"]?.stringValue == audience else {
             return .invalid(error: "invalid_grant", description:
                 "Invalid JWT: Failed audience check. The right audience is \(audience)")
@@ -120,7 +121,7 @@ extension FCMSimulator {
             }
         }
         let arrival = SimulatorState.V1Arrival(
-            parsed: parsed, project: project, bearerToken: bearer, behaviour: behaviour)
+            parsed: parsed, project: project, bearerToken: bearer, behaviour: behaviour, version: request.version)
         let decision = state.withLock { $0.receiveV1(arrival, nowMillis: Clock.nowMillis()) }
         let response: HTTPResponse
         switch decision.reply {

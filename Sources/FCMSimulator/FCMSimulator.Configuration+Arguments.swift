@@ -1,3 +1,5 @@
+import HTTP
+
 extension FCMSimulator.Configuration {
     /// Why `herald fcm-sim` arguments were refused; `description` is the message for the user.
     public struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -8,7 +10,8 @@ extension FCMSimulator.Configuration {
         }
     }
 
-    /// Reads `herald fcm-sim` flags (see `help`). `--listen` is accepted and ignored: the CLI binds the address.
+    /// Reads `herald fcm-sim` flags (see `help`). `--listen` is accepted and ignored: the CLI binds the address. The
+    /// TLS flags make `tls`, whose files are read when it is served (`FCMSimulator.serveTLS`).
     /// Flags take their value as the next argument or after `=` (`--seed=7`).
     ///
     /// ```swift
@@ -20,6 +23,7 @@ extension FCMSimulator.Configuration {
         var given: Set<String> = []
         var retryAfterSeconds: Int?
         var retryAfterAsDate = false
+        var tlsValues: [Flag: String] = [:]
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             guard argument.hasPrefix("--") else {
@@ -81,8 +85,12 @@ extension FCMSimulator.Configuration {
                     throw ArgumentError("\(name): \(error)")
                 }
             case .tokenLifetime: configuration.tokenLifetimeSeconds = max(1, try whole(name, value, upTo: 86_400))
+            case .tlsListen, .tlsCertificate, .tlsKey, .tlsCertificateOut, .maxConcurrentStreams:
+                guard !value.isEmpty else { throw ArgumentError("\(name) must not be empty") }
+                tlsValues[flag] = value
             }
         }
+        configuration.tls = try tlsListener(tlsValues)
         if retryAfterAsDate {
             configuration.retryAfter = .date(secondsFromNow: retryAfterSeconds ?? 1)
         } else if let retryAfterSeconds {
@@ -106,6 +114,45 @@ extension FCMSimulator.Configuration {
         case seed = "--seed"
         case serviceAccount = "--service-account"
         case tokenLifetime = "--token-lifetime"
+        case tlsListen = "--tls-listen"
+        case tlsCertificate = "--tls-cert"
+        case tlsKey = "--tls-key"
+        case tlsCertificateOut = "--tls-cert-out"
+        case maxConcurrentStreams = "--max-concurrent-streams"
+    }
+
+    /// The HTTPS listener from its flags: `--tls-listen HOST:PORT` turns it on, the others need it, and a
+    /// certificate comes with its key.
+    private static func tlsListener(_ values: [Flag: String]) throws(ArgumentError) -> FCMSimulator.TLSListener? {
+        guard let listen = values[.tlsListen] else {
+            if let flag = [Flag.tlsCertificate, .tlsKey, .tlsCertificateOut, .maxConcurrentStreams]
+                .first(where: { values[$0] != nil }) {
+                throw ArgumentError("\(flag.rawValue) needs --tls-listen HOST:PORT (the HTTPS listener it is for)")
+            }
+            return nil
+        }
+        let address: ListenAddress
+        do {
+            address = try ListenAddress.parse(listen)
+        } catch {
+            throw ArgumentError("--tls-listen: \(error.message)")
+        }
+        guard case .tcp = address else {
+            throw ArgumentError("--tls-listen must be HOST:PORT (TLS is served on TCP only), got \"\(listen)\"")
+        }
+        switch (values[.tlsCertificate], values[.tlsKey]) {
+        case (_?, nil): throw ArgumentError("--tls-cert needs --tls-key (the certificate's private key)")
+        case (nil, _?): throw ArgumentError("--tls-key needs --tls-cert (the key's certificate)")
+        default: break
+        }
+        var listener = FCMSimulator.TLSListener(
+            address: address, certificateFile: values[.tlsCertificate], keyFile: values[.tlsKey],
+            certificateOut: values[.tlsCertificateOut])
+        if let streams = values[.maxConcurrentStreams] {
+            listener.maxConcurrentStreams = try whole(
+                "--max-concurrent-streams", streams, from: 1, upTo: HTTPSServerConfiguration.streamLimit)
+        }
+        return listener
     }
 
     private static func rate(_ name: String, _ value: String) throws(ArgumentError) -> Double {
@@ -115,9 +162,11 @@ extension FCMSimulator.Configuration {
         return rate
     }
 
-    private static func whole(_ name: String, _ value: String, upTo limit: Int) throws(ArgumentError) -> Int {
-        guard let number = Int(value), (0...limit).contains(number) else {
-            throw ArgumentError("\(name) must be a whole number from 0 to \(limit), got \"\(value)\"")
+    private static func whole(
+        _ name: String, _ value: String, from lowest: Int = 0, upTo limit: Int
+    ) throws(ArgumentError) -> Int {
+        guard let number = Int(value), (lowest...limit).contains(number) else {
+            throw ArgumentError("\(name) must be a whole number from \(lowest) to \(limit), got \"\(value)\"")
         }
         return number
     }

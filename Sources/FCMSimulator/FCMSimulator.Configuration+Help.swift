@@ -1,12 +1,13 @@
 extension FCMSimulator.Configuration {
     /// The text of `herald fcm-sim --help` and of the README's simulator section.
     public static let help = """
-        Usage: herald fcm-sim --listen HOST:PORT [options]
+        Usage: herald fcm-sim --listen HOST:PORT [--tls-listen HOST:PORT] [options]
 
         Runs a stand-in for FCM on HOST:PORT for tests, demos and benchmarks. It speaks the legacy HTTP API
         (POST /fcm/send, JSON and plain text) and FCM HTTP v1 (POST /token, POST /v1/projects/P/messages:send),
         answers each token by its name (below), injects request-level faults at the rates you give, and counts
-        everything at GET /stats. Nothing leaves the machine.
+        everything at GET /stats. Nothing leaves the machine. With --tls-listen it also serves every route over
+        HTTPS, HTTP/2 included, as Apple's APNs (POST /3/device/TOKEN) needs.
         Legacy: point Herald at it with --fcm-endpoint http://HOST:PORT/fcm/send and any --fcm-key.
         v1: start it with --service-account FILE and give Herald the same file with --fcm-service-account FILE,
         --fcm-endpoint http://HOST:PORT, and "token_uri": "http://HOST:PORT/token" (in the file or the config).
@@ -32,6 +33,19 @@ extension FCMSimulator.Configuration {
                                    messages:send only its project_id (without it, every assertion is refused)
           --token-lifetime N       FCM v1: expires_in of issued access tokens, seconds (default 3600)
           --help                   show this text
+
+        HTTPS (beside --listen, which stays cleartext):
+          --tls-listen HOST:PORT   also serve everything over TLS on HOST:PORT (port 0 picks a free one): HTTP/2
+                                   when the client's ALPN offers h2, else HTTP/1.1. The "fcm-sim listening" log
+                                   line gives the bound address as tls_address and https_endpoint
+          --tls-cert FILE          the certificate (PEM, chain after it) to serve, with --tls-key FILE, its
+          --tls-key FILE           unencrypted private key (default: a throw-away P-256 key and a self-signed
+                                   certificate for 127.0.0.1, ::1 and localhost, made at start)
+          --tls-cert-out FILE      write the certificate served (PEM) to FILE for clients to trust: Herald
+                                   through SSL_CERT_FILE=FILE, curl --cacert FILE, node's ca option
+          --max-concurrent-streams N
+                                   SETTINGS_MAX_CONCURRENT_STREAMS of each HTTP/2 connection, 1 to 1048576
+                                   (default 1000)
 
         Token outcomes, by prefix (the same token always gets the same answer):
           notreg-...               NotRegistered
@@ -105,11 +119,23 @@ extension FCMSimulator.Configuration {
         canonical, or the error code, per recipient), faults, oauth (token_requests, tokens_issued, refused,
         failed), the seed, and requests: up to the last 10000 sends in arrival order, each {"at": <unix ms>,
         "tokens": [...], "to"|"topic"|"condition", "time_to_live", "collapse_key", "priority", "dry_run",
-        "format": "json"|"plain"|"v1", "status"} (v1: time_to_live from android.ttl, validate_only as dry_run).
+        "format": "json"|"plain"|"v1", "status", "http": "HTTP/1.1"|"HTTP/2"} (v1: time_to_live from android.ttl,
+        validate_only as dry_run; APNs requests are listed as v1).
+
+        APNs (POST /3/device/TOKEN, over --tls-listen as Apple's is over TLS): the provider token (authorization:
+        bearer JWT) must be ES256 with the APNs key herald serve --sandbox gives the simulator it starts; any
+        other is answered 403 {"reason": "InvalidProviderToken"}. Then apns-topic (400 MissingTopic) and a body
+        with aps (400 PayloadEmpty) are checked, and the token prefixes above answer in Apple's words: notreg- 410
+        Unregistered with a timestamp, apns- 403 InvalidProviderToken, ratelimit-N- 429 TooManyRequests,
+        unavail-N- and internal-N- 503 ServiceUnavailable, invalid- and the rest of the errors 400
+        BadDeviceToken; delivered is 200 with the request's apns-id. /stats lists each request with its
+        protocol ("http": "HTTP/2" or "HTTP/1.1").
 
         Example:
           herald fcm-sim --listen 127.0.0.1:8700 --fail-rate 0.01 --retry-after 2 --seed 7
           curl -s http://127.0.0.1:8700/fcm/send -H 'Authorization: key=any' \\
             -H 'Content-Type: application/json' -d '{"registration_ids": ["ok-1", "unavail-1-a", "notreg-b"]}'
+          herald fcm-sim --listen 127.0.0.1:8700 --tls-listen 127.0.0.1:8743 --tls-cert-out sim.pem
+          curl -s --cacert sim.pem https://127.0.0.1:8743/stats
         """
 }

@@ -41,6 +41,9 @@ public final class FCMSimulator: HTTPHandler {
     let v1PublicKey: RSAPublicKey?
     /// The public key of `configuration.apnsAccount`, parsed once.
     let apnsPublicKey: P256PublicKey?
+    /// Provider tokens already checked, and whether they passed: a client reuses one for 20 to 60 minutes, and an
+    /// ES256 verification per request would cost a core at the request rates benchmarks drive over HTTP/2.
+    let checkedProviderTokens = Mutex<[String: Bool]>([:])
     /// Message IDs are `0:<idBase + n>%<idTag>`, like FCM's `0:1489053538475785%a6bd5ed5f9fd7ecd`: the start
     /// time keeps them apart from an earlier run's, the tag from another simulator's.
     private let idBase: UInt64
@@ -123,7 +126,7 @@ public final class FCMSimulator: HTTPHandler {
         let parsed = format == .json ? SendRequest.parseJSON(request.body) : SendRequest.parsePlain(request.body)
         let arrival = SimulatorState.Arrival(
             parsed: parsed, format: format, authorized: isAuthorized(request),
-            behaviours: (try? parsed.get()).map(behaviours(for:)) ?? [])
+            behaviours: (try? parsed.get()).map(behaviours(for:)) ?? [], version: request.version)
         let decision = state.withLock { $0.receive(arrival, nowMillis: Clock.nowMillis()) }
         let response = response(for: decision)
         guard decision.delayMilliseconds > 0 else { return responder.respond(response) }

@@ -1,3 +1,4 @@
+import HTTP
 import Support
 
 // MARK: - FCM HTTP v1 answers
@@ -107,6 +108,7 @@ extension SimulatorState {
         var bearerToken: String?
         /// The target's behaviour (after alias lookup); nil when the body did not parse.
         var behaviour: TokenBehaviour?
+        var version: HTTPRequest.Version = .http1_1
     }
 
     enum V1Reply: Sendable, Equatable {
@@ -186,7 +188,9 @@ extension SimulatorState {
     }
 
     /// An APNs request (`FCMSimulator.apnsSend`): counted like a v1 send to one token, its answer by Apple's reason.
-    mutating func recordAPNs(token: String, status: Int, reason: String?, nowMillis: Int64) {
+    mutating func recordAPNs(
+        token: String, status: Int, reason: String?, version: HTTPRequest.Version, nowMillis: Int64
+    ) {
         stats.totalRequests += 1
         stats.statuses[status, default: 0] += 1
         stats.tokensReceived += 1
@@ -194,6 +198,7 @@ extension SimulatorState {
         var entry = FCMSimulator.ReceivedRequest(
             at: nowMillis, tokens: [token], timeToLive: nil, dryRun: false, format: .v1, status: status)
         entry.to = token
+        entry.http = version
         log.append(entry)
     }
 
@@ -202,6 +207,7 @@ extension SimulatorState {
         stats.statuses[status, default: 0] += 1
         var entry = FCMSimulator.ReceivedRequest(
             at: nowMillis, tokens: [], timeToLive: nil, dryRun: false, format: .v1, status: status)
+        entry.http = arrival.version
         if case .success(let request) = arrival.parsed {
             switch request.target {
             case .token(let token):

@@ -1,3 +1,4 @@
+import HTTP
 import OAuth
 import Support
 
@@ -11,6 +12,7 @@ struct SimulatorState: Sendable {
         var authorized: Bool
         /// One per recipient, in request order; empty when the body did not parse.
         var behaviours: [TokenBehaviour]
+        var version: HTTPRequest.Version = .http1_1
     }
 
     enum Outcome: Sendable, Equatable {
@@ -171,6 +173,7 @@ struct SimulatorState: Sendable {
         stats.statuses[status, default: 0] += 1
         var entry = FCMSimulator.ReceivedRequest(
             at: nowMillis, tokens: [], timeToLive: nil, dryRun: false, format: arrival.format, status: status)
+        entry.http = arrival.version
         if case .success(let request) = arrival.parsed {
             switch request.target {
             case .tokens(let tokens, let to)?:

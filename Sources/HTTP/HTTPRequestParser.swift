@@ -157,7 +157,9 @@ struct HTTPRequestParser {
         }
         start += headLength
         let request = ParsedRequest(
-            request: HTTPRequest(method: head.method, target: head.target, headers: head.headers),
+            request: HTTPRequest(
+                method: head.method, target: head.target, headers: head.headers,
+                version: head.isHTTP10 ? .http1_0 : .http1_1),
             keepAlive: head.keepAlive, isHTTP10: head.isHTTP10)
         if let answer = admit(request.request, head.contentLength) {
             state = .refused(answer)

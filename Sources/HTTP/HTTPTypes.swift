@@ -1,6 +1,6 @@
 import Foundation
 
-/// A parsed HTTP/1.1 request with its whole body.
+/// A parsed HTTP request (HTTP/1.x, or an HTTP/2 stream) with its whole body.
 public struct HTTPRequest: Sendable {
     public var method: String
     /// The request-target as sent, e.g. `/v1/messages/01J?x=1`.
@@ -8,12 +8,33 @@ public struct HTTPRequest: Sendable {
     /// Header names lowercased, in arrival order.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// The protocol it came in: HTTP/1.0 or 1.1 from `HTTPServer` (cleartext) and `HTTPSServer` (TLS without `h2`),
+    /// HTTP/2 from `HTTPSServer` when ALPN chose `h2`.
+    public var version: Version
+    /// `https` when it came over TLS.
+    public var scheme: Scheme
 
-    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public enum Version: String, Sendable, Equatable {
+        case http1_0 = "HTTP/1.0"
+        case http1_1 = "HTTP/1.1"
+        case http2 = "HTTP/2"
+    }
+
+    public enum Scheme: String, Sendable, Equatable {
+        case http
+        case https
+    }
+
+    public init(
+        method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        version: Version = .http1_1, scheme: Scheme = .http
+    ) {
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
+        self.version = version
+        self.scheme = scheme
     }
 
     /// The first value of a header; `name` must be lowercase.

@@ -15,6 +15,9 @@ struct APNsSettings: Sendable {
     var sandbox: Bool
     /// Read by `loadKey` at start; never logged or stored.
     var key: P256PrivateKey?
+    /// The CA file the endpoint's certificate is checked against instead of the default ones; set by `Service` in the
+    /// sandbox alone, to the certificate of the simulator it starts.
+    var caFile: String?
 
     var defaultEndpoint: String { sandbox ? APNsProvider.sandbox : APNsProvider.production }
 

@@ -11,6 +11,8 @@ struct WebPushSettings: Sendable {
     var subject: String
     /// Read by `loadKey` at start; never logged or stored.
     var key: P256PrivateKey?
+    /// The sandbox's: the built-in simulator's certificate, which its push service is checked against.
+    var caFile: String?
 
     /// `--sandbox`'s: no key file; `Service` makes a throw-away key.
     static func sandboxed() -> WebPushSettings {

@@ -18,6 +18,9 @@ final class Service: Sendable {
     private let writer: any StoreWriter
     private let readers: any StoreReaders
     private let simulator: HTTPServer?
+    /// The simulator over HTTPS (HTTP/2), for the sandbox's APNs apps, and the file of its certificate they trust (see
+    /// `serveOverTLS`), open until stop.
+    private let simulatorTLS: (front: FCMSimulator.TLSFront, caFile: String, descriptor: Int32)?
     private let engine: DeliveryEngine
     /// FCM v1 apps' token requests; nil without v1 apps.
     private let tokenPool: HTTPClientPool?
@@ -49,22 +52,29 @@ final class Service: Sendable {
                 FCMSimulator.APNsAccount(
                     publicKeyPEM: $0.publicKey.pem(), keyID: sandboxAPNs.keyID, teamID: sandboxAPNs.teamID)
             }
+            let handler = FCMSimulator(configuration: .init(
+                v1Account: sandboxAccount.map(FCMSimulator.V1Account.init), apnsAccount: apnsAccount))
             let simulator = HTTPServer(
-                configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)),
-                handler: FCMSimulator(configuration: .init(
-                    v1Account: sandboxAccount.map(FCMSimulator.V1Account.init), apnsAccount: apnsAccount)))
+                configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)), handler: handler)
             let address = try simulator.start()
             let endpoint = SimulatorCommand.endpointURL(address)
+            // APNs and Web Push are HTTP/2 over TLS, as Apple's and the push services': the same simulator behind a
+            // throw-away certificate that only those apps trust (their CA file), so the sandbox sends over the
+            // transport production uses.
+            let simulatorTLS = try apps.contains(where: { $0.provider == .apns || $0.provider == .webPush })
+                ? Self.serveOverTLS(handler) : nil
             for index in apps.indices {
-                if apps[index].provider == .webPush {
-                    // Every subscription's push service is the simulator's, with a throw-away VAPID key.
-                    apps[index].endpoint = "http://\(address)"
+                if apps[index].provider == .webPush, let simulatorTLS {
+                    // Every subscription's push service is the simulator's, over TLS, with a throw-away VAPID key.
+                    apps[index].endpoint = simulatorTLS.front.baseURL
                     apps[index].webPush?.key = try P256PrivateKey.generate()
-                } else if apps[index].provider == .apns {
+                    apps[index].webPush?.caFile = simulatorTLS.caFile
+                } else if apps[index].provider == .apns, let simulatorTLS {
                     var settings = sandboxAPNs
                     settings.topic = apps[index].apns?.topic ?? settings.topic
                     settings.key = sandboxKey
-                    apps[index].endpoint = "http://\(address)"
+                    settings.caFile = simulatorTLS.caFile
+                    apps[index].endpoint = simulatorTLS.front.baseURL
                     apps[index].apns = settings
                 } else if apps[index].provider == .fcmV1 {
                     apps[index].endpoint = "http://\(address)"
@@ -76,12 +86,21 @@ final class Service: Sendable {
                     apps[index].serverKey = "sandbox"
                 }
             }
-            Log.warn("SANDBOX MODE: every push goes to the built-in FCM simulator, none reaches a device", [
-                "simulator": .string(endpoint),
-            ])
+            if let simulatorTLS {
+                Log.warn("SANDBOX MODE: every push goes to the built-in FCM simulator, none reaches a device", [
+                    "simulator": .string(endpoint), "simulator_apns": .string(simulatorTLS.front.baseURL),
+                    "simulator_ca_file": .string(simulatorTLS.caFile),
+                ])
+            } else {
+                Log.warn("SANDBOX MODE: every push goes to the built-in FCM simulator, none reaches a device", [
+                    "simulator": .string(endpoint),
+                ])
+            }
             self.simulator = simulator
+            self.simulatorTLS = simulatorTLS
         } else {
             simulator = nil
+            simulatorTLS = nil
         }
         let tokenPool = apps.contains { $0.provider == .fcmV1 }
             ? HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth") : nil
@@ -104,7 +123,7 @@ final class Service: Sendable {
             } else if app.provider == .apns, let apns = app.apns, let key = apns.key {
                 provider = APNsProvider(
                     app: app.name, key: key, keyID: apns.keyID, teamID: apns.teamID, topic: apns.topic,
-                    endpoint: app.endpoint)
+                    endpoint: app.endpoint, caFile: apns.caFile)
                 Log.info("apns app", [
                     "app": .string(app.name), "topic": .string(apns.topic), "key_id": .string(apns.keyID),
                     "team_id": .string(apns.teamID), "endpoint": .string(app.endpoint),
@@ -112,7 +131,8 @@ final class Service: Sendable {
             } else if app.provider == .webPush, let webPush = app.webPush, let key = webPush.key {
                 let vapid = try VAPID(key: key, subject: webPush.subject)
                 provider = WebPushProvider(
-                    app: app.name, vapid: vapid, redirect: app.endpoint.isEmpty ? nil : app.endpoint)
+                    app: app.name, vapid: vapid, redirect: app.endpoint.isEmpty ? nil : app.endpoint,
+                    caFile: webPush.caFile)
                 Log.info("webpush app", [
                     "app": .string(app.name), "subject": .string(webPush.subject),
                     "application_server_key": .string(vapid.publicKeyText),
@@ -168,11 +188,34 @@ final class Service: Sendable {
         engine.stop(gracePeriod: 10)
         tokenPool?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
+        if let simulatorTLS {
+            simulatorTLS.front.server.shutdown(gracePeriod: 1)
+            close(simulatorTLS.descriptor)
+        }
         database.close()
     }
 }
 
 extension Service {
+    /// The sandbox's simulator over HTTPS on an ephemeral loopback port with a new self-signed certificate, for the
+    /// APNs apps' client to trust as its CA file. The certificate is written to the temporary directory, opened and
+    /// unlinked at once, and named by `/proc/<pid>/fd/<n>`: readable (by this process, and by its user's `curl
+    /// --cacert`) while the descriptor is open, and gone with the process however it ends, a kill included.
+    private static func serveOverTLS(
+        _ simulator: FCMSimulator
+    ) throws -> (front: FCMSimulator.TLSFront, caFile: String, descriptor: Int32) {
+        let written = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-sandbox-\(getpid())-\(UInt64.random(in: .min ... .max)).pem").path
+        let front = try simulator.serveTLS(.init(address: .tcp(host: "127.0.0.1", port: 0), certificateOut: written))
+        let descriptor = open(written, O_RDONLY | O_CLOEXEC)
+        unlink(written)
+        guard descriptor >= 0 else {
+            front.server.shutdown(gracePeriod: 0)
+            throw ServeConfiguration.Invalid(description: "sandbox: cannot open the simulator's certificate \(written)")
+        }
+        return (front, "/proc/\(getpid())/fd/\(descriptor)", descriptor)
+    }
+
     /// FCM project id → app, for the drop-in v1 endpoint; the first app wins a project id given twice.
     static func projects(of apps: [AppConfiguration]) -> [String: String] {
         var projects: [String: String] = [:]

@@ -3,7 +3,8 @@ import Foundation
 import HTTP
 import Support
 
-/// `herald fcm-sim --listen HOST:PORT [options]`: the FCM simulator as a process of its own.
+/// `herald fcm-sim --listen HOST:PORT [--tls-listen HOST:PORT] [options]`: the FCM simulator as a process of its own,
+/// on a cleartext listener and, when asked, an HTTPS one (HTTP/2 and HTTP/1.1) serving the same simulator.
 enum SimulatorCommand {
     static func run(_ arguments: [String]) throws -> Int32 {
         if arguments.contains("--help") || arguments.contains("-h") {
@@ -37,15 +38,36 @@ enum SimulatorCommand {
             throw Arguments.UsageError(description: "\(error)")
         }
         var signals = blockTerminationSignals()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(address: address),
-                                handler: FCMSimulator(configuration: configuration))
+        let simulator = FCMSimulator(configuration: configuration)
+        let server = HTTPServer(configuration: HTTPServerConfiguration(address: address), handler: simulator)
         let bound = try server.start()
-        Log.info("fcm-sim listening", [
-            "address": .string("\(bound)"), "endpoint": .string(endpointURL(bound)),
-            "v1_endpoint": .string("http://\(bound)"), "token_uri": .string("http://\(bound)\(FCMSimulator.tokenPath)"),
-        ])
+        let front: FCMSimulator.TLSFront?
+        do {
+            front = try configuration.tls.map(simulator.serveTLS)
+        } catch {
+            // An unreadable certificate, a key that is not its, an address in use: said as OpenSSL or the kernel
+            // says it.
+            server.shutdown(gracePeriod: 0)
+            throw error
+        }
+        let (cleartext, tokenURI) = ("http://\(bound)", "http://\(bound)\(FCMSimulator.tokenPath)")
+        if let front {
+            // One line for both listeners, so whoever waits for it learns both addresses at once.
+            Log.info("fcm-sim listening", [
+                "address": .string("\(bound)"), "endpoint": .string(endpointURL(bound)),
+                "v1_endpoint": .string(cleartext), "token_uri": .string(tokenURI),
+                "tls_address": .string("\(front.address)"), "https_endpoint": .string(front.baseURL),
+                "tls_cert_out": .string(configuration.tls?.certificateOut ?? ""),
+            ])
+        } else {
+            Log.info("fcm-sim listening", [
+                "address": .string("\(bound)"), "endpoint": .string(endpointURL(bound)),
+                "v1_endpoint": .string(cleartext), "token_uri": .string(tokenURI),
+            ])
+        }
         var received: Int32 = 0
         sigwait(&signals, &received)
+        front?.server.shutdown(gracePeriod: 2)
         server.shutdown(gracePeriod: 2)
         return 0
     }

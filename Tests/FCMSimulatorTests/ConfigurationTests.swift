@@ -36,6 +36,20 @@ import Testing
         #expect(try Configuration.parse(arguments: arguments).retryAfter == retryAfter)
     }
 
+    @Test func theTLSFlagsMakeAnHTTPSListener() throws {
+        #expect(try Configuration.parse(arguments: ["--listen", "127.0.0.1:0"]).tls == nil, "cleartext only")
+        let selfSigned = try Configuration.parse(arguments: ["--tls-listen", "127.0.0.1:0", "--tls-cert-out=ca.pem"])
+        #expect(selfSigned.tls == FCMSimulator.TLSListener(
+            address: .tcp(host: "127.0.0.1", port: 0), certificateOut: "ca.pem", maxConcurrentStreams: 1000))
+        let given = try Configuration.parse(arguments: [
+            "--tls-listen", "[::1]:8443", "--tls-cert", "cert.pem", "--tls-key", "key.pem",
+            "--max-concurrent-streams", "100",
+        ])
+        #expect(given.tls == FCMSimulator.TLSListener(
+            address: .tcp(host: "::1", port: 8443), certificateFile: "cert.pem", keyFile: "key.pem",
+            maxConcurrentStreams: 100))
+    }
+
     @Test func anAliasMayMapATokenContainingEquals() throws {
         let configuration = try Configuration.parse(arguments: ["--alias", "a=notreg-a=b"])
         #expect(configuration.aliases == ["a": "notreg-a=b"])
@@ -64,6 +78,16 @@ import Testing
         (["--alias", "42=notreg-42", "--alias", "42=invalid-42"], "--alias"),
         (["--seed", "1", "--seed", "2"], "--seed"),
         (["--fail-rat", "0.1"], "--fail-rat"),
+        (["--tls-listen", "localhost"], "--tls-listen"),
+        (["--tls-listen", "unix:/tmp/sim.sock"], "--tls-listen"),
+        (["--tls-listen", ""], "--tls-listen"),
+        (["--tls-cert", "c.pem", "--tls-key", "k.pem"], "needs --tls-listen"),
+        (["--tls-cert-out", "ca.pem"], "needs --tls-listen"),
+        (["--max-concurrent-streams", "10"], "needs --tls-listen"),
+        (["--tls-listen", "127.0.0.1:0", "--tls-cert", "c.pem"], "--tls-key"),
+        (["--tls-listen", "127.0.0.1:0", "--tls-key", "k.pem"], "--tls-cert"),
+        (["--tls-listen", "127.0.0.1:0", "--max-concurrent-streams", "0"], "--max-concurrent-streams"),
+        (["--tls-listen", "127.0.0.1:0", "--max-concurrent-streams", "2000000"], "--max-concurrent-streams"),
         (["extra"], "extra"),
     ])
     func badArgumentsAreRefusedNamingTheCulprit(arguments: [String], culprit: String) {
@@ -79,7 +103,8 @@ import Testing
         "--unauthorized-rate", "--slow-rate", "--slow-ms", "--drop-rate", "--alias", "--seed",
         "notreg-", "invalid-", "mismatch-", "badpkg-", "unavail-N-", "internal-N-", "ratelimit-N-", "apns-",
         "canon-OLD-to-NEW", "error-CODE-", "/topics/", "/control", "/stats", "fail_next", "unauthorized_next",
-        "slow_next", "retry_after_date", "reset",
+        "slow_next", "retry_after_date", "reset", "--tls-listen", "--tls-cert", "--tls-key", "--tls-cert-out",
+        "--max-concurrent-streams", "HTTP/2", "InvalidProviderToken", "Unregistered",
     ])
     func helpDescribes(term: String) {
         #expect(Configuration.help.contains(term))
@@ -90,12 +115,21 @@ import Testing
             .filter { $0.hasPrefix("  --") }
             .compactMap { $0.split(separator: " ").first.map(String.init) }
             .filter { $0 != "--help" }
-        #expect(flags.count == 14)
+        #expect(flags.count == 19)
         let serviceAccount = try V1SimulatorTests.serviceAccountFile()
         defer { try? FileManager.default.removeItem(atPath: serviceAccount) }
         for flag in flags {
-            let value = ["--alias": "a=b", "--fail-status": "500", "--service-account": serviceAccount][flag] ?? "1"
-            let arguments = flag == "--retry-after-date" ? [flag] : [flag, value]
+            let value = [
+                "--alias": "a=b", "--fail-status": "500", "--service-account": serviceAccount,
+                "--tls-listen": "127.0.0.1:0",
+            ][flag] ?? "1"
+            // The HTTPS listener's own flags need it, and a certificate its key.
+            let tls = flag.hasPrefix("--tls-") || flag == "--max-concurrent-streams"
+            let companions = !tls || flag == "--tls-listen" ? []
+                : flag == "--tls-cert" ? ["--tls-listen", "127.0.0.1:0", "--tls-key", "k.pem"]
+                : flag == "--tls-key" ? ["--tls-listen", "127.0.0.1:0", "--tls-cert", "c.pem"]
+                : ["--tls-listen", "127.0.0.1:0"]
+            let arguments = (flag == "--retry-after-date" ? [flag] : [flag, value]) + companions
             #expect(throws: Never.self, "\(flag)") { try Configuration.parse(arguments: arguments) }
         }
     }

@@ -67,8 +67,9 @@ import Testing
         let requests = try #require(stats["requests"]?.arrayValue)
         #expect(requests.count == 3)
         #expect(requests[0].keys == [
-            "at", "tokens", "time_to_live", "collapse_key", "priority", "dry_run", "format", "status",
+            "at", "tokens", "time_to_live", "collapse_key", "priority", "dry_run", "format", "status", "http",
         ])
+        #expect(requests[0]["http"] == "HTTP/1.1")
         #expect(requests[0]["tokens"] == ["a", "canon-b-to-c"])
         #expect(requests[0]["time_to_live"] == 120)
         #expect(requests[0]["priority"] == "high")

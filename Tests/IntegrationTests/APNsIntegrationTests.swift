@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import NetworkTestSupport
 import OAuth
 import Storage
@@ -166,7 +169,8 @@ import Testing
     }
 
     /// `--sandbox` has an APNs app `ios` beside FCM's `default`: the built-in simulator checks its provider token and
-    /// answers by token prefix, so the quick start shows both platforms.
+    /// answers by token prefix, so the quick start shows both platforms. It is reached as Apple is, over TLS and
+    /// HTTP/2, trusting the simulator's throw-away certificate.
     @Test func theSandboxSendsToIOSThroughTheBuiltInSimulator() async throws {
         let herald = try HeraldProcess(arguments: ["--sandbox"])
         defer { herald.stop() }
@@ -179,6 +183,22 @@ import Testing
         #expect(reply.status == 202, "\(reply.text)")
         let rows = try await settled(Rig(standIn: nil, herald: herald), count: 2)
         #expect(rows == ["ipad-1": "delivered", "notreg-ipad": "dropped/Unregistered"])
+
+        let sandbox = try #require(herald.logLines.first { ($0["msg"] as? String)?.hasPrefix("SANDBOX MODE") == true })
+        let apnsEndpoint = try #require(sandbox["simulator_apns"] as? String)
+        #expect(apnsEndpoint.hasPrefix("https://127.0.0.1:"))
+        let app = herald.logLines.first { $0["msg"] as? String == "apns app" && $0["app"] as? String == "ios" }
+        #expect(app?["endpoint"] as? String == apnsEndpoint, "the ios app sends to the TLS listener")
+        // The simulator's request log (from its cleartext listener) says how each APNs request came.
+        let legacy = try #require((sandbox["simulator"] as? String).flatMap(URL.init(string:)))
+        let (data, _) = try await URLSession.shared.data(
+            from: legacy.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("stats"))
+        let stats = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        let apns = (stats["requests"] as? [[String: Any]] ?? []).filter {
+            ($0["to"] as? String)?.contains("ipad") == true
+        }
+        #expect(apns.compactMap { $0["to"] as? String }.sorted() == ["ipad-1", "notreg-ipad"])
+        #expect(apns.allSatisfy { $0["http"] as? String == "HTTP/2" }, "\(apns)")
     }
 
     @Test func aTopicForAnAPNsAppIsRefusedAtIngest() async throws {

@@ -8,12 +8,15 @@ final class SimulatorProcess: @unchecked Sendable {
     private let child: LoggingProcess
     let endpoint: String
     let baseURL: URL
+    /// The "fcm-sim listening" log line: `tls_address` and `https_endpoint` too with `--tls-listen`.
+    let announcement: [String: Any]
 
     var process: Process { child.process }
 
     init(_ arguments: [String] = []) throws {
         child = try LoggingProcess(["fcm-sim", "--listen", "127.0.0.1:0"] + arguments)
-        endpoint = try child.waitForLine("fcm-sim listening")["endpoint"] as? String ?? ""
+        announcement = try child.waitForLine("fcm-sim listening")
+        endpoint = announcement["endpoint"] as? String ?? ""
         baseURL = URL(string: endpoint)!.deletingLastPathComponent().deletingLastPathComponent()
     }
 

@@ -27,12 +27,16 @@ public final class APNsProvider: Provider {
     let deviceURL: String
     let tokens: APNsProviderToken
     public let timeoutMillis: Int
+    /// The CA certificates (PEM) the endpoint is checked against instead of the default ones (`$SSL_CERT_FILE`, else
+    /// the system's): the sandbox's, to trust the built-in simulator's throw-away certificate.
+    public let caFile: String?
 
     public init(
         app: String, key: P256PrivateKey, keyID: String, teamID: String, topic: String, endpoint: String,
-        timeoutMillis: Int = 30_000
+        timeoutMillis: Int = 30_000, caFile: String? = nil
     ) {
         self.app = app
+        self.caFile = caFile
         self.topic = topic
         var base = endpoint
         while base.hasSuffix("/") { base.removeLast() }
@@ -88,9 +92,14 @@ public final class APNsProvider: Provider {
     }
 
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
-        HTTP2ClientPool(
-            maxConnectionsPerHost: maxConnections(concurrency: concurrency),
-            http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name,
+        let connections = maxConnections(concurrency: concurrency)
+        let http1 = HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
+        guard let caFile else {
+            return HTTP2ClientPool(
+                maxConnectionsPerHost: connections, http1Connections: http1, name: name, liveness: liveness)
+        }
+        return HTTP2ClientPool(
+            maxConnectionsPerHost: connections, http1Connections: http1, name: name, caFile: caFile,
             liveness: liveness)
     }
 }

@@ -26,10 +26,16 @@ public final class WebPushProvider: Provider {
     /// stand-in); nil in production.
     let redirect: String?
     public let timeoutMillis: Int
+    /// The CA certificates (PEM) push services are checked against instead of the default ones (`$SSL_CERT_FILE`,
+    /// else the system's): the sandbox's, to trust the built-in simulator's throw-away certificate.
+    public let caFile: String?
 
-    public init(app: String, vapid: VAPID, redirect: String? = nil, timeoutMillis: Int = 30_000) {
+    public init(
+        app: String, vapid: VAPID, redirect: String? = nil, timeoutMillis: Int = 30_000, caFile: String? = nil
+    ) {
         self.app = app
         self.vapid = vapid
+        self.caFile = caFile
         self.redirect = redirect.map { var base = $0; while base.hasSuffix("/") { base.removeLast() }; return base }
         self.timeoutMillis = timeoutMillis
     }
@@ -87,9 +93,14 @@ public final class WebPushProvider: Provider {
     }
 
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
-        HTTP2ClientPool(
-            maxConnectionsPerHost: maxConnections(concurrency: concurrency),
-            http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name,
+        let connections = maxConnections(concurrency: concurrency)
+        let http1 = HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
+        guard let caFile else {
+            return HTTP2ClientPool(
+                maxConnectionsPerHost: connections, http1Connections: http1, name: name, liveness: liveness)
+        }
+        return HTTP2ClientPool(
+            maxConnectionsPerHost: connections, http1Connections: http1, name: name, caFile: caFile,
             liveness: liveness)
     }
 
