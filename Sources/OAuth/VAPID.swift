@@ -9,7 +9,7 @@ import Synchronization
 /// let vapid = try VAPID(key: P256PrivateKey(pem: keyFile), subject: "mailto:ops@example.com")
 /// let origin = VAPID.origin(of: subscription.endpoint)!          // "https://fcm.googleapis.com"
 /// request.headers["Authorization"] = try vapid.authorization(origin: origin, now: nowMillis)
-/// // vapid t=eyJ0eXAiOiJKV1QiLCJhbGciOiJFUzI1NiJ9.eyJhdWQiOi…, k=BDd3_hVL9fZi9Ybo2UUzA284WG5FZR30_95YeZJsiA…
+/// // vapid t=eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJhdWQiOi…, k=BDd3_hVL9fZi9Ybo2UUzA284WG5FZR30_95YeZJsiA…
 /// ```
 ///
 /// A token lives 12 hours (RFC 8292 allows 24) and is kept per origin until less than an hour of it remains, so a
@@ -46,6 +46,7 @@ public final class VAPID: Sendable {
         let cached = cache.withLock { $0.header(for: origin, now: now) }
         if let cached { return cached }
         let expiresAt = now / 1000 + Self.tokenLifetime
+        // The claims in alphabetical order, as the reference implementations (py_vapid, web-push) send them.
         let token = try JWT.signES256(
             header: [("typ", .string("JWT"))],
             claims: .object([("aud", .string(origin)), ("exp", .int(expiresAt)), ("sub", .string(subject))]),
