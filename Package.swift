@@ -43,7 +43,8 @@ let package = Package(
         .target(name: "Console", dependencies: ["Ingest", "Queue", "HTTP", "Support"], plugins: ["EmbedConsole"]),
         // Reads a request's TargetKind, a type of the queue's.
         .target(name: "Classify", dependencies: ["Queue", "Support"]),
-        // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks.
+        // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; ES256 (APNs, VAPID) and
+        // Web Push's message encryption (RFC 8291) with its keys.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support"]),

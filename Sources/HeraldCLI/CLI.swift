@@ -31,6 +31,8 @@ public enum HeraldCLI {
         Command(name: "backup", summary: "write an online, consistent copy of the database", run: BackupCommand.run),
         Command(name: "fcm-sim", summary: "run the FCM simulator (for tests, demos and benchmarks)",
                 run: SimulatorCommand.run),
+        Command(name: "webpush-keys", summary: "make a VAPID key pair for a Web Push app (its applicationServerKey)",
+                run: WebPushKeysCommand.run),
         Command(name: "help", summary: "show help for a command", run: { arguments in
             guard let name = arguments.first else {
                 print(usage)

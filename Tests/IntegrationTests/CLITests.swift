@@ -1,4 +1,5 @@
 import Foundation
+import OAuth
 import Queue
 import Storage
 import Support
@@ -124,7 +125,7 @@ import Testing
     static let helpPages: [[String]] = [
         ["status"], ["send"], ["message"], ["dead"], ["dead", "list"], ["dead", "show"], ["dead", "requeue"],
         ["dead", "purge"], ["tokens"], ["tokens", "list"], ["tokens", "show"], ["tokens", "add"], ["tokens", "delete"],
-        ["token-events"], ["prune"], ["backup"],
+        ["token-events"], ["prune"], ["backup"], ["webpush-keys"],
     ]
 
     @Test(arguments: helpPages)
@@ -145,7 +146,8 @@ import Testing
     @Test func theCommandListNamesEveryAdminCommand() throws {
         let run = try herald(["--help"])
         #expect(run.status == 0)
-        for name in ["status", "send", "message", "dead", "tokens", "token-events", "prune", "backup", "pause"] {
+        for name in ["status", "send", "message", "dead", "tokens", "token-events", "prune", "backup", "pause",
+                     "webpush-keys"] {
             #expect(run.stdout.contains("\n  \(name) "), "herald --help lacks \(name)")
         }
         #expect(try herald(["help", "dead"]).stdout.hasPrefix("Usage: herald dead"))
@@ -522,6 +524,66 @@ import Testing
         #expect(again.status == 1)
         #expect(again.stderr.contains("already exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    // MARK: - webpush-keys
+
+    @Test func webpushKeysWritesAPrivateKeyFileAndPrintsItsApplicationServerKey() throws {
+        let path = directory.appendingPathComponent("vapid.pem").path
+        let run = try herald(["webpush-keys", "--out", path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect(attributes[.posixPermissions] as? Int == 0o600)
+        let pem = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(pem.hasPrefix("-----BEGIN PRIVATE KEY-----"))
+        let key = try P256PrivateKey(pem: pem)
+        let applicationServerKey = Base64URL.encode(key.publicKey.uncompressedPoint)
+        #expect(run.stdout.contains("\napplicationServerKey: \(applicationServerKey)\n"), "\(run.stdout)")
+        #expect(run.stdout.contains(#""vapid_private_key_file": "\#(path)""#))
+        #expect(!run.stdout.contains("PRIVATE KEY"), "the key itself stays in the file")
+        #expect(try VAPID(key: key, subject: "mailto:ops@example.com").publicKeyText == applicationServerKey)
+
+        let again = try herald(["webpush-keys", "--out", path])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("\(path) already exists; webpush-keys never overwrites a file"))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == pem)
+
+        let json = try herald(["webpush-keys", "--out", path + ".2", "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        #expect(json.json["private_key_file"] as? String == path + ".2")
+        let written = try P256PrivateKey(pem: String(contentsOfFile: path + ".2", encoding: .utf8))
+        #expect(json.json["application_server_key"] as? String
+            == Base64URL.encode(written.publicKey.uncompressedPoint))
+    }
+
+    @Test func webpushKeysWithoutAFilePrintsThePEMThenTheApplicationServerKey() throws {
+        let run = try herald(["webpush-keys"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasPrefix("-----BEGIN PRIVATE KEY-----\n"))
+        let key = try P256PrivateKey(pem: run.stdout)
+        let lines = run.stdout.split(separator: "\n")
+        let end = try #require(lines.firstIndex(of: "-----END PRIVATE KEY-----"))
+        #expect(lines[end + 1] == "applicationServerKey: \(Base64URL.encode(key.publicKey.uncompressedPoint))")
+        #expect(run.stdout.contains("vapid_private_key_file"))
+
+        let json = try herald(["webpush-keys", "--json"])
+        let pem = try #require(json.json["private_key_pem"] as? String)
+        #expect(json.json["application_server_key"] as? String
+            == Base64URL.encode(try P256PrivateKey(pem: pem).publicKey.uncompressedPoint))
+        #expect(try herald(["webpush-keys"]).stdout != run.stdout, "a new key each time")
+    }
+
+    @Test(arguments: [["webpush-keys", "extra"], ["webpush-keys", "--out"], ["webpush-keys", "--db", "x"]])
+    func webpushKeysUsageMistakesExitTwo(_ arguments: [String]) throws {
+        let run = try herald(arguments)
+        #expect(run.status == 2, "\(arguments): \(run.stderr)")
+        #expect(run.stdout.isEmpty)
+    }
+
+    @Test func webpushKeysSaysWhyItCannotCreateTheFile() throws {
+        let run = try herald(["webpush-keys", "--out", directory.appendingPathComponent("no/such/dir.pem").path])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("cannot create") && run.stderr.contains("No such file or directory"))
     }
 
     // MARK: - tokens and token-events

@@ -10,39 +10,13 @@ import FoundationNetworking
 /// to a real `herald fcm-sim`. `scripts/fcm_sdk_driver.py` checks what the SDKs get back (names, typed errors);
 /// this test then follows every accepted message to the simulator.
 ///
-/// The venv needs PyPI the first time. Without it this test fails rather than skips: CI has PyPI, and an SDK test
-/// that quietly does not run proves nothing.
+/// The venv needs PyPI the first time. Without it this test fails rather than skips (see `PythonSDKs`).
 @Suite struct SDKIntegrationTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = PythonSDKs.root
     static let apiToken = "sdk-test-api-token"
 
-    /// Runs `executable` to completion; its exit status, standard output and standard error.
-    func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = Self.root
-        // Standard error goes to a file: pip can write more than a pipe holds while nobody reads it.
-        let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-\(UUID().uuidString).err")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: errorFile) }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        try process.run()
-        let stdout = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let stderr = (try? Data(contentsOf: errorFile)) ?? Data()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self),
-                String(decoding: stderr, as: UTF8.self))
-    }
-
     @Test func firebaseAdminAndPyfcmSendThroughTheDropInEndpoint() async throws {
-        let venv = try run("/bin/sh", [Self.root.appendingPathComponent("scripts/python-sdks").path])
-        try #require(venv.status == 0, "scripts/python-sdks could not make the SDK venv:\n\(venv.stderr)" as Comment)
-        let python = Self.root.appendingPathComponent(
-            venv.stdout.split(separator: "\n").last.map(String.init) ?? "").path
+        let python = try PythonSDKs.python()
 
         let directory = HeraldProcess.makeDirectory()
         let simulatorFile = try V1IntegrationTests.writeServiceAccount(
@@ -56,7 +30,7 @@ import FoundationNetworking
         ])
         defer { herald.stop() }
 
-        let driver = try run(python, [
+        let driver = try PythonSDKs.run(python, [
             Self.root.appendingPathComponent("scripts/fcm_sdk_driver.py").path,
             herald.baseURL.absoluteString, Self.apiToken, "test-project",
         ])

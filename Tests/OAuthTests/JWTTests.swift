@@ -1,3 +1,4 @@
+import Foundation
 import Support
 import Testing
 
@@ -79,5 +80,19 @@ let testKey = try! RSAPrivateKey.generate(bits: 2048)
         #expect(Base64URL.decode("+/8") == nil)
         #expect(Base64URL.decode("Y") == nil)
         #expect(Base64URL.decode("") == [])
+        #expect(Base64URL.decode("YQ\n") == nil)
+        #expect(Base64URL.decode("YQé") == nil)
+    }
+
+    @Test func base64URLAgreesWithFoundationsBase64() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<200 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let standard = Data(bytes).base64EncodedString()
+            let expected = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == expected)
+            #expect(Base64URL.decode(expected) == bytes)
+        }
     }
 }
