@@ -123,6 +123,26 @@ public final class P256PublicKey: @unchecked Sendable, CustomStringConvertible {
         pointer = try PEMKey.readPublic(pem, refusal: "not a P-256 public key", accept: P256PrivateKey.isP256)
     }
 
+    /// From its uncompressed point (VAPID's `k`, a subscription's `p256dh`), checked to be on the curve.
+    public convenience init(uncompressedPoint point: [UInt8]) throws(CryptoError) {
+        guard point.count == 65, point[0] == 4 else {
+            throw CryptoError("not a P-256 public key (65-byte uncompressed point)", detail: "")
+        }
+        // SubjectPublicKeyInfo for id-ecPublicKey on prime256v1, then the point as its BIT STRING.
+        let der = Self.subjectPublicKeyInfoPrefix + point
+        let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        guard let key else { throw CryptoError.drain("not a point on P-256") }
+        self.init(taking: key)
+    }
+
+    private static let subjectPublicKeyInfoPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48,
+        0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
+
     deinit {
         EVP_PKEY_free(pointer)
     }
