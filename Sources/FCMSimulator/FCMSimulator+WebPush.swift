@@ -70,7 +70,8 @@ extension FCMSimulator {
             received.append(("decrypted", (try? JSON.parse(decrypted)) ?? text))
         }
         let location: String? = state.withLock { state in
-            state.recordWebPush(id: id, status: status, problem: problem, received: .object(received), nowMillis: now)
+            state.recordWebPush(
+                id: id, status: status, received: .object(received), version: request.version, nowMillis: now)
         }
         switch status {
         case 201:
@@ -150,7 +151,7 @@ extension FCMSimulator {
 extension SimulatorState {
     /// Counts a Web Push request and logs what arrived; the `Location` of a delivered one.
     mutating func recordWebPush(
-        id: String, status: Int, problem: String?, received: JSON, nowMillis: Int64
+        id: String, status: Int, received: JSON, version: HTTPRequest.Version, nowMillis: Int64
     ) -> String? {
         stats.totalRequests += 1
         stats.statuses[status, default: 0] += 1
@@ -159,6 +160,7 @@ extension SimulatorState {
         var entry = FCMSimulator.ReceivedRequest(
             at: nowMillis, tokens: [id], timeToLive: nil, dryRun: false, format: .v1, status: status)
         entry.to = id
+        entry.http = version
         entry.message = received
         log.append(entry)
         guard status == 201 else { return nil }

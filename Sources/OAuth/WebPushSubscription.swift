@@ -42,6 +42,7 @@ public struct WebPushSubscription: Sendable, Equatable {
         guard let endpoint = json["endpoint"]?.stringValue else {
             throw Invalid("subscription.endpoint must be the push service's https URL")
         }
+        if let problem = Self.problem(endpoint: endpoint) { throw Invalid(problem) }
         guard let keys = json["keys"], keys.objectValue != nil else {
             throw Invalid("subscription.keys must be an object with p256dh and auth")
         }

@@ -32,8 +32,14 @@ extension FCMSimulator {
     func call(_ method: String, _ target: String, headers: [(name: String, value: String)] = [], body: String = "")
         throws -> HTTPResponse
     {
+        try call(method, target, headers: headers, bytes: Array(body.utf8))
+    }
+
+    func call(_ method: String, _ target: String, headers: [(name: String, value: String)] = [], bytes: [UInt8])
+        throws -> HTTPResponse
+    {
         let responder = CapturingResponder()
-        let request = HTTPRequest(method: method, target: target, headers: headers, body: Array(body.utf8))
+        let request = HTTPRequest(method: method, target: target, headers: headers, body: bytes)
         handle(request, responder: responder)
         guard let answer = responder.wait() else { throw NoResponse() }
         return answer.response
