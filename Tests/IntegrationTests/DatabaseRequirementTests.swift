@@ -100,7 +100,7 @@ import Testing
         let refused = try run(["send", #"{"to": "a", "app": "elsewhere"}"#])
         #expect(refused.status == 1)
         #expect(refused.stderr == "herald send: InvalidParameters: unknown app \"elsewhere\": "
-            + "this herald delivers for default, ios\n", "\(refused.stderr)")
+            + "this herald delivers for default, ios, web\n", "\(refused.stderr)")
         let json = try run(["send", #"{"to": "a", "app": "elsewhere"}"#, "--json"])
         #expect(json.status == 1)
         #expect(json.stdout.contains(#""code":"InvalidParameters""#), "\(json.stdout)")
