@@ -131,6 +131,15 @@ extension FCMSimulator.Configuration {
         BadDeviceToken; delivered is 200 with the request's apns-id. /stats lists each request with its
         protocol ("http": "HTTP/2" or "HTTP/1.1").
 
+        Web Push (POST /push/ID, a push service as browsers' are): the VAPID header (vapid t=JWT, k=KEY: ES256
+        signed by KEY, an https aud, exp within 24 hours, a sub) or 403; a TTL header and Content-Encoding:
+        aes128gcm or 400; a body of 4096 bytes at most or 413. Then ID's prefix answers as for tokens: notreg-
+        410, invalid- and the other errors 404, apns- 403, ratelimit-N- 429, unavail-N- and internal-N- 503 (with
+        Retry-After: 1); anything else 201 with a Location. POST /webpush/subscriptions {"name": "phone",
+        "origin": "https://HOST:PORT"} makes a subscription as a browser would (PushSubscription.toJSON() plus
+        its private_key); what arrives for it is decrypted (a body that does not decrypt is 400), and /stats shows
+        each push's ttl, urgency, topic, body and decrypted payload under "message".
+
         Example:
           herald fcm-sim --listen 127.0.0.1:8700 --fail-rate 0.01 --retry-after 2 --seed 7
           curl -s http://127.0.0.1:8700/fcm/send -H 'Authorization: key=any' \\

@@ -88,7 +88,7 @@ final class Service: Sendable {
             }
             if let simulatorTLS {
                 Log.warn("SANDBOX MODE: every push goes to the built-in FCM simulator, none reaches a device", [
-                    "simulator": .string(endpoint), "simulator_apns": .string(simulatorTLS.front.baseURL),
+                    "simulator": .string(endpoint), "simulator_https": .string(simulatorTLS.front.baseURL),
                     "simulator_ca_file": .string(simulatorTLS.caFile),
                 ])
             } else {

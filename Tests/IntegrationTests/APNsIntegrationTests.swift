@@ -185,7 +185,7 @@ import Testing
         #expect(rows == ["ipad-1": "delivered", "notreg-ipad": "dropped/Unregistered"])
 
         let sandbox = try #require(herald.logLines.first { ($0["msg"] as? String)?.hasPrefix("SANDBOX MODE") == true })
-        let apnsEndpoint = try #require(sandbox["simulator_apns"] as? String)
+        let apnsEndpoint = try #require(sandbox["simulator_https"] as? String)
         #expect(apnsEndpoint.hasPrefix("https://127.0.0.1:"))
         let app = herald.logLines.first { $0["msg"] as? String == "apns app" && $0["app"] as? String == "ios" }
         #expect(app?["endpoint"] as? String == apnsEndpoint, "the ios app sends to the TLS listener")
