@@ -15,6 +15,8 @@
 // A request with a VAPID header that does not verify (or whose aud is not this origin, exp not within 24 h, sub
 // missing) is 403; a body of a known subscription that does not decrypt is 400. --decrypt-every N decrypts one
 // request in N (a benchmark's stand-in spends its core on answering, not on decrypting every request);
+// POST http://127.0.0.1:S/forget-deliveries starts the duplicate count afresh (a benchmark's next drain of the same
+// backlog);
 // --shared-subscriber NAME decrypts a name the stand-in did not make with the keys of subscription NAME (a
 // benchmark's backlog of many endpoints with one key pair).
 //
@@ -181,6 +183,11 @@ function later(action) {
 }
 
 const statsServer = http.createServer((req, res) => {
+    if (req.method === 'POST' && req.url === '/forget-deliveries') {
+        deliveredPlaintexts.clear();
+        res.writeHead(204);
+        return res.end();
+    }
     if (req.method === 'POST' && req.url === '/subscriptions') {
         const chunks = [];
         req.on('data', (chunk) => chunks.push(chunk));
