@@ -91,3 +91,22 @@ extension Provider {
         HTTPClientPool(maxConnectionsPerHost: maxConnections(concurrency: concurrency), name: name)
     }
 }
+
+extension Provider {
+    /// Herald's HTTP/2 client for `concurrency` requests in flight, `maxConnections` of them to one host, and an
+    /// HTTP/1.1 pool of a connection per request for a server that does not offer h2. `caFile` replaces the CA
+    /// certificates servers are checked against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator.
+    func http2Transport(
+        concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil
+    ) -> any RequestTransport {
+        let connections = maxConnections(concurrency: concurrency)
+        let http1 = HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
+        guard let caFile else {
+            return HTTP2ClientPool(
+                maxConnectionsPerHost: connections, http1Connections: http1, name: name, liveness: liveness)
+        }
+        return HTTP2ClientPool(
+            maxConnectionsPerHost: connections, http1Connections: http1, name: name, caFile: caFile,
+            liveness: liveness)
+    }
+}

@@ -54,7 +54,20 @@ extension FCMSimulator {
         }
         guard request.header("apns-topic").map({ !$0.isEmpty }) == true else { return (400, "MissingTopic") }
         guard (try? JSON.parse(request.body))?["aps"] != nil else { return (400, "PayloadEmpty") }
-        let code: String? = state.withLock { state in
+        switch errorCode(for: device) {
+        case nil: return (200, nil)
+        case "NotRegistered": return (410, "Unregistered")
+        case "InvalidApnsCredential": return (403, "InvalidProviderToken")
+        case "DeviceMessageRateExceeded", "TopicsMessageRateExceeded": return (429, "TooManyRequests")
+        case "Unavailable", "InternalServerError": return (503, "ServiceUnavailable")
+        default: return (400, "BadDeviceToken")
+        }
+    }
+
+    /// The FCM error code a device token's name (or its alias) calls for this time, nil for a delivery: the one rule
+    /// of token prefixes, answered by APNs and Web Push in their own words. Counts the sightings `failFirst` needs.
+    func errorCode(for device: String) -> String? {
+        state.withLock { state in
             switch TokenBehaviour(token: configuration.aliases[device] ?? device) {
             case .deliver, .canonical: return nil
             case .fail(let code): return code
@@ -63,14 +76,6 @@ extension FCMSimulator {
                 state.seen[device] = sightings
                 return sightings <= times ? code : nil
             }
-        }
-        switch code {
-        case nil: return (200, nil)
-        case "NotRegistered": return (410, "Unregistered")
-        case "InvalidApnsCredential": return (403, "InvalidProviderToken")
-        case "DeviceMessageRateExceeded", "TopicsMessageRateExceeded": return (429, "TooManyRequests")
-        case "Unavailable", "InternalServerError": return (503, "ServiceUnavailable")
-        default: return (400, "BadDeviceToken")
         }
     }
 

@@ -102,17 +102,7 @@ extension FCMSimulator {
                 return (400, "cannot decrypt: \(error)", nil)
             }
         }
-        let code: String? = state.withLock { state in
-            switch TokenBehaviour(token: configuration.aliases[id] ?? id) {
-            case .deliver, .canonical: return nil
-            case .fail(let code): return code
-            case .failFirst(let times, let code):
-                let sightings = state.seen[id, default: 0] + 1
-                state.seen[id] = sightings
-                return sightings <= times ? code : nil
-            }
-        }
-        switch code {
+        switch errorCode(for: id) {
         case nil: return (201, nil, decrypted)
         case "NotRegistered": return (410, "push subscription has unsubscribed or expired", decrypted)
         case "InvalidApnsCredential": return (403, "VAPID refused", decrypted)

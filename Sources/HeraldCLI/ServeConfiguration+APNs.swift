@@ -63,23 +63,27 @@ struct APNsSettings: Sendable {
 
     /// Reads the `.p8` file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.
     mutating func loadKey(app: String) throws {
-        let text: String
-        do {
-            text = try String(contentsOfFile: keyFile, encoding: .utf8)
-        } catch {
-            throw ServeConfiguration.Invalid(description: "APNs app \"\(app)\": cannot read key file \(keyFile)")
-        }
-        do {
-            key = try P256PrivateKey(pem: text)
-        } catch {
-            throw ServeConfiguration.Invalid(description: """
-                APNs app "\(app)": \(keyFile) is not an APNs signing key (a .p8 file with a P-256 private key): \(error)
-                """)
-        }
+        key = try ServeConfiguration.readP256Key(
+            keyFile, app: app, provider: "APNs", expected: "an APNs signing key (a .p8 file with a P-256 private key)")
     }
 }
 
 extension ServeConfiguration {
+    /// The P-256 private key (PEM) in `path`, for `provider`'s app `app`; an error that says what `expected` is.
+    static func readP256Key(_ path: String, app: String, provider: String, expected: String) throws -> P256PrivateKey {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw Invalid(description: "\(provider) app \"\(app)\": cannot read key file \(path)")
+        }
+        do {
+            return try P256PrivateKey(pem: text)
+        } catch {
+            throw Invalid(description: "\(provider) app \"\(app)\": \(path) is not \(expected): \(error)")
+        }
+    }
+
     /// App `ios` from the `--apns-*` flags (or their environment variables and config keys), for a quick start
     /// without an `apps` list; nil when no key file is given.
     static func apnsApp(

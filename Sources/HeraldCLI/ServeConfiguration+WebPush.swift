@@ -41,19 +41,8 @@ struct WebPushSettings: Sendable {
 
     /// Reads the PEM file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.
     mutating func loadKey(app: String) throws {
-        let text: String
-        do {
-            text = try String(contentsOfFile: keyFile, encoding: .utf8)
-        } catch {
-            throw ServeConfiguration.Invalid(description: "Web Push app \"\(app)\": cannot read key file \(keyFile)")
-        }
-        do {
-            key = try P256PrivateKey(pem: text)
-        } catch {
-            throw ServeConfiguration.Invalid(description: """
-                Web Push app "\(app)": \(keyFile) is not a VAPID key (a PEM P-256 private key, as \
-                `herald webpush-keys` writes): \(error)
-                """)
-        }
+        key = try ServeConfiguration.readP256Key(
+            keyFile, app: app, provider: "Web Push",
+            expected: "a VAPID key (a PEM P-256 private key, as `herald webpush-keys` writes)")
     }
 }

@@ -237,16 +237,7 @@ public final class IngestAPI: HTTPHandler {
             return responder.respond(error(.invalidParameters("app \"\(registration.app)\" delivers over Web Push: "
                 + "register its subscriptions with PUT /v1/subscriptions (PushSubscription.toJSON())")))
         }
-        writer.enqueue({
-            try $0.upsertToken(token, app: registration.app, user: registration.user, now: Clock.nowMillis())
-        }) { result in
-            switch result {
-            case .success(let (record, created)):
-                responder.respond(.json(created ? 201 : 200, Self.tokenJSON(record).serialized()))
-            case .failure(let failure):
-                responder.respond(Self.unavailable(failure))
-            }
-        }
+        register(token, app: registration.app, user: registration.user, responder)
     }
 
     /// `PUT /v1/subscriptions`: a browser's subscription registered as a token of a Web Push app (SPEC §16).
@@ -262,10 +253,12 @@ public final class IngestAPI: HTTPHandler {
                 "app \"\(registration.app)\" delivers over \(provider.rawValue); subscriptions register with an app "
                     + "whose provider is \"webpush\"")))
         }
-        writer.enqueue({
-            try $0.upsertToken(
-                registration.token, app: registration.app, user: registration.user, now: Clock.nowMillis())
-        }) { result in
+        register(registration.token, app: registration.app, user: registration.user, responder)
+    }
+
+    /// Writes the registration and answers it: 201 for a new token, 200 for one registered before.
+    private func register(_ token: String, app: String, user: String?, _ responder: any HTTPResponder) {
+        writer.enqueue({ try $0.upsertToken(token, app: app, user: user, now: Clock.nowMillis()) }) { result in
             switch result {
             case .success(let (record, created)):
                 responder.respond(.json(created ? 201 : 200, Self.tokenJSON(record).serialized()))

@@ -199,6 +199,34 @@ import Testing
         #expect(token.status == 400 && token.text.contains("subscription"), "\(token.text)")
     }
 
+    /// A Web Push app that cannot work is refused at start, saying what to fix, and nothing is served.
+    @Test func aWebPushAppWithoutItsKeyOrSubjectIsRefusedAtStart() throws {
+        let directory = HeraldProcess.makeDirectory()
+        let notAKey = directory.appendingPathComponent("not-a-key.pem").path
+        try "hello".write(toFile: notAKey, atomically: true, encoding: .utf8)
+        let cases: [(app: String, says: String)] = [
+            (#"{"name":"web","provider":"webpush","vapid_subject":"mailto:a@b.c"}"#, "herald webpush-keys --out"),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem"}"#, "vapid_subject"),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"ops"}"#,
+             "vapid_subject"),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"\#(notAKey)","vapid_subject":"mailto:a@b.c"}"#,
+             "is not a VAPID key"),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"missing.pem","vapid_subject":"mailto:a@b.c"}"#,
+             "cannot read key file"),
+            (#"{"name":"web","provider":"webpush","server_key":"k","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c"}"#,
+             #""server_key" does not apply to provider "webpush""#),
+        ]
+        for (app, says) in cases {
+            let config = directory.appendingPathComponent("herald.json").path
+            try #"{"apps": [\#(app)]}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let run = try runHerald([
+                "serve", "--config", config, "--db", directory.appendingPathComponent("h.db").path,
+            ])
+            #expect(run.status != 0, "\(app)")
+            #expect(run.stderr.contains(says), "\(app) → \(run.stderr)")
+        }
+    }
+
     /// `--sandbox` has a Web Push app `web`: the built-in simulator's push service takes every push, checks its
     /// VAPID header and answers by the endpoint's last segment.
     @Test func theSandboxSendsToBrowsersThroughTheBuiltInSimulator() async throws {

@@ -97,10 +97,7 @@ public final class V1Provider: Provider {
         guard sendURL.hasPrefix("https:") else {
             return HTTPClientPool(maxConnectionsPerHost: maxConnections(concurrency: concurrency), name: name)
         }
-        return HTTP2ClientPool(
-            maxConnectionsPerHost: maxConnections(concurrency: concurrency),
-            http1Connections: HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false), name: name,
-            liveness: liveness)
+        return http2Transport(concurrency: concurrency, name: name, liveness: liveness)
     }
 
     // MARK: - Helpers

@@ -93,15 +93,7 @@ public final class WebPushProvider: Provider {
     }
 
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
-        let connections = maxConnections(concurrency: concurrency)
-        let http1 = HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
-        guard let caFile else {
-            return HTTP2ClientPool(
-                maxConnectionsPerHost: connections, http1Connections: http1, name: name, liveness: liveness)
-        }
-        return HTTP2ClientPool(
-            maxConnectionsPerHost: connections, http1Connections: http1, name: name, caFile: caFile,
-            liveness: liveness)
+        http2Transport(concurrency: concurrency, name: name, liveness: liveness, caFile: caFile)
     }
 
     // MARK: - Helpers
