@@ -181,47 +181,9 @@ COMMIT;"
     ((distinct == messages)) || fail "the backlog has $distinct distinct 64-hex-digit tokens, not $messages"
 }
 
-# --- Herald ------------------------------------------------------------------------------------------------
-PORT=""
-start_herald() { # $1 database
-    local tries
-    HERALD_LOG=$WORK/herald.log
-    for tries in 1 2 3 4 5; do
-        PORT=$(free_port)
-        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$1" --listen "127.0.0.1:$PORT" --config "$WORK/apns.json" \
-            --durability full 2>"$HERALD_LOG" &
-        HERALD_PID=$!
-        local waited=0
-        while ((waited < 300)); do
-            kill -0 "$HERALD_PID" 2>/dev/null || break
-            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null; then return 0; fi
-            sleep 0.1
-            waited=$((waited + 1))
-        done
-        stop_herald quiet
-    done
-    tail -5 "$HERALD_LOG" >&2
-    fail "could not start herald"
-}
-
-# Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib machine_busy_ticks
-# standin_ticks steal_ticks" per line, until killed (the last three for the CPU that processes other than Herald and
-# the stand-in took, and what the hypervisor took: the machine is shared).
-poller() { # $1 pid, $2 port
-    local pid=$1 port=$2 text delivered connections ticks hwm key value busy steal standin
-    while kill -0 "$pid" 2>/dev/null; do
-        text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
-        delivered=$(metric "$text" 'herald_deliveries_total{app="ios",outcome="delivered"}')
-        connections=$(metric "$text" 'herald_fcm_connections{app="ios"}')
-        read -r ticks < <(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
-        hwm=0
-        while read -r key value _; do [[ $key == VmHWM: ]] && hwm=$value; done <"/proc/$pid/status"
-        read -r busy _ steal < <(machine_ticks)
-        read -r standin < <(awk '{ print $14 + $15 }' "/proc/$STANDIN_PID/stat" 2>/dev/null || echo 0)
-        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm $busy $standin $steal"
-        sleep "$POLL"
-    done
-}
+# --- Herald (common.sh's start_herald, poller and rate_window) -------------------------------------------
+CONFIG=$WORK/apns.json
+APP=ios
 
 # One drain of the backlog at the current stand-in. Sets H_RATE H_CPU_US H_CONN H_SESSIONS H_HWM H_WIRE H_COUNTED
 # H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT, and H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT (% of one core over the
@@ -264,21 +226,7 @@ measure_herald() { # $1 template database
     ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
         "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
     # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
-    read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" \
-        -v total="$BACKLOG" -v hz="$HZ" '
-        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; m[NR] = $6; n[NR] = $7; st[NR] = $8; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
-        END {
-            for (i = 1; i <= NR && c[i] == 0; i++) ;
-            start = t[i] + ramp * 1e6
-            for (a = i; a <= NR && t[a] < start; a++) ;
-            for (b = a; b < NR && c[b] < 0.95 * total && t[b] < t[a] + duration * 1e6; b++) ;
-            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024) " 0 0 0"; exit }
-            sends = c[b] - c[a]; secs = (t[b] - t[a]) / 1e6
-            herald = cpu[b] - cpu[a]; standin = n[b] - n[a]; steal = st[b] - st[a]
-            others = m[b] - m[a] - herald - standin - steal # machine_ticks counts steal as busy
-            printf "%.1f %.1f %d %d %.0f %.0f %.0f\n", sends / secs, herald / hz * 1e6 / sends, conn, int(hwm / 1024),
-                standin / hz / secs * 100, (others > 0 ? others : 0) / hz / secs * 100, steal / hz / secs * 100
-        }' "$polls")"
+    read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(rate_window "$polls")"
     rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
 }
 

@@ -150,3 +150,66 @@ stat_of() { # $1 json, $2 key (a number)
     sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$1"
 }
 standin_stats() { curl -fsS --max-time 5 "http://127.0.0.1:$STATS_PORT/stats"; }
+
+# --- Herald with one app from a --config file, sending to the stand-in (Benchmarks/apns.sh, webpush.sh) -------
+# They set CONFIG (the --config file) and APP (the app whose figures are followed); PORT is set by start_herald.
+PORT=""
+start_herald() { # $1 database: serve with $CONFIG, trusting the stand-in's certificate
+    local tries
+    HERALD_LOG=$WORK/herald.log
+    for tries in 1 2 3 4 5; do
+        PORT=$(free_port)
+        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$1" --listen "127.0.0.1:$PORT" --config "$CONFIG" \
+            --durability full 2>"$HERALD_LOG" &
+        HERALD_PID=$!
+        local waited=0
+        while ((waited < 300)); do
+            kill -0 "$HERALD_PID" 2>/dev/null || break
+            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null; then return 0; fi
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        stop_herald quiet
+    done
+    tail -5 "$HERALD_LOG" >&2
+    fail "could not start herald"
+}
+
+# Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib machine_busy_ticks
+# standin_ticks steal_ticks" per line for app $APP, until killed (the last three for the CPU that processes other
+# than Herald and the stand-in took, and what the hypervisor took: the machine is shared).
+poller() { # $1 pid, $2 port
+    local pid=$1 port=$2 text delivered connections ticks hwm key value busy steal standin
+    while kill -0 "$pid" 2>/dev/null; do
+        text=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null || true)
+        delivered=$(metric "$text" "herald_deliveries_total{app=\"$APP\",outcome=\"delivered\"}")
+        connections=$(metric "$text" "herald_fcm_connections{app=\"$APP\"}")
+        read -r ticks < <(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        hwm=0
+        while read -r key value _; do [[ $key == VmHWM: ]] && hwm=$value; done <"/proc/$pid/status"
+        read -r busy _ steal < <(machine_ticks)
+        read -r standin < <(awk '{ print $14 + $15 }' "/proc/$STANDIN_PID/stat" 2>/dev/null || echo 0)
+        echo "${EPOCHREALTIME/./} $delivered $connections $ticks $hwm $busy $standin $steal"
+        sleep "$POLL"
+    done
+}
+
+# The rate window of a poller's lines: from RAMP s after the first delivery to the 95 % mark of BACKLOG, or
+# DURATION s later at most. Prints "rate cpu_us_per_send connections peak_rss_mib standin_pct others_pct steal_pct"
+# (% of one core over the window: the stand-in; every other process, the poller's curl and awk included; steal).
+rate_window() { # $1 the poller's output
+    awk -v ramp="$RAMP" -v duration="$DURATION" -v total="$BACKLOG" -v hz="$HZ" '
+        { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; m[NR] = $6; n[NR] = $7; st[NR] = $8; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
+        END {
+            for (i = 1; i <= NR && c[i] == 0; i++) ;
+            start = t[i] + ramp * 1e6
+            for (a = i; a <= NR && t[a] < start; a++) ;
+            for (b = a; b < NR && c[b] < 0.95 * total && t[b] < t[a] + duration * 1e6; b++) ;
+            if (a >= NR || b <= a || c[b] <= c[a]) { print "0 0 " conn + 0 " " int(hwm / 1024) " 0 0 0"; exit }
+            sends = c[b] - c[a]; secs = (t[b] - t[a]) / 1e6
+            herald = cpu[b] - cpu[a]; standin = n[b] - n[a]; steal = st[b] - st[a]
+            others = m[b] - m[a] - herald - standin - steal # machine_ticks counts steal as busy
+            printf "%.1f %.1f %d %d %.0f %.0f %.0f\n", sends / secs, herald / hz * 1e6 / sends, conn, int(hwm / 1024),
+                standin / hz / secs * 100, (others > 0 ? others : 0) / hz / secs * 100, steal / hz / secs * 100
+        }' "$1"
+}
