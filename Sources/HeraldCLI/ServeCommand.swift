@@ -65,7 +65,9 @@ enum ServeCommand {
               HERALD_FCM_KEY=... herald serve --db /var/lib/herald/herald.db --listen 127.0.0.1:8600   (legacy)
 
             Per-app providers ("fcm-v1" with "service_account_file", "project_id", "token_uri", "endpoint";
-            "fcm-legacy" with "server_key", "endpoint") go in the config file's "apps" list.
+            "fcm-legacy" with "server_key", "endpoint"; "apns" with "key_file", "key_id", "team_id", "topic",
+            "environment"; "webpush" with "vapid_private_key_file", "vapid_subject" — make the key with
+            `herald webpush-keys --out FILE`) go in the config file's "apps" list.
             """
     }
 }

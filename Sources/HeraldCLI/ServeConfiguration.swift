@@ -105,7 +105,7 @@ struct ServeConfiguration: Sendable {
         ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1 and APNs, 64 for FCM legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
-        ("sandbox", nil, "send to a built-in simulator on loopback (FCM v1; APNs over HTTP/2 + TLS); no credentials"),
+        ("sandbox", nil, "send to a built-in simulator on loopback (FCM v1; APNs, Web Push over HTTP/2 + TLS)"),
         ("log-level", "info", "debug, info, warn or error"),
         ("max-connections", "4096", "open ingest connections at most"),
         ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
