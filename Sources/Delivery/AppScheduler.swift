@@ -155,17 +155,16 @@ struct AppScheduler {
         if !deliveries.isEmpty, let credentials, credentials.renewalDue(now: now) {
             actions.append(.renewCredentials)
         }
+        var runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])] = []
         var start = deliveries.startIndex
         while start < deliveries.endIndex {
             let id = deliveries[start].messageID
             var end = start + 1
             while end < deliveries.endIndex, deliveries[end].messageID == id { end += 1 }
-            if let message = claim.messages[id] {
-                pending.append(contentsOf: app.provider.requests(
-                    for: message, deliveries: Array(deliveries[start..<end]), credential: credential, now: now))
-            }
+            if let message = claim.messages[id] { runs.append((message, Array(deliveries[start..<end]))) }
             start = end
         }
+        pending.append(contentsOf: app.provider.requests(forRuns: runs, credential: credential, now: now))
         pump(now: now, into: &actions)
         return actions
     }

@@ -68,6 +68,12 @@ public protocol Provider: Sendable {
     func requests(
         for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
     ) -> [PreparedRequest]
+    /// The requests for a whole claim, one run of a message's deliveries after another, in that order: by default
+    /// `requests(for:…)` per run. A provider whose requests cost real CPU to make (Web Push encrypts each) makes them
+    /// on several threads here, so one claim does not hold the engine's queue for all of them in turn.
+    func requests(
+        forRuns runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])], credential: String?, now: Int64
+    ) -> [PreparedRequest]
     /// One outcome per delivery of `request`. A refusal of the request's credential is `.requeue`: whether it is
     /// renewed or the app pauses is for `credentials` to say.
     func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification
@@ -78,6 +84,12 @@ public protocol Provider: Sendable {
 }
 
 extension Provider {
+    public func requests(
+        forRuns runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])], credential: String?, now: Int64
+    ) -> [PreparedRequest] {
+        runs.flatMap { requests(for: $0.message, deliveries: $0.deliveries, credential: credential, now: now) }
+    }
+
     /// A server key needs nothing obtained.
     public var credentials: (any Credentials)? { nil }
 

@@ -53,9 +53,9 @@ extension FCMSimulator {
 
     /// A push service's answer (RFC 8030/8291/8292): the VAPID header checked (an ES256 JWT signed by the key in
     /// `k`, an https audience, an expiry within 24 hours, a subject), `TTL` required, `aes128gcm` content of one
-    /// record; then the id's prefix decides (`notreg-` → 410, `invalid-` → 404, `ratelimit-` → 429, `unavail-N-` →
-    /// 503 the first N times, …) and anything else is `201 Created` with a `Location`. A subscription the simulator
-    /// made is decrypted, and a body it cannot decrypt is `400`.
+    /// record; then the id's prefix decides (`notreg-` → 410, `invalid-` → 404, `ratelimit-` → 429,
+    /// `unavail-N-` → 503 the first N times, …) and anything else is `201 Created` with a `Location`. A
+    /// subscription the simulator made is decrypted, and a body it cannot decrypt is `400`.
     func webPushSend(_ request: HTTPRequest, id: String, _ responder: any HTTPResponder) {
         let now = Clock.nowMillis()
         let (status, problem, decrypted) = webPushAnswer(request, id: id, now: now)

@@ -26,8 +26,8 @@ public enum V1MessageValidator {
     }
 
     /// - Parameters:
-    ///   - heraldFields: allow Herald's `app`, `tokens`, `users` and `subscription` beside `message` (`POST /v1/messages`); the
-    ///     drop-in endpoint takes exactly FCM's request.
+    ///   - heraldFields: allow Herald's `app`, `tokens`, `users` and `subscription` beside `message`
+    ///     (`POST /v1/messages`); the drop-in endpoint takes exactly FCM's request.
     ///   - now: Unix milliseconds, to turn an absolute `apns-expiration` into a TTL.
     public static func validate(
         object: JSON, heraldFields: Bool, now: Int64 = Clock.nowMillis()
