@@ -312,7 +312,8 @@ struct ServeConfiguration: Sendable {
         let database = DatabaseLocation(try raw("db") ?? "herald.db")
         if case .postgres = database, try given("durability") != nil {
             throw Invalid(description: """
-                --durability is SQLite's; on PostgreSQL a commit is as durable as the server's synchronous_commit                 (set it on the server, or per connection with options=-csynchronous_commit=... in the URL)
+                --durability is SQLite's; on PostgreSQL a commit is as durable as the server's synchronous_commit \
+                (set it on the server, or per connection with options=-csynchronous_commit=... in the URL)
                 """)
         }
         var configuration = ServeConfiguration(
