@@ -15,6 +15,9 @@ need_root() {
 median() { # numbers as arguments
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; } # a / b, 0 when b is 0
+HZ=$(getconf CLK_TCK)
 fmt() { # number with thousands separators, no decimals
     awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); r = ""; while (length(s) > 3) { r = "," substr(s, length(s) - 2) r; s = substr(s, 1, length(s) - 3) } print s r }'
 }
@@ -150,6 +153,35 @@ stat_of() { # $1 json, $2 key (a number)
     sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$1"
 }
 standin_stats() { curl -fsS --max-time 5 "http://127.0.0.1:$STATS_PORT/stats"; }
+
+# --- the stand-in scripts (apns.sh, v1.sh, webpush.sh): one run's processes and its tools --------------------------
+standin_run() { # declares the run's processes, and stopping every one of them as the EXIT/INT/TERM trap
+    WORK="" HERALD_PID="" HERALD_LOG="" STANDIN_PID="" POLLER_PID="" CHILD_PID=""
+    cleanup() {
+        local status=$?
+        trap - EXIT INT TERM
+        stop_pid "$CHILD_PID" TERM
+        stop_pid "$POLLER_PID" TERM
+        stop_herald quiet || true
+        stop_pid "$STANDIN_PID" TERM
+        remove_work
+        exit "$status"
+    }
+    trap_cleanup
+}
+standin_tools() { # node, openssl, h2load, sqlite3, curl: installed when missing, and on every run that builds (as root)
+    local missing="" tool
+    for tool in node openssl h2load sqlite3 curl; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
+    if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
+        if [[ $(id -u) -eq 0 ]]; then
+            ./scripts/install-deps
+            command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client
+        else
+            log "not root: skipping scripts/install-deps"
+        fi
+    fi
+    for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+}
 
 # --- Herald with one app from a --config file, sending to the stand-in (Benchmarks/apns.sh, webpush.sh) -------
 # They set CONFIG (the --config file) and APP (the app whose figures are followed); PORT is set by start_herald.

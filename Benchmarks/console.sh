@@ -45,7 +45,6 @@ done
 build_herald
 WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-console.XXXXXX")
 DB=$WORK/herald.db
-now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 
 # --- the database ------------------------------------------------------------------------------------------
 generate() {

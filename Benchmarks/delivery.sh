@@ -145,10 +145,8 @@ FSTYPE=$(stat -f -c %T "$WORK")
 if [[ $FSTYPE == tmpfs || $FSTYPE == ramfs ]]; then
     log "WARNING: $WORK is on $FSTYPE: fsync costs nothing there; set HERALD_BENCH_TMPDIR to a disk"
 fi
-HZ=$(getconf CLK_TCK)
 
 # --- helpers -----------------------------------------------------------------------------------------------
-now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf (r >= 0.1 ? "%.2f" : "%.4f"), r }'; }
 
 # A loopback port nobody listens on.

@@ -97,7 +97,6 @@ FSTYPE=$(stat -f -c %T "$WORK")
 if [[ $FSTYPE == tmpfs || $FSTYPE == ramfs ]]; then
     log "WARNING: $WORK is on $FSTYPE: fsync costs nothing there; set HERALD_BENCH_TMPDIR to a disk"
 fi
-HZ=$(getconf CLK_TCK)
 
 # --- helpers -----------------------------------------------------------------------------------------------
 now_ns() { date +%s%N; }

@@ -152,8 +152,6 @@ FSTYPE=$(stat -f -c %T "$WORK")
 if [[ $FSTYPE == tmpfs || $FSTYPE == ramfs ]]; then
     log "WARNING: $WORK is on $FSTYPE: fsync costs nothing there; set HERALD_BENCH_TMPDIR to a disk"
 fi
-HZ=$(getconf CLK_TCK)
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; }
 
 # --- PostgreSQL --------------------------------------------------------------------------------------------
 PG_DIR=$WORK/postgres

@@ -66,42 +66,13 @@ done
 [[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
 [[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
 
-WORK=""
-HERALD_PID=""
-HERALD_LOG=""
-STANDIN_PID=""
-POLLER_PID=""
-CHILD_PID=""
-cleanup() {
-    local status=$?
-    trap - EXIT INT TERM
-    stop_pid "$CHILD_PID" TERM
-    stop_pid "$POLLER_PID" TERM
-    stop_herald quiet || true
-    stop_pid "$STANDIN_PID" TERM
-    remove_work
-    exit "$status"
-}
-trap_cleanup
+standin_run
 
 # --- tools -------------------------------------------------------------------------------------------------
-missing=""
-for tool in node openssl h2load sqlite3 curl; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
-if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    if [[ $(id -u) -eq 0 ]]; then
-        ./scripts/install-deps
-        command -v h2load >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client
-    else
-        log "not root: skipping scripts/install-deps"
-    fi
-fi
-for tool in node openssl h2load sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+standin_tools
 build_herald
 
 WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-webpush.XXXXXX")
-HZ=$(getconf CLK_TCK)
-now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { r = (b > 0 ? a / b : 0); printf "%.2f", r }'; }
 
 # --- the stand-in, for the whole run (the backlog's endpoints name its port), and the VAPID key --------------
 standin_certificate
