@@ -7,9 +7,8 @@ import Synchronization
 /// One thread, one epoll set, and the connections assigned to it.
 ///
 /// Everything below `// MARK: - Loop thread only` is touched by the loop's own thread and nothing else;
-/// other threads reach the loop through `post`, which puts a task in the mailbox and wakes the loop
-/// through its `eventfd`. The first loop also owns the listening socket and hands accepted connections
-/// round-robin to all loops.
+/// other threads reach the loop through `post` (its `LoopInbox`: a mailbox, and a wake-up through an `eventfd`).
+/// The first loop also owns the listening socket and hands accepted connections round-robin to all loops.
 final class EventLoop: @unchecked Sendable {
     enum Task: Sendable {
         case adopt(fd: CInt)
@@ -20,19 +19,10 @@ final class EventLoop: @unchecked Sendable {
         case stop
     }
 
-    private struct Mailbox {
-        var tasks: [Task] = []
-        var closed = false
-    }
-
     let index: Int
     let context: ServerContext
     private let epoll: CInt
-    private let wakeUp: WakeUp
-    private let mailbox = Mutex(Mailbox())
-    /// Set by the first `post` after the loop last drained its mailbox, so a burst of posts costs one write.
-    private let wakePending = Atomic<Bool>(false)
-    private let thread = Atomic<UInt>(0)
+    private let inbox: LoopInbox<Task>
     private let finished = DispatchSemaphore(value: 0)
 
     init(index: Int, context: ServerContext) throws(IOError) {
@@ -40,24 +30,16 @@ final class EventLoop: @unchecked Sendable {
         self.context = context
         epoll = try Linux.epollCreate()
         do {
-            wakeUp = try WakeUp()
+            inbox = try LoopInbox()
+            try Linux.epollAdd(epoll, inbox.wakeUp.fd, events: Linux.epollIn | Linux.epollEdgeTriggered)
         } catch {
-            close(epoll)
-            throw error
-        }
-        do {
-            try Linux.epollAdd(epoll, wakeUp.fd, events: Linux.epollIn | Linux.epollEdgeTriggered)
-        } catch {
-            wakeUp.close()
             close(epoll)
             throw error
         }
     }
 
-    /// The descriptors live as long as any responder can still `post` here, so a late wake-up never
-    /// writes into a descriptor number that has been reused.
+    /// The epoll set lives as long as any responder can still `post` here (the inbox keeps the wake-up as long).
     deinit {
-        wakeUp.close()
         close(epoll)
     }
 
@@ -67,19 +49,7 @@ final class EventLoop: @unchecked Sendable {
     /// inside `handle`) skips the lock and the wake-up. Returns false once the loop has stopped.
     @discardableResult
     func post(_ task: Task) -> Bool {
-        if pthread_self() == thread.load(ordering: .relaxed) {
-            localTasks.append(task)
-            return true
-        }
-        let accepted = mailbox.withLock { mailbox in
-            guard !mailbox.closed else { return false }
-            mailbox.tasks.append(task)
-            return true
-        }
-        if accepted && !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
-            wakeUp.signal()
-        }
-        return accepted
+        inbox.post(task)
     }
 
     /// Blocks until the loop's thread has left `run`. Called once, by the server's shutdown.
@@ -93,8 +63,6 @@ final class EventLoop: @unchecked Sendable {
     private var connections: [Connection?] = []
     private var liveConnections = 0
     private var nextConnectionID: UInt64 = 0
-    private var localTasks: [Task] = []
-    private var spareTasks: [Task] = []
     private var dirty: [Connection] = []
     private var spareDirty: [Connection] = []
     private(set) var now = Clock.monotonicSeconds()
@@ -124,14 +92,14 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func run() {
-        thread.store(pthread_self(), ordering: .relaxed)
+        inbox.enter()
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         let capacity = 256
         let events = Linux.allocateEvents(capacity: capacity)
         defer {
             events.deallocate()
             readBuffer.deallocate()
-            thread.store(0, ordering: .relaxed)
+            inbox.leave()
             finished.signal()
         }
         while running {
@@ -146,7 +114,7 @@ final class EventLoop: @unchecked Sendable {
             var woken = false
             for slot in 0..<count {
                 let (flags, fd) = Linux.event(in: events, at: slot)
-                if fd == wakeUp.fd {
+                if fd == inbox.wakeUp.fd {
                     woken = true
                 } else if fd == listener {
                     acceptConnections()
@@ -166,12 +134,8 @@ final class EventLoop: @unchecked Sendable {
 
     /// Delivers what handlers answered on this thread and writes what is waiting, until neither is left.
     private func settle() {
-        while !localTasks.isEmpty || !dirty.isEmpty {
-            while !localTasks.isEmpty {
-                swap(&localTasks, &spareTasks)
-                for task in spareTasks { perform(task) }
-                spareTasks.removeAll(keepingCapacity: true)
-            }
+        while inbox.hasLocal || !dirty.isEmpty {
+            inbox.performLocal(perform)
             swap(&dirty, &spareDirty)
             for connection in spareDirty { connection.flushIfDirty() }
             spareDirty.removeAll(keepingCapacity: true)
@@ -179,11 +143,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func drainMailbox() {
-        wakeUp.drain()
-        wakePending.store(false, ordering: .releasing)
-        mailbox.withLock { swap(&$0.tasks, &spareTasks) }
-        for task in spareTasks { perform(task) }
-        spareTasks.removeAll(keepingCapacity: true)
+        inbox.performMailbox(perform)
         settle()
     }
 
@@ -293,16 +253,10 @@ final class EventLoop: @unchecked Sendable {
         }
         connections = []
         peers = []
-        let leftover = mailbox.withLock { mailbox in
-            mailbox.closed = true
-            defer { mailbox.tasks = [] }
-            return mailbox.tasks
-        }
-        for case .adopt(let fd) in leftover + localTasks {
+        for case .adopt(let fd) in inbox.close() {
             close(fd)
             context.openConnections.subtract(1, ordering: .relaxed)
         }
-        localTasks = []
     }
 
     // MARK: - Accepting

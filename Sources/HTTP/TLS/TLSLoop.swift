@@ -8,9 +8,7 @@ import Synchronization
 /// it. The first loop also owns the listening socket and hands accepted connections round-robin to all loops.
 ///
 /// Everything below `// MARK: - Loop thread only` is touched by the loop's own thread alone; other threads reach the
-/// loop through `post` (a mailbox and a wake-up), as `EventLoop`'s do. A handler that answers on the loop's thread
-/// (inside `handle`) skips both: its response waits in `localTasks` until the event in hand is done, so the
-/// connections never see a response arrive in the middle of reading.
+/// loop through `post` (its `LoopInbox`), as `EventLoop`'s do.
 final class TLSLoop: @unchecked Sendable {
     enum Task: Sendable {
         case adopt(fd: CInt)
@@ -22,35 +20,18 @@ final class TLSLoop: @unchecked Sendable {
         case stop
     }
 
-    private struct Mailbox {
-        var tasks: [Task] = []
-        var closed = false
-    }
-
     let index: Int
     let context: HTTPSServerContext
     let poller: Poller
-    private let wakeUp: WakeUp
-    private let mailbox = Mutex(Mailbox())
-    private let wakePending = Atomic<Bool>(false)
-    private let thread = Atomic<UInt>(0)
+    private let inbox: LoopInbox<Task>
     private let finished = DispatchSemaphore(value: 0)
 
     init(index: Int, context: HTTPSServerContext) throws(IOError) {
         self.index = index
         self.context = context
         poller = try Poller()
-        wakeUp = try WakeUp()
-        guard poller.watch(wakeUp.fd, .read) else {
-            let code = errno
-            wakeUp.close()
-            throw IOError(errnoCode: code, function: "epoll_ctl")
-        }
-    }
-
-    /// The wake-up lives as long as any responder can still `post` here.
-    deinit {
-        wakeUp.close()
+        inbox = try LoopInbox()
+        guard poller.watch(inbox.wakeUp.fd, .read) else { throw IOError(errnoCode: errno, function: "epoll_ctl") }
     }
 
     // MARK: - Any thread
@@ -58,19 +39,7 @@ final class TLSLoop: @unchecked Sendable {
     /// Queues `task` for the loop. Returns false once the loop has stopped.
     @discardableResult
     func post(_ task: Task) -> Bool {
-        if pthread_self() == thread.load(ordering: .relaxed) {
-            localTasks.append(task)
-            return true
-        }
-        let accepted = mailbox.withLock { mailbox in
-            guard !mailbox.closed else { return false }
-            mailbox.tasks.append(task)
-            return true
-        }
-        if accepted && !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
-            wakeUp.signal()
-        }
-        return accepted
+        inbox.post(task)
     }
 
     func waitUntilFinished() {
@@ -83,8 +52,6 @@ final class TLSLoop: @unchecked Sendable {
     private var connections: [TLSConnection?] = []
     private var liveConnections = 0
     private var nextConnectionID: UInt64 = 0
-    private var localTasks: [Task] = []
-    private var spareTasks: [Task] = []
     private var dirty: [TLSConnection] = []
     private var spareDirty: [TLSConnection] = []
     private(set) var now = Clock.monotonicSeconds()
@@ -110,19 +77,19 @@ final class TLSLoop: @unchecked Sendable {
     }
 
     func run() {
-        thread.store(pthread_self(), ordering: .relaxed)
+        inbox.enter()
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         defer {
             readBuffer.deallocate()
-            thread.store(0, ordering: .relaxed)
+            inbox.leave()
             finished.signal()
         }
         while running {
             let ready = poller.wait(timeoutMillis: Int32(Self.tickInterval * 1000))
             now = Clock.monotonicSeconds()
             for (fd, readiness) in ready {
-                if fd == wakeUp.fd {
-                    drainMailbox()
+                if fd == inbox.wakeUp.fd {
+                    inbox.performMailbox(perform)
                 } else if fd == listener {
                     acceptConnections()
                 } else if fd >= 0 && Int(fd) < connections.count, let connection = connections[Int(fd)] {
@@ -140,24 +107,12 @@ final class TLSLoop: @unchecked Sendable {
 
     /// Delivers what handlers answered on this thread and writes what is waiting, until neither is left.
     private func settle() {
-        while !localTasks.isEmpty || !dirty.isEmpty {
-            while !localTasks.isEmpty {
-                swap(&localTasks, &spareTasks)
-                for task in spareTasks { perform(task) }
-                spareTasks.removeAll(keepingCapacity: true)
-            }
+        while inbox.hasLocal || !dirty.isEmpty {
+            inbox.performLocal(perform)
             swap(&dirty, &spareDirty)
             for connection in spareDirty { connection.flushIfDirty() }
             spareDirty.removeAll(keepingCapacity: true)
         }
-    }
-
-    private func drainMailbox() {
-        wakeUp.drain()
-        wakePending.store(false, ordering: .releasing)
-        mailbox.withLock { swap(&$0.tasks, &spareTasks) }
-        for task in spareTasks { perform(task) }
-        spareTasks.removeAll(keepingCapacity: true)
     }
 
     private func perform(_ task: Task) {
@@ -255,16 +210,10 @@ final class TLSLoop: @unchecked Sendable {
         }
         connections = []
         peers = []
-        let leftover = mailbox.withLock { mailbox in
-            mailbox.closed = true
-            defer { mailbox.tasks = [] }
-            return mailbox.tasks
-        }
-        for case .adopt(let fd) in leftover + localTasks {
+        for case .adopt(let fd) in inbox.close() {
             close(fd)
             context.server.openConnections.subtract(1, ordering: .relaxed)
         }
-        localTasks = []
     }
 
     // MARK: - Accepting
