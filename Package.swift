@@ -73,8 +73,12 @@ let package = Package(
         .testTarget(
             name: "PostgreSQLTests",
             dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support"]),
-        .testTarget(name: "ConsoleTests", dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support"]),
+        // A handler's answer waited for, and a scratch directory: what the handlers' tests share.
+        .target(name: "HTTPTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPTestSupport"),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support", "HTTPTestSupport"]),
+        .testTarget(
+            name: "ConsoleTests",
+            dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support", "HTTPTestSupport"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Queue", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
         .testTarget(

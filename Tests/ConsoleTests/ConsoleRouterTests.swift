@@ -2,6 +2,7 @@ import Console
 import Dispatch
 import Foundation
 import HTTP
+import HTTPTestSupport
 import Ingest
 import Queue
 import Storage
@@ -11,7 +12,7 @@ import Testing
 /// `serve`'s handler with the console in front of ingest, on a real SQLite file: which requests reach what, what
 /// the head alone refuses, what the login sets, and what every page answer carries.
 @Suite struct ConsoleRouterTests {
-    private let directory = ScratchFolder()
+    private let directory = ScratchDirectory(prefix: "herald-console")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
     private let router: ConsoleRouter
@@ -40,7 +41,7 @@ import Testing
         var head = request
         head.body = []
         if let refusal = router.admit(head) { return refusal }
-        let responder = Responder()
+        let responder = WaitingResponder()
         router.handle(request, responder: responder)
         return responder.wait()
     }
@@ -131,7 +132,7 @@ import Testing
         let router = ConsoleRouter(api: IngestAPI(writer: writer, readers: readers, apiToken: nil), admin: admin)
         _ = try writer.write { try $0.ensureApp("default") }
         func overview() throws -> JSON {
-            let responder = Responder()
+            let responder = WaitingResponder()
             router.handle(request("GET", "/v1/admin/overview"), responder: responder)
             return try #require(json(responder.wait()))
         }

@@ -6,6 +6,7 @@ import Support
 import Testing
 
 @testable import Ingest
+import HTTPTestSupport
 
 /// `POST /fcm/send` through `IngestAPI` on a real database: what is answered is what was committed.
 @Suite struct FCMSendEndpointTests {

@@ -6,6 +6,7 @@ import Support
 import Testing
 
 @testable import Ingest
+import HTTPTestSupport
 
 /// `POST /v1/projects/{project}/messages:send` through `IngestAPI` on a real database: FCM v1's answers, in FCM v1's
 /// shape, and only what was committed is answered 200.

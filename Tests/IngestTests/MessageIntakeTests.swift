@@ -6,6 +6,7 @@ import Support
 import Testing
 
 @testable import Ingest
+import HTTPTestSupport
 
 /// Every ingest route stores through `MessageIntake`: a committed message is counted once in
 /// `herald_ingested_messages_total{app}` and wakes the claimer only when it has deliveries; a repeated

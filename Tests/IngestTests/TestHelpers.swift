@@ -26,38 +26,6 @@ func body(_ value: JSON) -> String {
     value.serialized()
 }
 
-/// Waits for the one response a handler gives, from whichever thread gives it.
-final class WaitingResponder: HTTPResponder, @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var response: HTTPResponse?
-
-    func respond(_ response: HTTPResponse) {
-        lock.withLock { self.response = response }
-        done.signal()
-    }
-
-    func wait() -> HTTPResponse {
-        // A bound so a broken handler fails the test instead of hanging it; not a timing assertion.
-        guard done.wait(timeout: .now() + 30) == .success else { return HTTPResponse(status: 0) }
-        return lock.withLock { response ?? HTTPResponse(status: 0) }
-    }
-}
-
-/// A fresh directory, removed with its files when the suite instance goes.
-final class ScratchDirectory: Sendable {
-    let url: URL
-
-    init(prefix: String) {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
-
 /// A count bumped from any thread (the writer's completions).
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
