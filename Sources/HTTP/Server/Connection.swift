@@ -260,22 +260,10 @@ final class Connection {
         }
     }
 
-    /// Decides from a head alone, before any of its body is read or `100 Continue` is sent: the handler's
-    /// own answer, 413 over the body limit, or 503 when the server's body budget cannot hold the body.
-    /// An admitted body's length is reserved from the budget until the handler answers it.
+    /// `ServerContext.admit`: the handler's answer, 413 or 503 from the head alone, the body's bytes reserved.
     private func admit(_ head: HTTPRequest, bodyLength: Int) -> HTTPResponse? {
-        let context = loop.context
-        var answer = context.handler.admit(head)
-        if answer == nil && bodyLength > 0 {
-            let limit = context.handler.bodyLimit(method: head.method, path: head.path)
-            if bodyLength > limit {
-                answer = HTTPRequestError.bodyTooLarge(limit: limit).response
-            } else if context.reserveBodyBytes(bodyLength) {
-                reservedBodyBytes = bodyLength
-            } else {
-                answer = HTTPRequestError.bodyBudgetExhausted.response
-            }
-        }
+        let (answer, reserved) = loop.context.admit(head, bodyLength: bodyLength)
+        if reserved > 0 { reservedBodyBytes = reserved }
         refusingHEAD = answer != nil && head.method == "HEAD"
         return answer
     }

@@ -19,6 +19,18 @@ final class ServerContext: Sendable {
         if case .tcp = configuration.address { isTCP = true } else { isTCP = false }
     }
 
+    /// Decides from a head alone, before any of its body is read or `100 Continue` is sent: the handler's own answer,
+    /// 413 over the body limit, or 503 when the body budget cannot hold the body. An admitted body's length is
+    /// reserved from the budget (`reserved`, 0 when nothing was) until the handler answers it.
+    func admit(_ head: HTTPRequest, bodyLength: Int) -> (answer: HTTPResponse?, reserved: Int) {
+        if let answer = handler.admit(head) { return (answer, 0) }
+        guard bodyLength > 0 else { return (nil, 0) }
+        let limit = handler.bodyLimit(method: head.method, path: head.path)
+        if bodyLength > limit { return (HTTPRequestError.bodyTooLarge(limit: limit).response, 0) }
+        guard reserveBodyBytes(bodyLength) else { return (HTTPRequestError.bodyBudgetExhausted.response, 0) }
+        return (nil, bodyLength)
+    }
+
     /// Reserves `count` bytes of the body budget; false, reserving nothing, when they do not fit.
     func reserveBodyBytes(_ count: Int) -> Bool {
         var current = reservedBodyBytes.load(ordering: .acquiring)

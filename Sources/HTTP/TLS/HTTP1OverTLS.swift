@@ -133,20 +133,10 @@ final class HTTP1OverTLS {
 
     /// `HTTPHandler.admit`, the body limit (413) and the body budget (503), from the head alone.
     private func admit(_ head: HTTPRequest, bodyLength: Int) -> HTTPResponse? {
-        let context = connection.loop.context.server
         var head = head
         head.scheme = .https
-        var answer = context.handler.admit(head)
-        if answer == nil && bodyLength > 0 {
-            let limit = context.handler.bodyLimit(method: head.method, path: head.path)
-            if bodyLength > limit {
-                answer = HTTPRequestError.bodyTooLarge(limit: limit).response
-            } else if context.reserveBodyBytes(bodyLength) {
-                reservedBodyBytes = bodyLength
-            } else {
-                answer = HTTPRequestError.bodyBudgetExhausted.response
-            }
-        }
+        let (answer, reserved) = connection.loop.context.server.admit(head, bodyLength: bodyLength)
+        if reserved > 0 { reservedBodyBytes = reserved }
         refusingHEAD = answer != nil && head.method == "HEAD"
         return answer
     }
