@@ -233,9 +233,8 @@ public final class IngestAPI: HTTPHandler {
         case .failure(let failure): return responder.respond(error(failure))
         case .success(let valid): registration = valid
         }
-        if providers[registration.app] == .webPush, WebPushSubscription(token: token) == nil {
-            return responder.respond(error(.invalidParameters("app \"\(registration.app)\" delivers over Web Push: "
-                + "register its subscriptions with PUT /v1/subscriptions (PushSubscription.toJSON())")))
+        if let refusal = providers[registration.app]?.registrationRefusal(of: token, app: registration.app) {
+            return responder.respond(error(refusal))
         }
         register(token, app: registration.app, user: registration.user, responder)
     }
@@ -248,10 +247,9 @@ public final class IngestAPI: HTTPHandler {
         case .success(let valid): registration = valid
         }
         if let unknown = unknownApp(registration.app) { return responder.respond(error(unknown)) }
-        if let provider = providers[registration.app], provider != .webPush {
-            return responder.respond(error(.invalidParameters(
-                "app \"\(registration.app)\" delivers over \(provider.rawValue); subscriptions register with an app "
-                    + "whose provider is \"webpush\"")))
+        let provider = providers[registration.app]
+        if let refusal = provider?.registrationRefusal(of: registration.token, app: registration.app) {
+            return responder.respond(error(refusal))
         }
         register(registration.token, app: registration.app, user: registration.user, responder)
     }

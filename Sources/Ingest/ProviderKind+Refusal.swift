@@ -45,6 +45,23 @@ extension ProviderKind {
         }
     }
 
+    /// Why `token` cannot be registered for `app`, or nil: a Web Push app's tokens are subscriptions (registered with
+    /// `PUT /v1/subscriptions`), and a subscription belongs to a Web Push app — the rule `refusal(of:app:)` applies
+    /// to messages, applied to the registry.
+    func registrationRefusal(of token: String, app: String) -> APIError? {
+        let isSubscription = token.utf8.starts(with: "https://".utf8) && WebPushSubscription(token: token) != nil
+        switch (self, isSubscription) {
+        case (.webPush, false):
+            return .invalidParameters("app \"\(app)\" delivers over Web Push: register its subscriptions with "
+                + "PUT /v1/subscriptions (PushSubscription.toJSON())")
+        case (.fcmLegacy, true), (.fcmV1, true), (.apns, true):
+            return .invalidParameters("app \"\(app)\" delivers over \(rawValue); subscriptions register with an app "
+                + "whose provider is \"webpush\"")
+        default:
+            return nil
+        }
+    }
+
     /// A subscription sent to an app of another provider.
     private static func subscriptionRefusal(_ message: IncomingMessage, app: String, provider: String) -> APIError? {
         guard case .tokens(let tokens) = message.target,

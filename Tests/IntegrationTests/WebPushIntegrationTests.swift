@@ -3,6 +3,7 @@ import NetworkTestSupport
 import OAuth
 import PostgreSQLTestSupport
 import Storage
+import Support
 import Testing
 
 /// The real `herald serve` with a Web Push app (SPEC §16) sending to `scripts/webpush-h2-standin.js`: node's `http2`
@@ -190,6 +191,10 @@ import Testing
         }
         let plain = try await rig.herald.request("PUT", "/v1/tokens/not-a-subscription", body: #"{"app":"web"}"#)
         #expect(plain.status == 400 && plain.text.contains("PUT /v1/subscriptions"), "\(plain.text)")
+        let registered = try #require(try WebPushSubscription(json: JSON.parse(Array(good.utf8))).token
+            .addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let elsewhere = try await rig.herald.request("PUT", "/v1/tokens/\(registered)", body: #"{"app":"default"}"#)
+        #expect(elsewhere.status == 400 && elsewhere.text.contains("webpush"), "\(elsewhere.text)")
         #expect(try registry(rig).isEmpty, "nothing stored")
         let topic = try await rig.herald.request(
             "POST", "/v1/messages", body: #"{"app":"web","message":{"topic":"news","data":{"a":"b"}}}"#)
