@@ -49,8 +49,7 @@ extension ProviderKind {
     /// `PUT /v1/subscriptions`), and a subscription belongs to a Web Push app — the rule `refusal(of:app:)` applies
     /// to messages, applied to the registry.
     func registrationRefusal(of token: String, app: String) -> APIError? {
-        let isSubscription = token.utf8.starts(with: "https://".utf8) && WebPushSubscription(token: token) != nil
-        switch (self, isSubscription) {
+        switch (self, WebPushSubscription(token: token) != nil) {
         case (.webPush, false):
             return .invalidParameters("app \"\(app)\" delivers over Web Push: register its subscriptions with "
                 + "PUT /v1/subscriptions (PushSubscription.toJSON())")
@@ -65,7 +64,7 @@ extension ProviderKind {
     /// A subscription sent to an app of another provider.
     private static func subscriptionRefusal(_ message: IncomingMessage, app: String, provider: String) -> APIError? {
         guard case .tokens(let tokens) = message.target,
-              tokens.contains(where: { $0.utf8.starts(with: "https://".utf8) && WebPushSubscription(token: $0) != nil })
+              tokens.contains(where: { WebPushSubscription(token: $0) != nil })
         else { return nil }
         return .invalidParameters("app \"\(app)\" delivers over \(provider); a Web Push subscription needs an app "
             + "whose provider is \"webpush\"")

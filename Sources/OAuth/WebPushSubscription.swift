@@ -52,13 +52,12 @@ public struct WebPushSubscription: Sendable, Equatable {
         guard let p256dh = keys["p256dh"]?.stringValue, let auth = keys["auth"]?.stringValue else {
             throw Invalid("subscription.keys needs p256dh and auth (base64url strings)")
         }
-        let parsed: WebPushKeys
         do {
-            parsed = try WebPushKeys(p256dh: p256dh, auth: auth)
+            self.keys = try WebPushKeys(p256dh: p256dh, auth: auth)
         } catch {
             throw Invalid("subscription.\(error.description)")
         }
-        try self.init(endpoint: endpoint, keys: parsed)
+        self.endpoint = endpoint
     }
 
     /// A token made by `token`; nil for any other text (an FCM or APNs token).
