@@ -19,7 +19,17 @@ public final class ConsoleRouter: HTTPHandler {
         case page, admin, api
     }
 
+    /// Asked three times per request (admit, body limit, handle): a path without percent-encoding is routed by its
+    /// first bytes, with no segments made.
     private func route(_ path: String) -> Route {
+        let bytes = path.utf8
+        if !bytes.contains(UInt8(ascii: "%")) {
+            func under(_ prefix: String) -> Bool {
+                bytes.starts(with: prefix.utf8)
+                    && (bytes.count == prefix.utf8.count || bytes.dropFirst(prefix.utf8.count).first == UInt8(ascii: "/"))
+            }
+            return under("/console") ? .page : under("/v1/admin") ? .admin : .api
+        }
         guard let segments = HTTPRequest.pathSegments(of: path), let first = segments.first else { return .api }
         if first == "console" { return .page }
         if first == "v1" && segments.count >= 2 && segments[1] == "admin" { return .admin }

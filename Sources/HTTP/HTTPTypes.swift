@@ -45,7 +45,7 @@ public struct HTTPRequest: Sendable {
     /// The path part of the target as sent, still percent-encoded, without the query: `/v1/tokens/a%2Fb`.
     /// Route on `pathSegments`, never on a decoded whole path, where an encoded `/` would split a segment.
     public var path: String {
-        guard let mark = target.firstIndex(of: "?") else { return target }
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target }
         return String(target[..<mark])
     }
 
@@ -62,7 +62,9 @@ public struct HTTPRequest: Sendable {
     public static func pathSegments(of path: some StringProtocol) -> [String]? {
         var segments: [String] = []
         for raw in rawSegments(of: path) {
-            guard raw.contains("%") else {
+            // By byte: every request is routed through here, and `contains("%")` on a substring is Foundation's
+            // locale-aware search.
+            guard raw.utf8.contains(UInt8(ascii: "%")) else {
                 segments.append(String(raw))
                 continue
             }
@@ -72,9 +74,22 @@ public struct HTTPRequest: Sendable {
         return segments
     }
 
-    private static func rawSegments<Path: StringProtocol>(of path: Path) -> ArraySlice<Path.SubSequence> {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        return path.hasPrefix("/") ? parts.dropFirst() : parts[...]
+    /// The segments between `/`s, split by byte (a `/` is one byte in UTF-8, so every cut is a scalar boundary),
+    /// without the empty one before a leading `/`.
+    private static func rawSegments<Path: StringProtocol>(of path: Path) -> [Path.SubSequence] {
+        let utf8 = path.utf8
+        var segments: [Path.SubSequence] = []
+        var start = utf8.first == UInt8(ascii: "/") ? utf8.index(after: utf8.startIndex) : utf8.startIndex
+        var index = start
+        while index != utf8.endIndex {
+            if utf8[index] == UInt8(ascii: "/") {
+                segments.append(path[start..<index])
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        segments.append(path[start..<index])
+        return segments
     }
 
     /// Query parameters, percent-decoded (`+` is a space); the last value of a repeated name wins.

@@ -58,7 +58,10 @@ public final class IngestAPI: HTTPHandler {
     }
 
     public func bodyLimit(method: String, path: String) -> Int {
-        HTTPRequest.pathSegments(of: path) == ["v1", "messages", "batch"] ? Self.batchBodyLimit : Self.bodyLimit
+        // Asked for every request with a body: compared as bytes unless percent-encoding needs the segments.
+        let batch = path.utf8.contains(UInt8(ascii: "%"))
+            ? HTTPRequest.pathSegments(of: path) == ["v1", "messages", "batch"] : path == "/v1/messages/batch"
+        return batch ? Self.batchBodyLimit : Self.bodyLimit
     }
 
     /// The server asks this with the head alone, before any of the body is read or `100 Continue` is sent, so
