@@ -29,6 +29,11 @@
 #                                     engine runs too, and with the default SERVE_ARGS it fails to connect and
 #                                     retries)
 #   HERALD_BENCH_SKIP_BUILD=1         use the existing .build/release/herald
+#   HERALD_BENCH_BASE=PATH            another release binary of herald (the commit before a change): /healthz and
+#                                     single messages are measured for it and for this build alternated in every
+#                                     run (base, change, change, base, ...), and the table compares the two; the
+#                                     batch and sqlite3 figures are left out (SPEC §20: never slower than the
+#                                     release before, measured alternated in one run)
 # Exit status: non-zero on errors (a non-202 answer, a socket error, an acknowledged message missing from the
 # database, a tool failing), never because a target was missed.
 set -euo pipefail
@@ -45,6 +50,7 @@ WRK_THREADS=${HERALD_BENCH_WRK_THREADS:-2}
 TOKENS=${HERALD_BENCH_TOKENS:-random}
 SERVE_ARGS=${HERALD_BENCH_SERVE_ARGS:-}
 PAUSE=${HERALD_BENCH_PAUSE:-1}
+BASE_BIN=${HERALD_BENCH_BASE:-}
 TARGET_SINGLE=20000
 TARGET_BATCH=150000
 
@@ -53,6 +59,7 @@ source Benchmarks/common.sh
 
 [[ $TOKENS == random || $TOKENS == sequential ]] || fail "HERALD_BENCH_TOKENS must be random or sequential"
 [[ $PAUSE == 0 || $PAUSE == 1 ]] || fail "HERALD_BENCH_PAUSE must be 0 or 1"
+[[ -z $BASE_BIN || -x $BASE_BIN ]] || fail "HERALD_BENCH_BASE must be an executable herald (got '$BASE_BIN')"
 for value in "$DURATION" "$RUNS" "$CONNECTIONS" "$BATCH_CONNECTIONS" "$BATCH_SIZE" "$WRK_THREADS"; do
     [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* numbers must be positive integers (got '$value')"
 done
@@ -311,6 +318,53 @@ SQL
         "$inflight were in flight) -> $verdict"
     rm -f "$WORK/acked.txt" "$WORK/check.out"
 }
+
+# --- HERALD_BENCH_BASE: the base and this build alternated, /healthz and single messages ----------------------
+# One round of binary $1 (labelled $2): /healthz and single messages on a fresh database, checked afterwards.
+# Appends to HZ_<label> and SM_<label>.
+measure_binary() {
+    local bin=$1 label=$2 db=$WORK/compare.db bodies=$WORK/bodies-compare saved=$HERALD
+    HERALD=$bin
+    mkdir -p "$bodies"
+    start_herald "$db"
+    run_wrk healthz "$CONNECTIONS" h -
+    ((R_BAD == 0)) || fail "/healthz ($label): $R_BAD failed requests or socket errors"
+    eval "HZ_$label+=(\"\$(rate \"\$R_OK\" \"\$R_US\")\")"
+    log "  $label healthz $(fmt "$(rate "$R_OK" "$R_US")") req/s | $R_CPU"
+    run_wrk single "$CONNECTIONS" s "$bodies"
+    ((R_BAD == 0)) || fail "single ($label): $R_BAD answers other than 202, or socket errors"
+    local acked=$R_OK
+    eval "SM_$label+=(\"\$(rate \"\$R_OK\" \"\$R_US\")\")"
+    log "  $label single  $(fmt "$(rate "$R_OK" "$R_US")") msg/s | $R_CPU"
+    stop_herald
+    check_db "$db" "$bodies" "$acked" "$CONNECTIONS" "single ($label)"
+    rm -rf "$bodies" "$db" "$db-wal" "$db-shm"
+    HERALD=$saved
+}
+if [[ -n $BASE_BIN ]]; then
+    log "base: $BASE_BIN; change: $HERALD; alternated, $RUNS rounds of each"
+    declare -a HZ_base HZ_change SM_base SM_change
+    for ((run = 1; run <= RUNS; run++)); do
+        if ((run % 2)); then order=(base change); else order=(change base); fi
+        for label in "${order[@]}"; do
+            if [[ $label == base ]]; then measure_binary "$BASE_BIN" base; else measure_binary "$HERALD" change; fi
+        done
+    done
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+    echo
+    echo "Herald ingest, base against change alternated, median of $RUNS x ${DURATION}s each, --durability full," \
+        "$(nproc) cores"
+    printf '%-46s %14s %14s %7s\n' figure base change ratio
+    for figure in "GET /healthz, $CONNECTIONS conns (req/s):HZ" "single POST /v1/messages, $CONNECTIONS conns (msg/s):SM"; do
+        name=${figure%:*} var=${figure##*:}
+        eval "b=\$(median \"\${${var}_base[@]}\") c=\$(median \"\${${var}_change[@]}\")"
+        printf '%-46s %14s %14s %7s\n' "$name" "$(fmt "$b")" "$(fmt "$c")" "$(ratio "$c" "$b")"
+    done
+    echo "runs: healthz base ${HZ_base[*]}; change ${HZ_change[*]}; single base ${SM_base[*]}; change ${SM_change[*]}"
+    if ((CHECKS_FAILED)); then fail "an acknowledged message is missing from the database (see the check lines)"; fi
+    echo "check: every acknowledged message id was found in the database with one delivery, in every run"
+    exit 0
+fi
 
 declare -a HEALTHZ SINGLE SINGLE_V1 BATCH BASE_MSGS BASE_ROWS SINGLE_P50 SINGLE_P99 BATCH_P50 BATCH_P99
 for ((run = 1; run <= RUNS; run++)); do
