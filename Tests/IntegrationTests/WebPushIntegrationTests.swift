@@ -303,6 +303,10 @@ import Testing
              "cannot read key file"),
             (#"{"name":"web","provider":"webpush","server_key":"k","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c"}"#,
              #""server_key" does not apply to provider "webpush""#),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","origin_concurrency":0}"#,
+             "origin_concurrency must be an integer in 1...10000"),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","origin_concurrency":"9"}"#,
+             "origin_concurrency must be an integer in 1...10000"),
         ]
         for (app, says) in cases {
             let config = directory.appendingPathComponent("herald.json").path
