@@ -188,6 +188,12 @@ async function overviewPage() {
     const details = overview.apps.map((app) => el("div", { class: "app-detail" },
         el("h3", {}, app.app),
         chart(app.last_hour, now),
+        app.origins.length ? el("div", { class: "origins" },
+            el("h4", {}, "Push-service origins held back (the app sends on to every other origin)"),
+            table(["origin", "state"], app.origins.map((origin) => el("tr", { "data-origin": origin.origin },
+                el("td", { class: "origin" }, origin.origin),
+                el("td", { class: "state " + (origin.paused ? "paused" : "gated") }, stateText(origin, now))))))
+            : null,
         el("div", { class: "columns" },
             el("div", {}, el("h4", {}, "Provider answers since start"),
                 app.answers.length ? table(["code", "count"], app.answers.map((answer) =>
@@ -209,17 +215,22 @@ async function overviewPage() {
         ...details);
 }
 
+// An app's state, or a push-service origin's (the same fields).
 function stateText(app, now) {
     if (app.paused) {
         const since = app.paused_at ? " since " + duration(now - app.paused_at) + " ago" : "";
         return "paused" + since + ": " + (app.pause_reason || "no reason given");
     }
-    if (app.gated) return "gated for " + duration(app.gate_until - now) + " (Retry-After or server error)";
+    if (app.gated) {
+        return "gated for " + duration(app.gate_until - now) + " (" + (app.gate_reason || "Retry-After or server error")
+            + ")";
+    }
     return "sending";
 }
 
 function switchForm(app) {
-    if (app.paused) {
+    // Resuming an app resumes its paused push-service origins too.
+    if (app.paused || app.origins.some((origin) => origin.paused)) {
         return el("button", { type: "button", class: "resume", onclick: () => switchApp(app.app, "resume") },
             "Resume");
     }

@@ -28,6 +28,10 @@ public enum Outcome: Sendable, Equatable {
     case retrySlow(reason: DeliveryReason)
     /// The sender's credentials are wrong (401, `InvalidApnsCredential`): pause the app; attempts are not charged.
     case pauseApp(reason: DeliveryReason)
+    /// A push service refused the sender's signature for this subscription (Web Push 401, 403): the delivery waits,
+    /// uncharged, until its origin's gate opens again; an origin that refuses several subscriptions in a row is
+    /// paused (SPEC §19). Never the app's pause: any browser's push service can answer this.
+    case senderRefused(reason: DeliveryReason)
     /// Back to `queued` at once without charging an attempt and without pausing: the answer was about the
     /// sender's credentials, which the provider renews before sending again (FCM v1's first 401 `UNAUTHENTICATED`).
     case requeue(reason: DeliveryReason)

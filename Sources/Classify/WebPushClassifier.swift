@@ -9,19 +9,26 @@ import Support
 /// ```
 ///
 /// Push services (RFC 8030) answer with a status and little else: the status decides, the reason is `HTTP <status>`.
+/// Every answer is one origin's, which any browser can name (SPEC §19): no outcome here ends other deliveries of the
+/// message or pauses the app, and the gate it closes is the origin's (the scheduler's fault domain for the request).
 public enum WebPushClassifier {
     /// The response headers `classify` reads, lowercase.
     public static let headersRead = ["location", "retry-after"]
     /// A `Location` longer than this is not kept as the provider's message id.
     static let maximumMessageIDBytes = 255
+    /// The longest `Retry-After` an origin is obeyed for: it closes only that origin's gate, but a day-long one from a
+    /// hostile endpoint would still hold its deliveries for a day.
+    static let maximumRetryAfterMillis: Int64 = 3_600_000
 
     public static func classify(status: Int, headers: [(name: String, value: String)], now: Int64) -> Classification {
-        let retryAfterUntil = RetryAfter.until(headers: headers, now: now)
+        let retryAfterUntil = RetryAfter.until(headers: headers, now: now).map { min($0, now + maximumRetryAfterMillis) }
         let outcome = outcome(status: status, headers: headers)
-        let retrying = if case .retry = outcome { true } else { false }
-        return Classification(
-            outcomes: [outcome], retryAfterUntil: retryAfterUntil,
-            closesGate: retrying && (status >= 500 || status == 429 || retryAfterUntil != nil))
+        let closesGate = switch outcome {
+        case .retry: status >= 500 || status == 429 || retryAfterUntil != nil
+        case .senderRefused: true
+        default: false
+        }
+        return Classification(outcomes: [outcome], retryAfterUntil: retryAfterUntil, closesGate: closesGate)
     }
 
     // MARK: - The table
@@ -38,14 +45,15 @@ public enum WebPushClassifier {
             // The subscription expired or was unsubscribed: gone for good.
             return .unregistered(reason: .httpStatus(status), since: nil)
         case 401, 403:
-            // The push service refused the VAPID signature or the key it names: every push would be refused.
-            return .pauseApp(reason: .httpStatus(status))
+            // The push service refused the VAPID signature, or the key the subscription was made with: this origin
+            // may refuse every push of the app, or only this subscription. Retried later; the origin decides the rest.
+            return .senderRefused(reason: .httpStatus(status))
         case 408, 425, 429:
             return .retry(reason: .httpStatus(status))
         case 400...499:
-            // 400 (a malformed request), 413 (the encrypted payload too large), and any other refusal of the
-            // message itself: no subscription can take it.
-            return .deadMessage(reason: .httpStatus(status))
+            // 400 (a malformed request), 413 (the encrypted payload too large), and any other refusal: this push
+            // service's word on this delivery. Another push service (or FCM, APNs) may well take the same message.
+            return .deadToken(reason: .httpStatus(status))
         default:
             return .retry(reason: .httpStatus(status))
         }

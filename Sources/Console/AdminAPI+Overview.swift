@@ -28,7 +28,10 @@ extension AdminAPI {
                     let statuses = try store.appStatuses(now: now, lastMinute: true)
                     return (statuses, now, reasons, Clock.nowMillis() - started)
                 }
-                return (Self.refreshed(earlier.statuses, switches: try store.apps()), earlier.at, reasons, Int64(-1))
+                let switches = try store.apps()
+                let origins = Dictionary(grouping: try store.originSwitches(app: nil, now: now), by: \.app)
+                return (Self.refreshed(earlier.statuses, switches: switches, origins: origins), earlier.at, reasons,
+                        Int64(-1))
             }
         }) { result in
             Self.answer(result, responder) { statuses, countedAt, reasons, took in
@@ -48,9 +51,11 @@ extension AdminAPI {
         }
     }
 
-    /// Earlier figures with the apps' switches as they are now (a pause shows at once); an app new since then has
-    /// no figures yet.
-    private static func refreshed(_ statuses: [AppStatus], switches: [AppState]) -> [AppStatus] {
+    /// Earlier figures with the apps' switches and their origins' as they are now (a pause shows at once); an app new
+    /// since then has no figures yet.
+    private static func refreshed(
+        _ statuses: [AppStatus], switches: [AppState], origins: [String: [OriginSwitch]]
+    ) -> [AppStatus] {
         let earlier = Dictionary(statuses.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         return switches.map { app in
             var status = earlier[app.name] ?? AppStatus(name: app.name)
@@ -58,6 +63,7 @@ extension AdminAPI {
             status.paused = app.paused
             status.pauseReason = app.pauseReason
             status.gateUntil = app.gateUntil
+            status.origins = origins[app.name] ?? []
             return status
         }
     }

@@ -22,6 +22,22 @@ public enum AdminJSON {
             "inflight": .int(app.inflight),
             "dead": .int(app.dead),
             "last_minute": finished(app.finishedLastMinute),
+            "origins": .array(app.origins.map { origin($0, now: now) }),
+        ]
+    }
+
+    /// One gated or paused push-service origin of a Web Push app (SPEC §19), in an app's `origins`.
+    public static func origin(_ origin: OriginSwitch, now: Int64) -> JSON {
+        let gated = origin.gateUntil > now
+        return [
+            "origin": .string(origin.origin),
+            "paused": .bool(origin.paused),
+            "pause_reason": optional(origin.pauseReason),
+            "paused_at": optional(origin.pausedAt),
+            "gated": .bool(gated),
+            "gate_until": gated ? .int(origin.gateUntil) : .null,
+            "gate_reason": gated ? optional(origin.gateReason?.rawValue) : .null,
+            "gated_since": gated ? optional(origin.gatedAt) : .null,
         ]
     }
 

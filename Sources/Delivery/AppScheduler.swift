@@ -7,6 +7,11 @@ import Queue
 /// actions each event returns. It does no I/O, reads no clock and holds no lock, so every rule of when to claim,
 /// send, hold back, gate, pause and release lives here, testable without threads, a database or a network.
 ///
+/// A request with an `origin` (a Web Push subscription's push service, SPEC §19) belongs to that origin's fault
+/// domain: its answers gate or pause the origin, never the app; the origin gets at most `originConcurrency` of the
+/// app's requests in flight; and a claimed request that its origin cannot take now goes back to the queue uncharged,
+/// due when the origin can, rather than sit on its lease in front of other origins' requests.
+///
 /// ```swift
 /// var scheduler = AppScheduler(app: app, options: options)
 /// for action in scheduler.pump(now: Clock.nowMillis()) { perform(action) }
@@ -56,6 +61,10 @@ struct AppScheduler {
         case pausedOutside(reason: String)
         case resumed
         case gateClosed(until: Int64, status: Int?, reason: GateReason)
+        case originGateClosed(origin: String, until: Int64, status: Int?, reason: GateReason)
+        /// The origin refused the sender for several different subscriptions in a row (or was paused elsewhere).
+        case originPaused(origin: String, reason: String)
+        case originResumed(origin: String)
     }
 
     let app: DeliveryEngine.App
@@ -71,16 +80,15 @@ struct AppScheduler {
     /// Whether a claim may find rows: false after a short claim, until something says otherwise.
     private var mayHaveReady = true
     private(set) var paused = false
-    private(set) var gateUntil: Int64 = 0
+    /// The app's gate: requests without an origin close it.
+    private var gate = Gate()
+    var gateUntil: Int64 { gate.until }
+    /// The push-service origins of the app's requests that have something to remember, by origin.
+    private(set) var origins: [String: OriginState] = [:]
+    /// Origins with requests waiting for their share to free.
+    private var waitingOrigins = Set<String>()
     /// The wake-up asked for and not yet fired; only the earliest is kept.
     private var wakeAt: Int64?
-    /// When the gate last closed for a fault (here, or seen in the app's row). A fault is one event however many
-    /// requests it fails: only the failure of a request sent after this is a fault of its own.
-    private var faultAt = Int64.min
-    /// Faults in a row, for the fallback gate's backoff; an answer below 500 that closes no gate resets it.
-    private var faults = 0
-    /// Quota faults in a row, for their backoff; a 2xx resets it.
-    private var quotaFaults = 0
     /// The provider is getting ready; nothing is claimed or sent meanwhile.
     private var preparing = false
     /// A credential renewed after a refusal has not yet been seen to work: answers are reported to the credentials
@@ -137,7 +145,7 @@ struct AppScheduler {
         var actions: [Action] = []
         if let state = claim.app {
             paused = state.paused
-            gateSeen(until: state.gateUntil, now: now)
+            gate.seen(until: state.gateUntil, now: now)
         }
         mayHaveReady = claim.deliveries.count + claim.expired + claim.dropped >= limit
         if let due = claim.nextDueAt { schedule(at: due, into: &actions) }
@@ -182,6 +190,11 @@ struct AppScheduler {
         _ request: PreparedRequest, result: TransportResult, now: Int64, using random: inout some RandomNumberGenerator
     ) -> [Action] {
         inFlight -= 1
+        if let origin = request.origin, var state = origins[origin] {
+            state.inFlight -= 1
+            if state.inFlight < app.originConcurrency { state.fullSince = nil }
+            origins[origin] = state
+        }
         var actions: [Action] = []
         if case .failure(.cancelled) = result {
             // Cancelled at shutdown: never charged.
@@ -240,20 +253,17 @@ struct AppScheduler {
         // the same quota meanwhile.
         let quota = classification.closesGate && classification.retryAfterUntil == nil
             && classification.outcomes.contains { if case .retrySlow = $0 { true } else { false } }
+        // The request's fault domain: its origin's gate, or the app's.
+        var gate = request.origin.map { origins[$0]?.gate ?? Gate() } ?? self.gate
         // One fault (a reset with a thousand requests in flight, a burst of timeouts or 5xx answers to requests sent
         // together) is one step of the backoff, not one per request: the failures of requests sent before the gate
         // last closed belong to the fault that closed it. They close the gate again from now for that fault's step
         // (they say the endpoint still fails), but never grow it.
-        let newFault = classification.closesGate && request.sentAt > faultAt
-        if newFault {
-            faultAt = now
-            faults += 1
-            if quota { quotaFaults += 1 }
-        }
-        if let status, (200..<300).contains(status) { quotaFaults = 0 }
+        let newFault = classification.closesGate && gate.failed(sentAt: request.sentAt, quota: quota, now: now)
+        if let status, (200..<300).contains(status) { gate.quotaFaults = 0 }
         let fallback = quota
-            ? Self.backoff(base: options.quotaGateBaseMillis, cap: options.quotaGateCapMillis, faults: quotaFaults)
-            : Self.backoff(base: options.gateBaseMillis, cap: options.gateCapMillis, faults: faults)
+            ? gate.backoff(base: options.quotaGateBaseMillis, cap: options.quotaGateCapMillis, quota: true)
+            : gate.backoff(base: options.gateBaseMillis, cap: options.gateCapMillis, quota: false)
         var plan = OutcomePlanner.plan(
             classification, for: request, status: status, policy: options.policy, fallbackGateMillis: fallback,
             now: now, using: &random)
@@ -265,27 +275,65 @@ struct AppScheduler {
             // Released for the provider to renew its credentials: ready again at once.
             mayHaveReady = true
         }
-        if let reason = plan.pauseReason, !paused {
+        if plan.origin == nil, let reason = plan.pauseReason, !paused {
             paused = true
             actions.append(.note(.pausedByFCM(reason: reason)))
         }
         if let until = plan.gateUntil {
             // The rest of a fault's failures, arriving while its gate is closed, keep it closed a moment longer:
             // not worth a log line each.
-            let held = !newFault && gateUntil > now && classification.retryAfterUntil == nil
-            if until > gateUntil {
-                gateUntil = until
-                if !held { actions.append(.note(.gateClosed(until: until, status: status, reason: gateReason))) }
+            let held = !newFault && gate.until > now && classification.retryAfterUntil == nil
+            if until > gate.until {
+                gate.until = until
+                if !held {
+                    actions.append(.note(request.origin.map {
+                        .originGateClosed(origin: $0, until: until, status: status, reason: gateReason)
+                    } ?? .gateClosed(until: until, status: status, reason: gateReason)))
+                }
             }
         } else if let status, status < 500 {
-            faults = 0
+            gate.faults = 0
         }
-        if paused || gateUntil > now {
+        if let origin = request.origin {
+            var state = origins[origin] ?? OriginState()
+            state.gate = gate
+            refusals(of: request, classification: classification, status: status, origin: &state, plan: &plan,
+                     into: &actions)
+            if state.paused || state.gate.until > now {
+                // Its claimed requests go back to the queue until it can take them: not on their leases.
+                updates += Self.deferrals(state.waiting.removeAll(), until: reopening(state, now: now))
+                waitingOrigins.remove(origin)
+            }
+            origins[origin] = state
+        } else {
+            self.gate = gate
+        }
+        if paused || self.gate.until > now {
             // Claimed but unsent rows go back to the queue: they must not wait on a lease through a long gate.
             updates += releasePending()
         }
         write(updates, plan: plan, into: &actions)
         pump(now: now, into: &actions)
+    }
+
+    /// The run of refusals of an origin: 401/403 for `options.originPauseRefusals` different subscriptions, with no
+    /// push accepted between them, pause it (the VAPID key, or the origin, refuses them all). One subscription
+    /// refused again and again is that subscription's trouble, and counts once.
+    private func refusals(
+        of request: PreparedRequest, classification: Classification, status: Int?, origin state: inout OriginState,
+        plan: inout OutcomePlan, into actions: inout [Action]
+    ) {
+        if let status, (200..<300).contains(status) { state.refused.removeAll() }
+        for (delivery, outcome) in zip(request.deliveries, classification.outcomes) {
+            guard case .senderRefused(let reason) = outcome, !state.refused.contains(delivery.token) else { continue }
+            state.refused.append(delivery.token)
+            if state.refused.count >= options.originPauseRefusals, !state.paused, let origin = request.origin {
+                state.paused = true
+                let pause = "\(reason.rawValue) for \(state.refused.count) subscriptions in a row"
+                plan.pauseReason = pause
+                actions.append(.note(.originPaused(origin: origin, reason: pause)))
+            }
+        }
     }
 
     /// The credentials asked for by `.prepare` were obtained, or could not be.
@@ -312,19 +360,49 @@ struct AppScheduler {
 
     /// The app's row as stored, read once a tick: a pause, resume or gate set outside this process, and whether
     /// rows fell due.
-    mutating func observed(_ state: AppState, nextDueAt: Int64?, now: Int64) -> [Action] {
+    mutating func observed(
+        _ state: AppState, origins stored: [OriginSwitch] = [], nextDueAt: Int64?, now: Int64
+    ) -> [Action] {
         var actions: [Action] = []
         if paused && !state.paused {
             actions.append(.note(.resumed))
-            gateUntil = state.gateUntil
+            gate.until = state.gateUntil
         } else if !paused && state.paused {
             actions.append(.note(.pausedOutside(reason: state.pauseReason ?? "")))
         }
         paused = state.paused
-        gateSeen(until: state.gateUntil, now: now)
+        gate.seen(until: state.gateUntil, now: now)
+        observed(origins: stored, now: now, into: &actions)
         if let nextDueAt, nextDueAt <= now { mayHaveReady = true }
         pump(now: now, into: &actions)
         return actions
+    }
+
+    /// The app's gated and paused origins as stored: a resume (the app's, which resumes its origins), and a pause or
+    /// gate decided by another instance. Origins with nothing left to remember are forgotten.
+    private mutating func observed(origins stored: [OriginSwitch], now: Int64, into actions: inout [Action]) {
+        let byOrigin = Dictionary(stored.map { ($0.origin, $0) }, uniquingKeysWith: { first, _ in first })
+        for (origin, var state) in origins {
+            let row = byOrigin[origin]
+            if state.paused, row?.paused != true {
+                actions.append(.note(.originResumed(origin: origin)))
+                state.paused = false
+                state.refused.removeAll()
+                state.gate.until = row?.gateUntil ?? 0
+            }
+            origins[origin] = state
+        }
+        for row in stored {
+            var state = origins[row.origin] ?? OriginState()
+            if row.paused, !state.paused {
+                state.paused = true
+                actions.append(.note(.originPaused(origin: row.origin, reason: row.pauseReason ?? "")))
+            }
+            state.gate.seen(until: row.gateUntil, now: now)
+            origins[row.origin] = state
+        }
+        // Fault bookkeeping is kept a full backoff cap after its gate opened, so that separate faults still grow it.
+        origins = origins.filter { !$0.value.isIdle(now: now, after: options.gateCapMillis) }
     }
 
     /// Shutdown: nothing more is claimed or sent; returns the releases of every claimed request not yet sent.
@@ -337,34 +415,32 @@ struct AppScheduler {
 
     private mutating func pump(now: Int64, into actions: inout [Action]) {
         guard !stopping, !paused else { return }
-        if gateUntil > now {
-            schedule(at: gateUntil, into: &actions)
+        if gate.until > now {
+            schedule(at: gate.until, into: &actions)
             return
         }
         if let credentials = app.provider.credentials, credentials.current(now: now) == nil {
             prepare(now: now, into: &actions)
             return
         }
-        while inFlight < app.concurrency, pending.count > 0 {
+        var settled: [DeliveryUpdate] = []
+        while inFlight < app.concurrency, pending.count > 0 || !waitingOrigins.isEmpty {
             if rate != nil, !rate!.take(now: now) {
                 schedule(at: rate!.nextTokenAt(now: now), into: &actions)
                 break
             }
-            guard let request = pending.popFirst() else { break }
-            if let refusal = request.refusal {
-                write(request.deliveries.map { .deadMessage(id: $0.id, reason: refusal, status: nil) }, plan: nil,
-                      into: &actions)
-                continue
-            }
-            // Its TTL (or TTL 0's window) ran out while it waited for a slot: never sent late.
-            if request.message.expiresAt <= now {
-                write(request.deliveries.map { .expired(id: $0.id) }, plan: nil, into: &actions)
-                continue
-            }
+            guard let request = nextToSend(now: now, settling: &settled) else { break }
             inFlight += 1
+            if let origin = request.origin {
+                var state = origins[origin] ?? OriginState()
+                state.inFlight += 1
+                if state.inFlight >= app.originConcurrency { state.fullSince = state.fullSince ?? now }
+                origins[origin] = state
+            }
             request.markSent(at: now)
             actions.append(.send(request))
         }
+        if !settled.isEmpty { write(settled, plan: nil, into: &actions) }
         if claimLimit == nil, mayHaveReady, pending.count * 2 < claimBelow {
             // Claim once fewer than half of `claimBelow` wait (one window without a rate limit), up to `claimBelow`:
             // claims come in large steps rather than one per turn of answers, rows wait for a slot about two rounds
@@ -376,6 +452,59 @@ struct AppScheduler {
             claimLimit = limit
             actions.append(.claim(limit: limit))
         }
+    }
+
+    /// The next claimed request that may go now: first those that waited for their origin's share to free (claimed
+    /// earlier), then the oldest claimed. Those that must not go are settled on the way into `settling`: a refused
+    /// one dead, an expired one expired, one whose origin is gated or paused deferred to when it reopens, and one
+    /// over its origin's share parked behind it (up to a share's worth) or deferred.
+    private mutating func nextToSend(now: Int64, settling settled: inout [DeliveryUpdate]) -> PreparedRequest? {
+        for origin in waitingOrigins where (origins[origin]?.inFlight ?? 0) < app.originConcurrency {
+            guard let request = origins[origin]?.waiting.popFirst() else { continue }
+            if origins[origin]?.waiting.isEmpty != false { waitingOrigins.remove(origin) }
+            if request.message.expiresAt <= now {
+                settled += request.deliveries.map { .expired(id: $0.id) }
+                return nextToSend(now: now, settling: &settled)
+            }
+            return request
+        }
+        while let request = pending.popFirst() {
+            if let refusal = request.refusal {
+                settled += request.deliveries.map { .deadMessage(id: $0.id, reason: refusal, status: nil) }
+                continue
+            }
+            // Its TTL (or TTL 0's window) ran out while it waited for a slot: never sent late.
+            if request.message.expiresAt <= now {
+                settled += request.deliveries.map { .expired(id: $0.id) }
+                continue
+            }
+            guard let origin = request.origin, var state = origins[origin] else { return request }
+            if state.paused || state.gate.until > now {
+                settled += Self.deferrals([request], until: reopening(state, now: now))
+                continue
+            }
+            guard state.inFlight >= app.originConcurrency else { return request }
+            if state.waiting.count < app.originConcurrency {
+                state.waiting.append(contentsOf: [request])
+                waitingOrigins.insert(origin)
+            } else {
+                // As long as its share has been taken: how long the origin takes to answer, within bounds.
+                let busy = now - (state.fullSince ?? now)
+                settled += Self.deferrals([request], until: now + min(max(busy, 1_000), options.gateCapMillis))
+            }
+            origins[origin] = state
+        }
+        return nil
+    }
+
+    /// When a gated or paused origin may be asked again: its gate's end, or for a pause a look now and then (a resume
+    /// of the app resumes it, and the rows come back by then).
+    private func reopening(_ state: OriginState, now: Int64) -> Int64 {
+        state.paused ? max(state.gate.until, now + options.pausedOriginRecheckMillis) : state.gate.until
+    }
+
+    private static func deferrals(_ requests: some Sequence<PreparedRequest>, until: Int64) -> [DeliveryUpdate] {
+        requests.flatMap { $0.deliveries.map { .deferred(id: $0.id, until: until, reason: nil, status: nil) } }
     }
 
     /// The provider cannot send yet (v1: no usable access token). Requests built with the credentials it held go
@@ -397,7 +526,12 @@ struct AppScheduler {
     /// Hands updates to the engine's outbox; a retry is a reason to look again when it falls due.
     private mutating func write(_ updates: [DeliveryUpdate], plan: OutcomePlan?, into actions: inout [Action]) {
         var earliestRetry: Int64?
-        for case .retry(_, let at, _, _) in updates { earliestRetry = min(earliestRetry ?? at, at) }
+        for update in updates {
+            switch update {
+            case .retry(_, let at, _, _), .deferred(_, let at, _, _): earliestRetry = min(earliestRetry ?? at, at)
+            default: continue
+            }
+        }
         actions.append(.write(updates, plan: plan))
         if let earliestRetry { schedule(at: earliestRetry, into: &actions) }
     }
@@ -409,21 +543,12 @@ struct AppScheduler {
         actions.append(.wake(at: at))
     }
 
+    /// Every claimed request not sent, the origins' waiting ones too, back to the queue as they were.
     private mutating func releasePending() -> [DeliveryUpdate] {
-        pending.removeAll().flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
-    }
-
-    /// The gate as stored, closed here or by another instance on a shared queue. One closed elsewhere is a fault
-    /// too: what was in flight when it was seen fails with it, not as a fault of its own.
-    private mutating func gateSeen(until: Int64, now: Int64) {
-        guard until > gateUntil else { return }
-        if until > now { faultAt = max(faultAt, now) }
-        gateUntil = until
-    }
-
-    /// The gate after the `faults`th fault in a row: `base`, doubling per fault, at most `cap`.
-    private static func backoff(base: Int64, cap: Int64, faults: Int) -> Int64 {
-        min(cap, base << Int64(min(max(0, faults - 1), 20)))
+        var requests = Array(pending.removeAll())
+        for origin in waitingOrigins { requests += origins[origin]?.waiting.removeAll() ?? [] }
+        waitingOrigins.removeAll()
+        return requests.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
     }
 
     /// The short code `herald status` shows for a gate closed by this answer.

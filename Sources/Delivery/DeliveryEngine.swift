@@ -24,12 +24,19 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// Sends per second at most (a token bucket), to stay under a known FCM quota instead of collecting 429s;
         /// nil: as fast as `concurrency` allows.
         public var maxRate: Double?
+        /// Of `concurrency`, how many requests may be in flight to one push-service origin at most (Web Push's
+        /// `origin_concurrency`, SPEC §19): a slow origin holds its share, and the rest keep flowing.
+        public var originConcurrency: Int
 
-        public init(name: String, provider: any Provider, concurrency: Int, maxRate: Double? = nil) {
+        public init(
+            name: String, provider: any Provider, concurrency: Int, maxRate: Double? = nil,
+            originConcurrency: Int = 100
+        ) {
             self.name = name
             self.provider = provider
             self.concurrency = concurrency
             self.maxRate = maxRate
+            self.originConcurrency = originConcurrency
         }
     }
 
@@ -48,6 +55,11 @@ public final class DeliveryEngine: @unchecked Sendable {
         /// quota fault in a row, capped.
         public var quotaGateBaseMillis: Int64 = 60_000
         public var quotaGateCapMillis: Int64 = 960_000
+        /// A push-service origin that refuses the sender (401, 403) for this many different subscriptions in a row,
+        /// with no push accepted between, is paused until the app is resumed.
+        public var originPauseRefusals = 5
+        /// How long the claimed rows of a paused origin are put back for before they are looked at again.
+        public var pausedOriginRecheckMillis: Int64 = 60_000
         /// How often the `apps` table and due rows are looked at.
         public var tickMillis = 1_000
         /// Other instances deliver from the same database (PostgreSQL): leases not this process's are left alone.
@@ -228,6 +240,17 @@ public final class DeliveryEngine: @unchecked Sendable {
                 "app": .string(app), "until_ms": .int(until), "status": .int(Int64(status ?? 0)),
                 "reason": .string(reason.rawValue),
             ])
+        case .originGateClosed(let origin, let until, let status, let reason):
+            Log.info("origin gate closed", [
+                "app": .string(app), "origin": .string(origin), "until_ms": .int(until),
+                "status": .int(Int64(status ?? 0)), "reason": .string(reason.rawValue),
+            ])
+        case .originPaused(let origin, let reason):
+            Log.warn("origin paused: it refused the sender", [
+                "app": .string(app), "origin": .string(origin), "reason": .string(reason),
+            ])
+        case .originResumed(let origin):
+            Log.info("origin resumed", ["app": .string(app), "origin": .string(origin)])
         }
     }
 
@@ -388,9 +411,18 @@ public final class DeliveryEngine: @unchecked Sendable {
             var applied: [String: AppliedOutcomes] = [:]
             for (app, box) in outcomes {
                 applied[app] = try connection.apply(box.updates, owner: owner, now: now)
-                if let reason = box.pauseReason { _ = try connection.pauseApp(app, reason: reason, now: now) }
-                if let gate = box.gate {
+                if let reason = box.app.pauseReason { _ = try connection.pauseApp(app, reason: reason, now: now) }
+                if let gate = box.app.gate {
                     try connection.closeGate(app, until: gate.until, reason: gate.reason, now: now)
+                }
+                for (origin, switches) in box.origins {
+                    if let reason = switches.pauseReason {
+                        _ = try connection.pauseOrigin(app, origin: origin, reason: reason, now: now)
+                    }
+                    if let gate = switches.gate {
+                        try connection.closeOriginGate(app, origin: origin, until: gate.until, reason: gate.reason,
+                                                       now: now)
+                    }
                 }
             }
             return applied
@@ -447,6 +479,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             case .retry: outcomes["retry", default: 0] += 1
             case .dropped: outcomes["dropped", default: 0] += 1
             case .release: outcomes["released", default: 0] += 1
+            case .deferred: outcomes["deferred", default: 0] += 1
             case .dead(_, let reason, _), .deadMessage(_, let reason, _):
                 outcomes["dead", default: 0] += 1
                 deadReasons[reason.rawValue, default: 0] += 1
@@ -485,20 +518,25 @@ public final class DeliveryEngine: @unchecked Sendable {
         // decided is never undone by a read that predates its commit.
         perform(outbox.flush(now: Self.monotonicNow()))
         writer.enqueue({ connection in
-            try connection.apps().filter { names.contains($0.name) }.map { state in
-                (state, try connection.nextDue(app: state.name))
+            // The origins' rows are few: those gated or paused now, the rest deleted here.
+            let now = Clock.nowMillis()
+            _ = try connection.forgetOpenOrigins(now: now)
+            let origins = Dictionary(grouping: try connection.originSwitches(app: nil, now: now), by: \.app)
+            return try connection.apps().filter { names.contains($0.name) }.map { state in
+                (state, origins[state.name] ?? [], try connection.nextDue(app: state.name))
             }
         }) { result in
             self.queue.async {
                 if case .failure = result { self.leases.writeFailed(now: Clock.nowMillis()) }
                 if case .success(let states) = result {
                     let now = Clock.nowMillis()
-                    for (state, due) in states {
+                    for (state, origins, due) in states {
                         guard let runtime = self.runtimes[state.name] else { continue }
                         self.metrics.set(
                             "herald_fcm_connections", ["app": state.name], to: Double(runtime.pool.connections))
                         self.record(runtime.pool.statistics, app: state.name)
-                        self.perform(runtime.scheduler.observed(state, nextDueAt: due, now: now), on: runtime)
+                        self.perform(
+                            runtime.scheduler.observed(state, origins: origins, nextDueAt: due, now: now), on: runtime)
                     }
                 }
                 self.queue.asyncAfter(deadline: .now() + .milliseconds(self.options.tickMillis)) { self.tick() }

@@ -1,12 +1,16 @@
 import Classify
 import Queue
 
-/// What one FCM answer does to the queue: one update per delivery of the request, and maybe an app switch.
+/// What one answer does to the queue: one update per delivery of the request, and maybe a switch of its fault
+/// domain: the app, or with `origin` that push-service origin of a Web Push app (SPEC §19).
 public struct OutcomePlan: Sendable, Equatable {
     public var updates: [DeliveryUpdate] = []
-    /// Set when the whole sender is refused (401, InvalidApnsCredential): the app is paused with this reason.
+    /// The origin whose switches `pauseReason` and `gateUntil` are; nil: the app's.
+    public var origin: String?
+    /// Set when the whole sender is refused (401, InvalidApnsCredential): the app is paused with this reason. With
+    /// `origin`: that origin refused the sender for several subscriptions in a row (the scheduler's to decide).
     public var pauseReason: String?
-    /// Set when the app's gate closes (a 5xx, a timeout, or any Retry-After): no request before then.
+    /// Set when the gate closes (a 5xx, a timeout, or any Retry-After): no request before then.
     public var gateUntil: Int64?
     /// Why the gate closes, when it does. The scheduler names it: the transport's reason for a failure is not the
     /// planner's to read.
@@ -22,8 +26,11 @@ public enum OutcomePlanner {
         _ classification: Classification, for request: PreparedRequest, status: Int?, policy: RetryPolicy,
         fallbackGateMillis: Int64, now: Int64, using random: inout some RandomNumberGenerator
     ) -> OutcomePlan {
-        var plan = OutcomePlan()
+        var plan = OutcomePlan(origin: request.origin)
         plan.updates.reserveCapacity(request.deliveries.count)
+        if classification.closesGate {
+            plan.gateUntil = max(classification.retryAfterUntil ?? 0, now + fallbackGateMillis)
+        }
         // By index, and the message's fields only where a retry needs them: a copy of a delivery or of the message
         // is a retain and a release of each of its strings, for every answer.
         for index in 0..<min(request.deliveries.count, classification.outcomes.count) {
@@ -62,14 +69,15 @@ public enum OutcomePlanner {
                 plan.pauseReason = plan.pauseReason ?? reason.rawValue
             case .requeue:
                 plan.updates.append(.release(id: delivery.id))
+            case .senderRefused(let reason):
+                // Uncharged: the origin refused the sender, not this delivery. Back when the gate it closes opens.
+                plan.updates.append(
+                    .deferred(id: delivery.id, until: plan.gateUntil ?? now, reason: reason, status: status))
             }
         }
         // A reply with fewer outcomes than deliveries is a classifier bug; never leave a lease dangling.
         for delivery in request.deliveries.dropFirst(classification.outcomes.count) {
             plan.updates.append(.release(id: delivery.id))
-        }
-        if classification.closesGate {
-            plan.gateUntil = max(classification.retryAfterUntil ?? 0, now + fallbackGateMillis)
         }
         return plan
     }

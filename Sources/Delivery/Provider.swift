@@ -20,6 +20,10 @@ public final class PreparedRequest: Sendable {
     /// Set when the message cannot be sent to this provider at all (an APNs body over Apple's limit): the scheduler
     /// makes its deliveries dead letters with this reason instead of sending.
     public let refusal: DeliveryReason?
+    /// The fault domain below the app that the request's endpoint belongs to: a Web Push subscription's push-service
+    /// origin (`https://host[:port]`), which has its own gate, pause and share of the app's requests (SPEC §19). Nil
+    /// for an endpoint the operator named (FCM, APNs): its faults are the app's.
+    public let origin: String?
     private let sent = Atomic<Int64>(0)
 
     /// When the scheduler put it on the wire (Unix milliseconds; 0 before): whether its failure is part of the
@@ -30,9 +34,10 @@ public final class PreparedRequest: Sendable {
 
     public init(
         app: String, message: ClaimedMessage, deliveries: [ClaimedDelivery], outbound: OutboundRequest,
-        kind: TargetKind, format: RequestFormat, refusal: DeliveryReason? = nil
+        kind: TargetKind, format: RequestFormat, refusal: DeliveryReason? = nil, origin: String? = nil
     ) {
         self.refusal = refusal
+        self.origin = origin
         self.app = app
         self.message = message
         self.deliveries = deliveries

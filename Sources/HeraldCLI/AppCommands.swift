@@ -48,8 +48,10 @@ enum AppSwitchCommand {
                 Usage: herald resume APP [--db PATH|URL] [--json]
 
                 Reopens APP after a pause (by an operator, or by Herald itself after FCM refused its credentials
-                with 401 or InvalidApnsCredential) and clears its Retry-After gate. A running `herald serve`
-                starts sending within a second.
+                with 401 or InvalidApnsCredential) and clears its Retry-After gate. For a Web Push app it also
+                reopens the push-service origins that were paused (5 different subscriptions refused in a row) or
+                gated. A running `herald serve` starts sending within a second (rows of a paused origin within a
+                minute).
 
                 Example:
                   herald resume default

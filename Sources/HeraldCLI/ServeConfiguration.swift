@@ -451,7 +451,8 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            for (key, value) in object where value.stringValue == nil && key != "concurrency" && key != "max_rate" {
+            let numbers: Set = ["concurrency", "max_rate", "origin_concurrency"]
+            for (key, value) in object where value.stringValue == nil && !numbers.contains(key) {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
             let provider: ProviderKind
@@ -513,7 +514,7 @@ struct ServeConfiguration: Sendable {
                     concurrency: appConcurrency, maxRate: appMaxRate)
                 app.webPush = try WebPushSettings(
                     keyFile: item["vapid_private_key_file"]?.stringValue, subject: item["vapid_subject"]?.stringValue,
-                    app: name, directory: directory)
+                    originConcurrency: item["origin_concurrency"], app: name, directory: directory)
                 apps.append(app)
                 continue
             }

@@ -142,7 +142,8 @@ final class Service: Sendable {
                 provider = LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "")
             }
             return DeliveryEngine.App(
-                name: app.name, provider: provider, concurrency: app.concurrency, maxRate: app.maxRate)
+                name: app.name, provider: provider, concurrency: app.concurrency, maxRate: app.maxRate,
+                originConcurrency: app.webPush?.originConcurrency ?? WebPushSettings.defaultOriginConcurrency)
         }, metrics: metrics, options: options)
         let (stopping, engine) = (self.stopping, self.engine)
         let api = IngestAPI(

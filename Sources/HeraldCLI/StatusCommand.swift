@@ -15,13 +15,20 @@ enum StatusCommand {
         been waiting since it became due; deliveries in flight; dead letters; and what finished in the last minute
         (delivered, dead, dropped). It reads the indexes only, so it answers quickly at millions of rows.
 
+        A Web Push app's push-service origins (https://host[:port] of its subscriptions) have gates and pauses of
+        their own: an origin that fails closes only its own gate, and one that refused the sender for 5 different
+        subscriptions in a row is paused until `herald resume APP`. Those gated or paused now are listed under the
+        table; the app goes on sending to every other origin.
+
         Options:
           --totals    also count every app and state, finished rows included (the queue_depth view); this reads
                       the whole deliveries table, which takes seconds at millions of rows
           --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
           --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}; a gated app's "gate_reason"
                       is a short code (reset, timeout, connect, transport, http_503, retry_after, quota) and
-                      "gated_since" the time its gate closed
+                      "gated_since" the time its gate closed; "origins" lists a Web Push app's gated or paused
+                      origins ({"origin", "paused", "pause_reason", "paused_at", "gated", "gate_until",
+                      "gate_reason", "gated_since"})
 
         Example:
           herald status --db /var/lib/herald/herald.db
@@ -100,6 +107,20 @@ enum StatusCommand {
                 let cause = app.gateReason.map(describe) ?? "a Retry-After or a server error"
                 let since = app.gatedAt.map { " (since \(Output.time($0)), \(Output.relative($0, now: now)))" } ?? ""
                 notes.append("\(app.name) is gated until \(until) after \(cause)\(since)")
+            }
+            for origin in app.origins {
+                if origin.paused {
+                    let since = origin.pausedAt.map { " since \(Output.time($0)) (\(Output.relative($0, now: now)))" }
+                    let reason = origin.pauseReason ?? "no reason given"
+                    notes.append("""
+                        \(app.name): origin \(origin.origin) is paused\(since ?? ""): \(reason); \
+                        `herald resume \(app.name)` reopens it
+                        """)
+                } else if origin.gateUntil > now {
+                    let until = "\(Output.time(origin.gateUntil)) (\(Output.relative(origin.gateUntil, now: now)))"
+                    let cause = origin.gateReason.map(describe) ?? "a server error"
+                    notes.append("\(app.name): origin \(origin.origin) is gated until \(until) after \(cause)")
+                }
             }
         }
         var output = table.render()

@@ -76,6 +76,15 @@ enum PGLeaseSQL {
         RETURNING app, token, message_id
         """
 
+    /// Back to `queued` uncharged, due at `$1`, keeping the last error unless `$2` (reason) and `$3` (status) give
+    /// one: `$4` now, `$5` id, `$6` owner.
+    static let markDeferred = """
+        UPDATE deliveries SET state = 'queued', next_attempt_at = $1, reason = coalesce($2, reason),
+            last_status = coalesce($3, last_status), lease_owner = NULL, lease_expires_at = NULL, updated_at = $4
+        WHERE id = $5 AND state || '' = 'inflight' AND lease_owner = $6
+        RETURNING app, token, message_id
+        """
+
     /// Renews `$3`'s leases on the ids `$2` for `$1` ms from `$4`, the lease clock.
     static let renewLeases = """
         UPDATE deliveries SET lease_expires_at = coalesce($4::bigint, \(databaseNow)) + $1::bigint

@@ -22,13 +22,16 @@ public struct AppStatus: Sendable, Equatable {
     public var dead: Int
     /// Deliveries that became delivered, dead or dropped in the last minute (by `updated_at`).
     public var finishedLastMinute: FinishedCounts
+    /// A Web Push app's push-service origins that are gated or paused now (SPEC §19), by origin.
+    public var origins: [OriginSwitch]
 
     public init(
         name: String, paused: Bool = false, pauseReason: String? = nil, pausedAt: Int64? = nil, gateUntil: Int64 = 0,
         gateReason: GateReason? = nil, gatedAt: Int64? = nil, queued: Int = 0, ready: Int = 0,
         oldestReadySince: Int64? = nil, inflight: Int = 0, dead: Int = 0,
-        finishedLastMinute: FinishedCounts = FinishedCounts()
+        finishedLastMinute: FinishedCounts = FinishedCounts(), origins: [OriginSwitch] = []
     ) {
+        self.origins = origins
         self.name = name
         self.paused = paused
         self.pauseReason = pauseReason

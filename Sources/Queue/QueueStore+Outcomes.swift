@@ -45,14 +45,17 @@ extension QueueStore {
                        now: now) {
                     applied.tokensDeleted += 1
                 }
+                // A message another app's provider refused may still reach this app's devices (a `users` fan-out).
                 if case .deadMessage(_, let reason, _) = update {
                     applied.deadLetters += try endQueuedDeliveries(
-                        of: row.messageID, state: .dead, reason: reason, now: now)
+                        of: row.messageID, app: row.app, state: .dead, reason: reason, now: now)
                 }
             case .retry(let id, let at, let reason, let status):
                 row = try markRetry(id, at: at, reason: reason, status: status, charge: charge, lease: lease)
             case .release(let id):
                 row = try markReleased(id, lease: lease)
+            case .deferred(let id, let until, let reason, let status):
+                row = try markDeferred(id, until: until, reason: reason, status: status, lease: lease)
             }
             if row != nil { applied.updated.append(update.id) }
         }

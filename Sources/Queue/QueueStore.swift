@@ -60,10 +60,15 @@ public protocol QueueStore: AnyObject {
     ) throws -> LeasedRow?
     /// Back to `queued` as it was before the claim, nothing charged (a paused app, a shutdown).
     func markReleased(_ id: Int64, lease: HeldLease) throws -> LeasedRow?
-    /// Every still-queued delivery of the message ends in `state` (`dead` or `dropped`) with `reason`; returns how
-    /// many.
-    func endQueuedDeliveries(of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64) throws
-        -> Int
+    /// Back to `queued`, due at `until`, nothing charged; `reason` and `status`, when given, become the row's last
+    /// error (otherwise it keeps the one it had).
+    func markDeferred(_ id: Int64, until: Int64, reason: DeliveryReason?, status: Int?, lease: HeldLease) throws
+        -> LeasedRow?
+    /// Every still-queued delivery of the message ends in `state` (`dead` or `dropped`) with `reason`, those to
+    /// `app` only when one is given; returns how many.
+    func endQueuedDeliveries(
+        of messageID: String, app: String?, state: DeliveryState, reason: DeliveryReason, now: Int64
+    ) throws -> Int
 
     // MARK: Leases
 

@@ -79,6 +79,10 @@ public enum DeliveryUpdate: Sendable, Equatable {
     case retry(id: Int64, at: Int64, reason: DeliveryReason, status: Int?)
     /// Back to `queued` now without charging an attempt (paused app, shutdown).
     case release(id: Int64)
+    /// Back to `queued`, due at `until`, without charging an attempt: its push-service origin is gated or paused, or
+    /// holds its share of the app's requests (unsent: no `reason`), or refused the sender (`reason`, `status` kept as
+    /// the row's last error).
+    case deferred(id: Int64, until: Int64, reason: DeliveryReason?, status: Int?)
     /// The message's TTL ran out before it could be sent: `dead`/`Expired`, no attempt charged.
     case expired(id: Int64)
     /// The provider says the token is gone or can never work (APNs' 410, `BadDeviceToken`): the delivery ends in
@@ -89,7 +93,8 @@ public enum DeliveryUpdate: Sendable, Equatable {
     public var id: Int64 {
         switch self {
         case .delivered(let id, _, _, _), .dropped(let id, _, _), .dead(let id, _, _), .deadMessage(let id, _, _),
-            .retry(let id, _, _, _), .release(let id), .expired(let id), .forgetToken(let id, _, _, _, _):
+            .retry(let id, _, _, _), .release(let id), .expired(let id), .forgetToken(let id, _, _, _, _),
+            .deferred(let id, _, _, _):
             id
         }
     }
@@ -104,7 +109,7 @@ extension DeliveryUpdate {
         case .dead(_, let reason, let status), .deadMessage(_, let reason, let status): (.dead, reason, status, true)
         case .expired: (.dead, .expired, nil, false)
         case .forgetToken(_, let state, let reason, let status, _): (state, reason, status, true)
-        case .delivered, .retry, .release: preconditionFailure("\(self) does not end a delivery this way")
+        case .delivered, .retry, .release, .deferred: preconditionFailure("\(self) does not end a delivery this way")
         }
     }
 }
@@ -133,6 +138,37 @@ public struct AppState: Sendable, Equatable {
         self.paused = paused
         self.pauseReason = pauseReason
         self.gateUntil = gateUntil
+    }
+}
+
+/// One push-service origin of a Web Push app that is gated or paused, as stored in `app_origins` (SPEC §19): the
+/// fault domain below the app.
+public struct OriginSwitch: Sendable, Equatable {
+    public var app: String
+    /// `https://host[:port]` of the subscriptions' endpoints.
+    public var origin: String
+    /// No request to this origin before this time; 0 when open.
+    public var gateUntil: Int64
+    public var gateReason: GateReason?
+    /// When the gate closed, kept while it stays closed.
+    public var gatedAt: Int64?
+    /// Paused after refusing the sender for several subscriptions in a row, until the app is resumed.
+    public var paused: Bool
+    public var pauseReason: String?
+    public var pausedAt: Int64?
+
+    public init(
+        app: String, origin: String, gateUntil: Int64 = 0, gateReason: GateReason? = nil, gatedAt: Int64? = nil,
+        paused: Bool = false, pauseReason: String? = nil, pausedAt: Int64? = nil
+    ) {
+        self.app = app
+        self.origin = origin
+        self.gateUntil = gateUntil
+        self.gateReason = gateReason
+        self.gatedAt = gatedAt
+        self.paused = paused
+        self.pauseReason = pauseReason
+        self.pausedAt = pausedAt
     }
 }
 

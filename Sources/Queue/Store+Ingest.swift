@@ -55,6 +55,6 @@ extension Store {
     /// are left alone).
     public func cancelMessage(id: String, now: Int64) throws -> Int? {
         guard try messageExists(id: id) else { return nil }
-        return try endQueuedDeliveries(of: id, state: .dropped, reason: .cancelled, now: now)
+        return try endQueuedDeliveries(of: id, app: nil, state: .dropped, reason: .cancelled, now: now)
     }
 }

@@ -24,6 +24,7 @@ extension Store {
                 finished[app, default: FinishedCounts()].dead = count
             }
         }
+        let origins = Dictionary(grouping: try originSwitches(app: nil, now: now), by: \.app)
         let inflight = try inflightCounts()
         let dead = try deadCounts(since: nil)
         var statuses = try appSwitches()
@@ -36,6 +37,7 @@ extension Store {
             statuses[index].inflight = inflight[app] ?? 0
             statuses[index].dead = dead[app] ?? 0
             statuses[index].finishedLastMinute = finished[app] ?? FinishedCounts()
+            statuses[index].origins = origins[app] ?? []
         }
         return statuses
     }

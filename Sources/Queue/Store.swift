@@ -55,10 +55,21 @@ public protocol Store: QueueStore {
     func ensureApp(_ name: String) throws
     func apps() throws -> [AppState]
     func pauseApp(_ app: String, reason: String, now: Int64) throws -> Bool
+    /// Resumes `app`, opens its gate, and resumes (forgets) its gated and paused origins; returns false when
+    /// neither the app nor any of its origins was paused.
     func resumeApp(_ app: String) throws -> Bool
     /// Closes the app's gate until `until`, for `reason`, unless it is already closed as long; `now` is when it
     /// closed, kept while the gate stays closed (`herald status`: gated since).
     func closeGate(_ app: String, until: Int64, reason: GateReason, now: Int64) throws
+    /// Closes the gate of one push-service origin of `app` as `closeGate` does the app's.
+    func closeOriginGate(_ app: String, origin: String, until: Int64, reason: GateReason, now: Int64) throws
+    /// Pauses one push-service origin of `app` until the app is resumed; returns false when it was already paused.
+    func pauseOrigin(_ app: String, origin: String, reason: String, now: Int64) throws -> Bool
+    /// The origins that are gated or paused, of `app` or of every app, by app and origin. Rows whose gate opened by
+    /// `now` and that are not paused are left out (and deleted by `forgetOpenOrigins`).
+    func originSwitches(app: String?, now: Int64) throws -> [OriginSwitch]
+    /// Deletes the origins whose gate opened by `now` and that are not paused; returns how many.
+    func forgetOpenOrigins(now: Int64) throws -> Int
 
     // MARK: Status
 

@@ -263,15 +263,29 @@ extension SQLiteQueueStore: QueueStore {
             [.integer(lease.now), .integer(id), .text(lease.owner)], row: Self.leasedRow)
     }
 
+    public func markDeferred(
+        _ id: Int64, until: Int64, reason: DeliveryReason?, status: Int?, lease: HeldLease
+    ) throws -> LeasedRow? {
+        try connection.queryOne(
+            """
+            UPDATE deliveries SET state = 'queued', next_attempt_at = ?, reason = coalesce(?, reason),
+                last_status = coalesce(?, last_status), lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+            \(Self.heldLease)
+            """,
+            [.integer(until), .optional(reason?.rawValue), .optional(status.map(Int64.init)), .integer(lease.now),
+             .integer(id), .text(lease.owner)],
+            row: Self.leasedRow)
+    }
+
     public func endQueuedDeliveries(
-        of messageID: String, state: DeliveryState, reason: DeliveryReason, now: Int64
+        of messageID: String, app: String?, state: DeliveryState, reason: DeliveryReason, now: Int64
     ) throws -> Int {
         try connection.run(
             """
-            UPDATE deliveries SET state = ?, reason = ?, updated_at = ?
-            WHERE message_id = ? AND state = 'queued'
+            UPDATE deliveries SET state = ?1, reason = ?2, updated_at = ?3
+            WHERE message_id = ?4 AND (?5 IS NULL OR app = ?5) AND state = 'queued'
             """,
-            .text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID))
+            .text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID), .optional(app))
     }
 
     // MARK: - Leases

@@ -26,17 +26,21 @@ private let now: Int64 = 1_700_000_000_000
         Row(name: "404: the subscription expired", status: 404,
             outcome: .unregistered(reason: .httpStatus(404), since: nil)),
         Row(name: "410: unsubscribed", status: 410, outcome: .unregistered(reason: .httpStatus(410), since: nil)),
-        Row(name: "400: a malformed request", status: 400, outcome: .deadMessage(reason: .httpStatus(400))),
-        Row(name: "413: the payload too large", status: 413, outcome: .deadMessage(reason: .httpStatus(413))),
-        Row(name: "401: VAPID refused", status: 401, outcome: .pauseApp(reason: .httpStatus(401))),
-        Row(name: "403: the key is not the subscription's", status: 403, outcome: .pauseApp(reason: .httpStatus(403))),
+        Row(name: "400: a malformed request ends this delivery only", status: 400,
+            outcome: .deadToken(reason: .httpStatus(400))),
+        Row(name: "413: the payload too large for this push service", status: 413,
+            outcome: .deadToken(reason: .httpStatus(413))),
+        Row(name: "401: VAPID refused gates the origin", status: 401, outcome: .senderRefused(reason: .httpStatus(401)),
+            closesGate: true),
+        Row(name: "403: the key is not the subscription's", status: 403,
+            outcome: .senderRefused(reason: .httpStatus(403)), closesGate: true),
         Row(name: "429 with Retry-After", status: 429, headers: [("retry-after", "30")],
             outcome: .retry(reason: .httpStatus(429)), closesGate: true),
         Row(name: "429 without Retry-After", status: 429, outcome: .retry(reason: .httpStatus(429)), closesGate: true),
         Row(name: "500", status: 500, outcome: .retry(reason: .httpStatus(500)), closesGate: true),
         Row(name: "503 with Retry-After", status: 503, headers: [("retry-after", "120")],
             outcome: .retry(reason: .httpStatus(503)), closesGate: true),
-        Row(name: "an unknown 4xx refuses the message", status: 422, outcome: .deadMessage(reason: .httpStatus(422))),
+        Row(name: "an unknown 4xx ends this delivery only", status: 422, outcome: .deadToken(reason: .httpStatus(422))),
     ]
 
     @Test(arguments: rows) func theTable(_ row: Row) {
@@ -49,5 +53,19 @@ private let now: Int64 = 1_700_000_000_000
     @Test func retryAfterIsHonoured() {
         let classification = WebPushClassifier.classify(status: 429, headers: [("retry-after", "120")], now: now)
         #expect(classification.retryAfterUntil == now + 120_000)
+    }
+
+    @Test func aDayLongRetryAfterHoldsTheOriginAnHourAtMost() {
+        let classification = WebPushClassifier.classify(status: 429, headers: [("retry-after", "86400")], now: now)
+        #expect(classification.retryAfterUntil == now + 3_600_000)
+        #expect(classification.closesGate)
+    }
+
+    @Test func noAnswerPausesTheAppOrEndsTheMessage() {
+        for status in [400, 401, 403, 404, 410, 413, 422, 429, 500, 503] {
+            let outcome = WebPushClassifier.classify(status: status, headers: [], now: now).outcomes
+            #expect(!outcome.contains { if case .pauseApp = $0 { true } else { false } }, "\(status)")
+            #expect(!outcome.contains { if case .deadMessage = $0 { true } else { false } }, "\(status)")
+        }
     }
 }

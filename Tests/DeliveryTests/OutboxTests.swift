@@ -69,7 +69,7 @@ import Testing
         #expect(outbox.timerFired(now: start + 100).writes.isEmpty, "the failed write still counts until its retry")
         let again = outbox.timerFired(now: start + 5 + Outbox.retryPauseNanos)
         #expect(again.writes.first?.ids == ["a": [1, 2]], "the older outcomes first")
-        #expect(again.writes.first?["a"]?.pauseReason == "second", "a pause gathered meanwhile keeps its reason")
+        #expect(again.writes.first?["a"]?.app.pauseReason == "second", "a pause gathered meanwhile keeps its reason")
         #expect(outbox.writing == 1)
     }
 
@@ -80,7 +80,7 @@ import Testing
         _ = outbox.gathered([], plan: OutcomePlan(gateUntil: 5_000), app: "a")
         _ = outbox.gathered([], plan: later, app: "a")
         _ = outbox.gathered([], plan: OutcomePlan(gateUntil: 7_000), app: "a")
-        let gate = outbox.timerFired(now: start).writes.first?["a"]?.gate
+        let gate = outbox.timerFired(now: start).writes.first?["a"]?.app.gate
         #expect(gate?.until == 9_000 && gate?.reason == .reset)
     }
 }

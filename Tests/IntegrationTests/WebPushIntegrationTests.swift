@@ -15,31 +15,45 @@ import Testing
         let standIn: H2StandIn!
         let herald: HeraldProcess
         var database: TestDatabase?
+        /// A second push service, another origin (`twoOrigins`).
+        var other: H2StandIn?
+        /// The FCM app's simulator (`fcm`).
+        var simulator: SimulatorProcess?
     }
 
-    /// On SQLite, or on `database` (PostgreSQL).
-    func start(on database: TestDatabase? = nil) throws -> Rig {
+    /// On SQLite, or on `database` (PostgreSQL). `twoOrigins`: a second stand-in, a push service of its own origin.
+    /// `fcm`: app `default` sends to a real `herald fcm-sim` instead of nowhere, once resumed (it starts paused).
+    func start(on database: TestDatabase? = nil, twoOrigins: Bool = false, fcm: Bool = false) throws -> Rig {
         let key = try P256PrivateKey.generate()
         let directory = HeraldProcess.makeDirectory()
         let keyFile = directory.appendingPathComponent("vapid.pem").path
         try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
         chmod(keyFile, 0o600)
         let standIn = try H2StandIn(["--delay-ms", "5"], script: "scripts/webpush-h2-standin.js")
+        let other = twoOrigins ? try H2StandIn(["--delay-ms", "5"], script: "scripts/webpush-h2-standin.js") : nil
+        let simulator = fcm ? try SimulatorProcess() : nil
         let config = directory.appendingPathComponent("herald.json").path
         try """
             {"apps": [{"name": "web", "provider": "webpush", "vapid_private_key_file": "vapid.pem",
                        "vapid_subject": "mailto:ops@example.com"},
-                      {"name": "default", "server_key": "k", "endpoint": "http://127.0.0.1:1/fcm/send"}]}
+                      {"name": "default", "server_key": "k",
+                       "endpoint": "\(simulator?.endpoint ?? "http://127.0.0.1:1/fcm/send")"}]}
             """.write(toFile: config, atomically: true, encoding: .utf8)
+        // Both stand-ins' certificates, trusted as one bundle.
+        let bundle = directory.appendingPathComponent("ca.pem").path
+        let certificates = try [standIn.caFile, other?.caFile].compactMap { $0 }.map { try String(contentsOfFile: $0) }
+        try certificates.joined(separator: "\n").write(toFile: bundle, atomically: true, encoding: .utf8)
         let herald = try HeraldProcess(
-            directory: directory, database: database?.url, arguments: ["--config", config],
-            environment: ["SSL_CERT_FILE": standIn.caFile])
-        return Rig(standIn: standIn, herald: herald, database: database)
+            directory: directory, database: database?.url, arguments: ["--config", config], paused: fcm,
+            environment: ["SSL_CERT_FILE": bundle])
+        return Rig(standIn: standIn, herald: herald, database: database, other: other, simulator: simulator)
     }
 
-    /// The stand-in's subscriptions for `names`, as `PushSubscription.toJSON()` gives them, by name.
-    func subscribe(_ rig: Rig, _ names: [String]) async throws -> [String: String] {
-        let made = try await rig.standIn.post("/subscriptions", body: #"{"names":\#(names)}"#) as? [[String: Any]]
+    /// The stand-in's subscriptions for `names`, as `PushSubscription.toJSON()` gives them, by name; on `standIn` when
+    /// given (another origin).
+    func subscribe(_ rig: Rig, _ names: [String], on standIn: H2StandIn? = nil) async throws -> [String: String] {
+        let made = try await (standIn ?? rig.standIn).post("/subscriptions", body: #"{"names":\#(names)}"#)
+            as? [[String: Any]]
         var subscriptions: [String: String] = [:]
         for (name, subscription) in zip(names, made ?? []) {
             let data = try JSONSerialization.data(withJSONObject: subscription, options: [.sortedKeys])
@@ -141,12 +155,11 @@ import Testing
         #expect(deleted.sorted() == ["gone-1", "notfound-1"], "the feed tells the backend")
     }
 
-    /// A message may name its subscription directly, as `PushSubscription.toJSON()` gives it; a push service that
-    /// refuses the VAPID signature pauses the app with the reason.
-    @Test func aSubscriptionTargetIsSentAndARefusedSignaturePausesTheApp() async throws {
+    /// A message may name its subscription directly, as `PushSubscription.toJSON()` gives it.
+    @Test func aSubscriptionTargetIsSent() async throws {
         let rig = try start()
         defer { rig.herald.stop() }
-        let subscriptions = try await subscribe(rig, ["direct-1", "forbidden-1"])
+        let subscriptions = try await subscribe(rig, ["direct-1"])
         let direct = try await rig.herald.request("POST", "/v1/messages", body: #"""
             {"app":"web","subscription":\#(subscriptions["direct-1"] ?? ""),"data":{"a":"b"},"priority":"high"}
             """#)
@@ -154,21 +167,91 @@ import Testing
         let stats = try await rig.standIn.statsObject()
         #expect((stats["plaintexts"] as? [String: String])?["direct-1"] == #"{"data":{"a":"b"}}"#)
         #expect((stats["headers"] as? [String: [String: String]])?["direct-1"]?["urgency"] == "high")
+    }
 
-        let forbidden = try await rig.herald.request("POST", "/v1/messages", body: #"""
-            {"app":"web","subscription":\#(subscriptions["forbidden-1"] ?? ""),"data":{"a":"b"}}
-            """#)
-        #expect(forbidden.status == 202, "\(forbidden.text)")
-        var paused = ""
+    /// SPEC §19: a push service that refuses the VAPID signature stops only itself. Its deliveries wait uncharged,
+    /// after 5 different subscriptions refused in a row the origin is paused (shown by `herald status`), the app is
+    /// neither paused nor gated, every delivery to the good origin is delivered, and `herald resume` reopens it.
+    @Test func aRefusingOriginIsPausedAloneWhileTheGoodOriginIsDelivered() async throws {
+        let rig = try start(twoOrigins: true)
+        defer { rig.herald.stop() }
+        let other = try #require(rig.other)
+        let good = (1...20).map { "ok-\($0)" }
+        let refusing = (1...5).map { "forbidden-\($0)" }
+        var subscriptions = try await subscribe(rig, good)
+        subscriptions.merge(try await subscribe(rig, refusing, on: other)) { $1 }
+        for name in good + refusing {
+            let reply = try await rig.herald.request("PUT", "/v1/subscriptions", body: #"""
+                {"app":"web","user":"u1","subscription":\#(subscriptions[name] ?? "")}
+                """#)
+            #expect(reply.status == 201, "\(reply.text)")
+        }
+        let id = try accepted(try await rig.herald.request(
+            "POST", "/v1/messages", body: #"{"app":"web","users":["u1"],"data":{"a":"b"}}"#))
+
+        var originRow: [String: Any] = [:]
+        var rows: [String: String] = [:]
         for _ in 0..<300 {
-            let connection = try Connection(path: rig.herald.databasePath, mode: .readOnly)
-            paused = try connection.query("SELECT coalesce(pause_reason, '') FROM apps WHERE name = 'web'") {
-                $0.string(0)
-            }.first ?? ""
-            if !paused.isEmpty { break }
+            let status = try runHerald(["status", "--json", "--db", rig.herald.databasePath])
+            let apps = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["apps"]
+            let web = (apps as? [[String: Any]] ?? []).first { $0["app"] as? String == "web" } ?? [:]
+            #expect(web["paused"] as? Bool == false && web["gated"] as? Bool == false, "the app goes on: \(web)")
+            originRow = (web["origins"] as? [[String: Any]] ?? []).first ?? [:]
+            let message = try await rig.herald.request("GET", "/v1/messages/\(id)").json
+            rows = [:]
+            for delivery in message["deliveries"] as? [[String: Any]] ?? [] {
+                let state = delivery["state"] as? String ?? "?"
+                let detail = [delivery["reason"] as? String, (delivery["attempts"] as? Int).map(String.init)]
+                rows[Self.name(of: delivery["token"] as? String ?? "")] = ([state] + detail.compactMap { $0 })
+                    .joined(separator: " ")
+            }
+            if originRow["paused"] as? Bool == true, good.allSatisfy({ rows[$0] == "delivered 1" }) { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(paused == "HTTP 403")
+        #expect(originRow["origin"] as? String == other.baseURL)
+        #expect(originRow["paused"] as? Bool == true)
+        #expect(originRow["pause_reason"] as? String == "HTTP 403 for 5 subscriptions in a row")
+        for name in good { #expect(rows[name] == "delivered 1", "\(name): \(rows[name] ?? "-")") }
+        for name in refusing {
+            #expect(rows[name] == "queued HTTP 403 0", "waits for the origin, no attempt charged: \(rows[name] ?? "-")")
+        }
+        let text = try runHerald(["status", "--db", rig.herald.databasePath]).stdout
+        #expect(text.contains("web: origin \(other.baseURL) is paused"), "\(text)")
+
+        let resumed = try runHerald(["resume", "web", "--db", rig.herald.databasePath])
+        #expect(resumed.stdout.contains("web: resumed"), "\(resumed.stdout) \(resumed.stderr)")
+        let after = try runHerald(["status", "--json", "--db", rig.herald.databasePath]).stdout
+        #expect(!after.contains(other.baseURL), "resuming the app resumed its origin: \(after)")
+    }
+
+    /// SPEC §17 and §19: one message to a person reaches their phone (FCM) and their browser (Web Push); the push
+    /// service that refuses it (400) ends that delivery alone.
+    @Test func aPushServiceRefusingAMessageEndsOnlyItsOwnDelivery() async throws {
+        let rig = try start(fcm: true)
+        defer { rig.herald.stop() }
+        let subscription = try await subscribe(rig, ["bad-1"])["bad-1"] ?? ""
+        let web = try await rig.herald.request("PUT", "/v1/subscriptions", body: #"""
+            {"app":"web","user":"ann","subscription":\#(subscription)}
+            """#)
+        #expect(web.status == 201, "\(web.text)")
+        let phone = try await rig.herald.request("PUT", "/v1/tokens/phone-1", body: #"{"app":"default","user":"ann"}"#)
+        #expect(phone.status == 201 || phone.status == 200, "\(phone.text)")
+        let id = try accepted(try await rig.herald.request(
+            "POST", "/v1/messages", body: #"{"users":["ann"],"message":{"notification":{"title":"Hi"}}}"#))
+        // The phone's app is paused: its delivery is still queued when the push service refuses the browser's.
+        var states: [String: String] = [:]
+        for _ in 0..<300 {
+            let message = try await rig.herald.request("GET", "/v1/messages/\(id)").json
+            for delivery in message["deliveries"] as? [[String: Any]] ?? [] {
+                states[Self.name(of: delivery["token"] as? String ?? "")] = delivery["state"] as? String
+            }
+            if states["bad-1"] == "dead" { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(states == ["phone-1": "queued", "bad-1": "dead"])
+        #expect(try runHerald(["resume", "default", "--db", rig.herald.databasePath]).status == 0)
+        #expect(try await settled(rig, id) == ["phone-1": "delivered", "bad-1": "dead/HTTP 400"])
+        #expect(try await rig.simulator?.requests().count == 1, "FCM was sent the message")
     }
 
     @Test func subscriptionsAreCheckedAtTheDoor() async throws {
@@ -220,6 +303,10 @@ import Testing
              "cannot read key file"),
             (#"{"name":"web","provider":"webpush","server_key":"k","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c"}"#,
              #""server_key" does not apply to provider "webpush""#),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","origin_concurrency":0}"#,
+             "origin_concurrency must be an integer in 1...10000"),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","origin_concurrency":"9"}"#,
+             "origin_concurrency must be an integer in 1...10000"),
         ]
         for (app, says) in cases {
             let config = directory.appendingPathComponent("herald.json").path

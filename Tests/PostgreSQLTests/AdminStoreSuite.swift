@@ -297,6 +297,37 @@ private let day: Int64 = 86_400_000
         #expect(try gate() == (t0 + 1_000, .other("goaway"), t0))
     }
 
+    @Test(arguments: Engine.allCases) func originsAreStoredWhileGatedOrPausedAndResumedWithTheirApp(
+        _ engine: Engine
+    ) throws {
+        let admin = try Admin(engine)
+        let store = admin.store
+        let (bad, slow, gone) = ("https://bad.example", "https://slow.example:8443", "https://gone.example")
+        try store.transaction {
+            try store.closeOriginGate("web", origin: slow, until: t0 + 1_000, reason: .retryAfter, now: t0)
+            try store.closeOriginGate("web", origin: slow, until: t0 + 900, reason: .http(503), now: t0 + 100)
+            try store.closeOriginGate("web", origin: bad, until: t0 + 500, reason: .http(403), now: t0)
+            try store.closeOriginGate("other", origin: gone, until: t0 + 50, reason: .timeout, now: t0)
+            #expect(try store.pauseOrigin("web", origin: bad, reason: "HTTP 403 for 5 subscriptions in a row", now: t0))
+            #expect(try !store.pauseOrigin("web", origin: bad, reason: "again", now: t0 + 1), "already paused")
+        }
+        let web = try store.originSwitches(app: "web", now: t0 + 100)
+        #expect(web == [
+            OriginSwitch(
+                app: "web", origin: bad, gateUntil: t0 + 500, gateReason: .http(403), gatedAt: t0, paused: true,
+                pauseReason: "HTTP 403 for 5 subscriptions in a row", pausedAt: t0),
+            OriginSwitch(app: "web", origin: slow, gateUntil: t0 + 1_000, gateReason: .retryAfter, gatedAt: t0),
+        ], "a shorter gate changes nothing")
+        #expect(try store.originSwitches(app: nil, now: t0 + 10).map(\.app) == ["other", "web", "web"])
+        // Rows whose gate opened and that are not paused go: the table holds what is gated or paused now.
+        #expect(try store.transaction { try store.forgetOpenOrigins(now: t0 + 1_000) } == 2)
+        #expect(try store.originSwitches(app: nil, now: t0 + 1_000).map(\.origin) == [bad])
+        // Resuming the app resumes its origins, even when the app itself was not paused.
+        #expect(try store.transaction { try store.resumeApp("web") })
+        #expect(try store.originSwitches(app: nil, now: t0).isEmpty)
+        #expect(try store.transaction { try store.resumeApp("web") } == false, "nothing left to resume")
+    }
+
     @Test(arguments: Engine.allCases) func queueDepthCountsEveryAppAndState(_ engine: Engine) throws {
         let admin = try Admin(engine)
         try admin.enqueue(["a", "b", "c"], at: t0)

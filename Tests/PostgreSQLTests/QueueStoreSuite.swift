@@ -268,6 +268,29 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(row == ["queued 0 -"])
     }
 
+    @Test(arguments: Engine.allCases) func aDeferredRowIsQueuedUnchargedUntilItsTimeAndKeepsItsLastError(
+        _ engine: Engine
+    ) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue(["sent", "unsent"], at: t0)
+        let ids = Dictionary(uniqueKeysWithValues: try queue.claim(now: t0).deliveries.map { ($0.token, $0.id) })
+        let applied = try queue.apply([
+            .deferred(id: try #require(ids["sent"]), until: t0 + 5_000, reason: .httpStatus(403), status: 403),
+            .deferred(id: try #require(ids["unsent"]), until: t0 + 7_000, reason: nil, status: nil),
+        ], now: t0 + 1)
+        #expect(applied.updated.count == 2 && applied.deadLetters == 0)
+        let rows = try queue.store.strings(
+            """
+            SELECT token || ' ' || state || ' ' || attempts || ' ' || CAST(next_attempt_at - $1 AS TEXT) || ' '
+                || coalesce(reason, '-') || ' ' || coalesce(CAST(last_status AS TEXT), '-') || ' '
+                || coalesce(lease_owner, '-')
+            FROM deliveries ORDER BY id
+            """, [.integer(t0)])
+        #expect(rows == ["sent queued 0 5000 HTTP 403 403 -", "unsent queued 0 7000 - - -"])
+        #expect(try queue.claim(now: t0 + 4_999).deliveries.isEmpty, "not due before its time")
+        #expect(try queue.claim(now: t0 + 5_000).deliveries.map(\.token) == ["sent"])
+    }
+
     @Test(arguments: Engine.allCases) func rescuerReturnsOnlyExpiredLeases(_ engine: Engine) throws {
         let queue = try Queue(engine)
         try queue.enqueue(["a", "b"], at: t0)
@@ -460,6 +483,25 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(applied.deadLetters == 3)
         #expect(try queue.rows()
             == ["a dead/MessageTooBig", "b dead/MessageTooBig", "c dead/MessageTooBig", "d queued"])
+    }
+
+    @Test(arguments: Engine.allCases) func aRefusedMessageLeavesItsDeliveriesInOtherApps(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        for app in ["default", "web"] { try queue.insert([], app: app) }  // the apps serve registers as it starts
+        try queue.store.register("phone", app: "default", user: "ann", now: t0)
+        try queue.store.register("laptop", app: "web", user: "ann", now: t0)
+        try queue.store.register("laptop-2", app: "web", user: "ann", now: t0)
+        let message = try queue.store.insert(
+            NewMessage(app: NewMessage.everyApp, payload: "{}", target: .users(["ann"])), now: t0).id
+        let claimed = try queue.store.write {
+            try $0.claim(app: "web", limit: 1, owner: "w1", leaseMillis: 60_000, now: t0 + 1)
+        }
+        let refused = try #require(claimed.deliveries.first)
+        let applied = try queue.apply([.deadMessage(id: refused.id, reason: .httpStatus(400), status: 400)], now: t0 + 2)
+        #expect(applied.deadLetters == 2, "this app's other delivery of the message dies with it")
+        #expect(try queue.store.strings(
+            "SELECT app || ' ' || state FROM deliveries WHERE message_id = $1 ORDER BY app, id", [.text(message)])
+            == ["default queued", "web dead", "web dead"], "the phone's delivery is its own provider's affair")
     }
 
     /// Each engine stores a reason as its text (SPEC §4: what users script against), which reads back as the same

@@ -76,7 +76,7 @@ public final class WebPushProvider: Provider {
                 outbound: OutboundRequest(
                     url: url(of: subscription), headers: headers, body: body, timeoutMillis: timeoutMillis,
                     keptResponseHeaders: WebPushClassifier.headersRead),
-                kind: .tokens, format: .json)
+                kind: .tokens, format: .json, origin: subscription.origin)
         }
     }
 

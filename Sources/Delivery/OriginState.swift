@@ -1,0 +1,20 @@
+/// What a Web Push app's scheduler knows of one push-service origin, the fault domain below the app (SPEC §19): its
+/// gate, its pause, its requests in flight against its share of the app's, and the claimed requests waiting for it.
+struct OriginState {
+    var gate = Gate()
+    /// Paused after refusing the sender for several different subscriptions in a row; until the app is resumed.
+    var paused = false
+    var inFlight = 0
+    /// The subscriptions refused (401, 403) since the origin last accepted a push, each once, in order.
+    var refused: [String] = []
+    /// Claimed requests over the origin's share, waiting for one of its requests to end.
+    var waiting = PendingQueue<PreparedRequest>()
+    /// Since when its share has been taken; nil while it has room. How long its requests take to end is how long
+    /// the requests over its share that cannot wait are deferred.
+    var fullSince: Int64?
+
+    /// Nothing here that sending needs to remember once its gate has been open a while: it may be forgotten.
+    func isIdle(now: Int64, after quiet: Int64) -> Bool {
+        inFlight == 0 && waiting.isEmpty && !paused && refused.isEmpty && gate.until + quiet <= now
+    }
+}
