@@ -67,7 +67,9 @@ enum ServeCommand {
             Per-app providers ("fcm-v1" with "service_account_file", "project_id", "token_uri", "endpoint";
             "fcm-legacy" with "server_key", "endpoint"; "apns" with "key_file", "key_id", "team_id", "topic",
             "environment"; "webpush" with "vapid_private_key_file", "vapid_subject" — make the key with
-            `herald webpush-keys --out FILE`) go in the config file's "apps" list.
+            `herald webpush-keys --out FILE` — and optionally "trusted_push_hosts" (host suffixes its endpoints must
+            be on) and "allow_private_endpoints" (true: also loopback, private addresses and any port; for tests))
+            go in the config file's "apps" list.
             """
     }
 }

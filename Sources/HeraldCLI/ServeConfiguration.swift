@@ -451,7 +451,8 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            for (key, value) in object where value.stringValue == nil && key != "concurrency" && key != "max_rate" {
+            let notStrings: Set = ["concurrency", "max_rate", "allow_private_endpoints", "trusted_push_hosts"]
+            for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
             let provider: ProviderKind
@@ -511,9 +512,7 @@ struct ServeConfiguration: Sendable {
                 var app = AppConfiguration(
                     name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? "",
                     concurrency: appConcurrency, maxRate: appMaxRate)
-                app.webPush = try WebPushSettings(
-                    keyFile: item["vapid_private_key_file"]?.stringValue, subject: item["vapid_subject"]?.stringValue,
-                    app: name, directory: directory)
+                app.webPush = try WebPushSettings(item, app: name, directory: directory)
                 apps.append(app)
                 continue
             }

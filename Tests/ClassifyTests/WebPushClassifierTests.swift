@@ -50,4 +50,15 @@ private let now: Int64 = 1_700_000_000_000
         let classification = WebPushClassifier.classify(status: 429, headers: [("retry-after", "120")], now: now)
         #expect(classification.retryAfterUntil == now + 120_000)
     }
+
+    /// SPEC §19: an endpoint whose every address the policy refused ends that delivery, and says nothing about the
+    /// origin; any other failure is a fault of the origin, retried.
+    @Test func aForbiddenAddressEndsTheDeliveryAndOtherFailuresRetry() {
+        let forbidden = WebPushClassifier.classify(failure: DeliveryReason(stored: "ForbiddenAddress"))
+        #expect(forbidden.outcomes == [.deadToken(reason: .forbiddenAddress)])
+        #expect(!forbidden.closesGate)
+        let reset = WebPushClassifier.classify(failure: DeliveryReason(stored: "reset"))
+        #expect(reset.outcomes == [.retry(reason: .other("reset"))])
+        #expect(reset.closesGate)
+    }
 }
