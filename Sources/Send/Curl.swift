@@ -16,7 +16,7 @@ enum Curl {
     /// TLS handshake failed is not told.
     static func failure(_ code: CURLcode, generic: Bool = false) -> TransportFailure {
         switch code {
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION where generic: .tlsHandshakeFailed
+        case CURLE_SSL_CONNECT_ERROR where generic, CURLE_PEER_FAILED_VERIFICATION where generic: .tlsHandshakeFailed
         case CURLE_OPERATION_TIMEDOUT: .timeout
         case CURLE_COULDNT_CONNECT: .connect
         // The connection ended before a complete answer (closed or reset by the peer).
