@@ -17,7 +17,10 @@ import HTTPTestSupport
     private let readers: DatabaseReaders
 
     /// RFC 8291 Appendix A's receiver: a real P-256 point and a 16-byte auth secret.
-    private static let keys = #""keys":{"p256dh":"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4","auth":"BTBZMqHH6r4Tts7J_aSIgg"}"#
+    private static let p256dh =
+        "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+    private static let auth = "BTBZMqHH6r4Tts7J_aSIgg"
+    private static let keys = #""keys":{"p256dh":"\#(p256dh)","auth":"\#(auth)"}"#
 
     init() throws {
         writer = try DatabaseWriter(path: directory.path("herald.db"))
@@ -32,13 +35,16 @@ import HTTPTestSupport
 
     private func request(_ api: IngestAPI, _ method: String, _ target: String, _ body: String) -> (Int, String) {
         let responder = WaitingResponder()
-        api.handle(HTTPRequest(method: method, target: target, headers: [], body: Array(body.utf8)), responder: responder)
+        api.handle(
+            HTTPRequest(method: method, target: target, headers: [], body: Array(body.utf8)), responder: responder)
         let response = responder.wait()
         return (response.status, String(decoding: response.body, as: UTF8.self))
     }
 
     private func subscribe(_ api: IngestAPI, _ endpoint: String) -> (Int, String) {
-        request(api, "PUT", "/v1/subscriptions", #"{"app":"web","subscription":{"endpoint":"\#(endpoint)",\#(Self.keys)}}"#)
+        request(
+            api, "PUT", "/v1/subscriptions",
+            #"{"app":"web","subscription":{"endpoint":"\#(endpoint)",\#(Self.keys)}}"#)
     }
 
     private func stored() throws -> Int {
@@ -92,12 +98,15 @@ import HTTPTestSupport
         let api = api(EndpointPolicy(trustedHosts: ["fcm.googleapis.com", "push.apple.com"]))
         #expect(subscribe(api, "https://fcm.googleapis.com/fcm/send/abc").0 == 201)
         #expect(subscribe(api, "https://web.push.apple.com/QOb").0 == 201)
-        for endpoint in ["https://push.example.net/x", "https://evilfcm.googleapis.com.example/x", "https://apple.com/x"] {
+        for endpoint in ["https://push.example.net/x", "https://fcm.googleapis.com.example/x", "https://apple.com/x"] {
             let (status, body) = subscribe(api, endpoint)
             #expect(status == 400 && body.contains("trusted_push_hosts"), "\(endpoint) → \(body)")
         }
+        let tokens = ["https://fcm.googleapis.com/fcm/send/abc", "https://push.example.net/x"].map {
+            #""\#($0)#p256dh=\#(Self.p256dh)&auth=\#(Self.auth)""#
+        }
         let token = request(api, "POST", "/v1/messages", #"""
-            {"app":"web","registration_ids":["https://fcm.googleapis.com/fcm/send/abc#p256dh=BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4&auth=BTBZMqHH6r4Tts7J_aSIgg","https://push.example.net/x#p256dh=BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4&auth=BTBZMqHH6r4Tts7J_aSIgg"],"data":{"a":"b"}}
+            {"app":"web","registration_ids":[\#(tokens.joined(separator: ","))],"data":{"a":"b"}}
             """#)
         #expect(token.0 == 400 && token.1.contains("target 2"), "\(token.1)")
         #expect(try stored() == 2, "the two registrations alone")

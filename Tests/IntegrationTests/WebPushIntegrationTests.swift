@@ -240,6 +240,7 @@ import Testing
         let directory = HeraldProcess.makeDirectory()
         let notAKey = directory.appendingPathComponent("not-a-key.pem").path
         try "hello".write(toFile: notAKey, atomically: true, encoding: .utf8)
+        let vapid = #""name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b""#
         let cases: [(app: String, says: String)] = [
             (#"{"name":"web","provider":"webpush","vapid_subject":"mailto:a@b.c"}"#, "herald webpush-keys --out"),
             (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem"}"#, "vapid_subject"),
@@ -251,12 +252,9 @@ import Testing
              "cannot read key file"),
             (#"{"name":"web","provider":"webpush","server_key":"k","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c"}"#,
              #""server_key" does not apply to provider "webpush""#),
-            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","allow_private_endpoints":"yes"}"#,
-             #""allow_private_endpoints" must be true or false"#),
-            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","trusted_push_hosts":[]}"#,
-             #""trusted_push_hosts" must be a non-empty list of host names"#),
-            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","trusted_push_hosts":["https://push.apple.com"]}"#,
-             #""trusted_push_hosts" must be a non-empty list of host names"#),
+            (#"{\#(vapid),"allow_private_endpoints":"yes"}"#, #""allow_private_endpoints" must be true or false"#),
+            (#"{\#(vapid),"trusted_push_hosts":[]}"#, #""trusted_push_hosts" must be a non-empty list of host names"#),
+            (#"{\#(vapid),"trusted_push_hosts":["https://push.apple.com"]}"#, #""trusted_push_hosts" must be"#),
         ]
         for (app, says) in cases {
             let config = directory.appendingPathComponent("herald.json").path

@@ -19,7 +19,8 @@ import Testing
         // IPv6, and IPv6 carrying IPv4: mapped, SIIT, NAT64, 6to4, IPv4-compatible.
         ("[::ffff:127.0.0.1]", "loopback"), ("[::ffff:7f00:1]", "loopback"), ("[::ffff:a9fe:a9fe]", "link-local"),
         ("[::ffff:0:10.0.0.1]", "private"), ("[64:ff9b::10.0.0.1]", "private"), ("[2002:7f00:1::1]", "loopback"),
-        ("[::127.0.0.1]", "reserved"), ("[fe80::1]", "link-local"), ("[fc00::1]", "private"), ("[fd12:3456::1]", "private"),
+        ("[::127.0.0.1]", "reserved"), ("[fe80::1]", "link-local"), ("[fc00::1]", "private"),
+        ("[fd12:3456::1]", "private"),
         ("[::]", "unspecified"), ("[ff02::1]", "multicast"), ("[2001:db8::1]", "documentation"),
         ("[2001::1]", "reserved"), ("[fec0::1]", "reserved"), ("[4000::1]", "reserved"),
         // Public.

@@ -71,7 +71,9 @@ import Testing
         let resolver = Resolver(name: "test", maxThreads: 1, maxSlowThreads: 0, lookUp: dns.lookUp)
         _ = resolver.resolve(host: "stuck.example", port: 443) { _ in }
         while dns.count("stuck.example") == 0 { await Task.yield() }
-        let wait = resolver.resolve(host: "dropped.example", port: 443) { _ in Issue.record("a cancelled wait answered") }
+        let wait = resolver.resolve(host: "dropped.example", port: 443) { _ in
+            Issue.record("a cancelled wait answered")
+        }
         wait?.cancel()
         async let later = resolve(resolver, "later.example")
 
