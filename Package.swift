@@ -38,7 +38,7 @@ let package = Package(
         // knows nothing of SQLite.
         .target(
             name: "PostgreSQL", dependencies: ["CLibPQ", "Queue", "Support"], plugins: ["EmbedMigrations"]),
-        .target(name: "Ingest", dependencies: ["Queue", "HTTP", "OAuth", "Support"]),
+        .target(name: "Ingest", dependencies: ["Queue", "HTTP", "OAuth", "Posix", "Support"]),
         // The operator console (SPEC §18): its JSON API under /v1/admin/ and its page, compiled into the binary.
         .target(name: "Console", dependencies: ["Ingest", "Queue", "HTTP", "Support"], plugins: ["EmbedConsole"]),
         // Reads a request's TargetKind, a type of the queue's.
@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support"]),
-        .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Support"]),
+        .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
         .target(
             name: "HeraldCLI",
             dependencies: [
@@ -89,7 +89,7 @@ let package = Package(
             dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP"]),
         // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.
         .target(name: "NetworkTestSupport", dependencies: ["Send"], path: "Tests/NetworkTestSupport"),
-        .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Support", "NetworkTestSupport"]),
+        .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Posix", "Support", "NetworkTestSupport"]),
         .testTarget(
             name: "IntegrationTests", dependencies: [
                 "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",

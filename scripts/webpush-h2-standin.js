@@ -21,7 +21,7 @@
 // benchmark's backlog of many endpoints with one key pair).
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
-// http://127.0.0.1:S/stats answers {"sessions", "requests", "delivered", "duplicates" (a subscription given 201
+// http://127.0.0.1:S/stats answers {"connections" (TCP, TLS or not), "sessions", "requests", "delivered", "duplicates" (a subscription given 201
 // twice for the same plaintext), "bad_vapid", "vapid_headers" (distinct VAPID headers verified), "audiences", "decrypted",
 // "decrypt_failures", "headers": {name: {ttl, urgency, topic, content-encoding, content-type}},
 // "plaintexts": {name: text}, "attempts": {name: n}, "sample": {path, headers, body (base64)} of the first request
@@ -44,7 +44,7 @@ for (const required of ['cert', 'key']) {
 }
 
 const stats = {
-    sessions: 0, requests: 0, delivered: 0, duplicates: 0, bad_vapid: 0, vapid_headers: 0, audiences: [],
+    connections: 0, sessions: 0, requests: 0, delivered: 0, duplicates: 0, bad_vapid: 0, vapid_headers: 0, audiences: [],
     decrypted: 0, decrypt_failures: 0, headers: {}, plaintexts: {}, attempts: {}, sample: null,
 };
 const subscribers = new Map();   // name → { ecdh, publicKey, auth }
@@ -112,6 +112,7 @@ const server = http2.createSecureServer({
     cert: fs.readFileSync(options.cert), key: fs.readFileSync(options.key),
     settings: { maxConcurrentStreams: options.streams },
 });
+server.on('connection', () => { stats.connections++; });
 server.on('session', (session) => { stats.sessions++; session.on('error', () => {}); });
 
 server.on('stream', (stream, headers) => {

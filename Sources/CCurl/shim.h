@@ -62,6 +62,19 @@ static inline int herald_curl_close_counted_socket(void *counter, curl_socket_t 
     return close(fd);
 }
 
+typedef curl_socket_t (*herald_curl_opensocket_callback)(void *context, curlsocktype purpose,
+                                                         struct curl_sockaddr *address);
+
+/// Makes `handle` open its sockets through `open` (with `context`) instead, which decides whether the address may be
+/// connected to and then opens it with `herald_curl_open_counted_socket`, or returns CURL_SOCKET_BAD. Set after
+/// `herald_curl_easy_count_sockets`, whose close callback goes on counting.
+static inline CURLcode herald_curl_easy_open_sockets_through(CURL *handle, herald_curl_opensocket_callback open,
+                                                             void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, open);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, context);
+    return code;
+}
+
 static inline long herald_load_counter(const long *counter) {
     return __atomic_load_n(counter, __ATOMIC_RELAXED);
 }

@@ -31,6 +31,14 @@ public enum WebPushClassifier {
         return Classification(outcomes: [outcome], retryAfterUntil: retryAfterUntil, closesGate: closesGate)
     }
 
+    /// A request that got no answer, by the reason its failure is stored as: `ForbiddenAddress` (SPEC §19: the
+    /// endpoint's host is an address the app may not send to, and nothing was connected to) ends that delivery;
+    /// anything else is retried, the gate closing.
+    public static func classify(failure reason: DeliveryReason) -> Classification {
+        guard reason == .forbiddenAddress else { return Classifier.transportFailure(reason: reason, targetCount: 1) }
+        return Classification(outcomes: [.deadToken(reason: reason)], retryAfterUntil: nil, closesGate: false)
+    }
+
     // MARK: - The table
 
     static func outcome(status: Int, headers: [(name: String, value: String)]) -> Outcome {

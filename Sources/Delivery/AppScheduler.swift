@@ -559,7 +559,7 @@ struct AppScheduler {
             case .reset: .reset
             case .timeout: .timeout
             case .connect: .connect
-            case .cancelled, .responseTooLarge, .other: .transport
+            case .cancelled, .responseTooLarge, .forbiddenAddress, .other: .transport
             }
         case .response(let status, _, _, _):
             retryAfter ? .retryAfter : quota ? .quota : .http(status)

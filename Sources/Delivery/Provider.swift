@@ -1,4 +1,5 @@
 import Classify
+import Posix
 import Send
 import Queue
 import Support
@@ -113,17 +114,20 @@ extension Provider {
     /// Herald's HTTP/2 client for `concurrency` requests in flight, `maxConnections` of them to one host, and an
     /// HTTP/1.1 pool of a connection per request for a server that does not offer h2. `caFile` replaces the CA
     /// certificates servers are checked against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator.
+    /// `addressPolicy`: for hosts Herald does not choose (Web Push's), where connections may go.
     func http2Transport(
-        concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil
+        concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil,
+        addressPolicy: AddressPolicy? = nil
     ) -> any RequestTransport {
         let connections = maxConnections(concurrency: concurrency)
         let http1 = HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
         guard let caFile else {
             return HTTP2ClientPool(
-                maxConnectionsPerHost: connections, http1Connections: http1, name: name, liveness: liveness)
+                maxConnectionsPerHost: connections, http1Connections: http1, name: name, liveness: liveness,
+                addressPolicy: addressPolicy)
         }
         return HTTP2ClientPool(
             maxConnectionsPerHost: connections, http1Connections: http1, name: name, caFile: caFile,
-            liveness: liveness)
+            liveness: liveness, addressPolicy: addressPolicy)
     }
 }

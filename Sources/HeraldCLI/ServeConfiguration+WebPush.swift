@@ -1,11 +1,14 @@
 import Foundation
+import Ingest
 import OAuth
 import Support
 
-/// A Web Push app's VAPID identity (SPEC §16), from its `apps` entry.
+/// A Web Push app's VAPID identity (SPEC §16) and the endpoints it sends to (SPEC §19), from its `apps` entry.
 struct WebPushSettings: Sendable {
     /// The `apps` entry's keys for a Web Push app.
-    static let keys: Set = ["vapid_private_key_file", "vapid_subject", "origin_concurrency"]
+    static let keys: Set = [
+        "vapid_private_key_file", "vapid_subject", "origin_concurrency", "allow_private_endpoints", "trusted_push_hosts",
+    ]
     /// Requests in flight to one push-service origin at most, by default (SPEC §19).
     static let defaultOriginConcurrency = 100
 
@@ -18,20 +21,27 @@ struct WebPushSettings: Sendable {
     var caFile: String?
     /// `origin_concurrency`: of the app's requests in flight, how many may go to one push-service origin.
     var originConcurrency = defaultOriginConcurrency
+    /// `allow_private_endpoints` and `trusted_push_hosts`: which endpoints its subscriptions may have.
+    var endpoints = EndpointPolicy()
 
-    /// `--sandbox`'s: no key file; `Service` makes a throw-away key.
+    /// `--sandbox`'s: no key file (`Service` makes a throw-away key), and the simulator on loopback to send to.
     static func sandboxed() -> WebPushSettings {
-        WebPushSettings(keyFile: "", subject: "mailto:sandbox@herald.invalid")
+        var settings = WebPushSettings(keyFile: "", subject: "mailto:sandbox@herald.invalid")
+        settings.endpoints = EndpointPolicy(allowsPrivate: true)
+        return settings
     }
 
     private init(keyFile: String, subject: String) {
         (self.keyFile, self.subject) = (keyFile, subject)
     }
 
-    init(
-        keyFile: String?, subject: String?, originConcurrency: JSON? = nil, app: String, directory: String?
-    ) throws {
-        if let originConcurrency {
+    /// From the `apps` entry `item` of app `app`.
+    init(_ item: JSON, app: String, directory: String?) throws {
+        try self.init(
+            keyFile: item["vapid_private_key_file"]?.stringValue, subject: item["vapid_subject"]?.stringValue, app: app,
+            directory: directory)
+        endpoints = try Self.endpoints(item, app: app)
+        if let originConcurrency = item["origin_concurrency"] {
             guard let value = originConcurrency.int64Value, (1...10_000).contains(value) else {
                 throw ServeConfiguration.Invalid(description: """
                     Web Push app "\(app)": origin_concurrency must be an integer in 1...10000 (requests in flight to \
@@ -40,6 +50,9 @@ struct WebPushSettings: Sendable {
             }
             self.originConcurrency = Int(value)
         }
+    }
+
+    private init(keyFile: String?, subject: String?, app: String, directory: String?) throws {
         guard let path = keyFile, !path.isEmpty else {
             throw ServeConfiguration.Invalid(description: """
                 Web Push app "\(app)" needs "vapid_private_key_file" (make one with `herald webpush-keys --out FILE`)
@@ -53,6 +66,32 @@ struct WebPushSettings: Sendable {
         }
         self.keyFile = directory.map { ServeConfiguration.resolvePath(path, against: $0) } ?? path
         self.subject = subject
+    }
+
+    /// `allow_private_endpoints` (a boolean) and `trusted_push_hosts` (host names, stored lowercase).
+    private static func endpoints(_ item: JSON, app: String) throws -> EndpointPolicy {
+        var allowsPrivate = false
+        if let value = item["allow_private_endpoints"] {
+            guard let flag = value.boolValue else {
+                throw ServeConfiguration.Invalid(description: """
+                    Web Push app "\(app)": "allow_private_endpoints" must be true or false
+                    """)
+            }
+            allowsPrivate = flag
+        }
+        guard let value = item["trusted_push_hosts"] else { return EndpointPolicy(allowsPrivate: allowsPrivate) }
+        let hosts = value.arrayValue?.compactMap(\.stringValue).map { $0.lowercased() } ?? []
+        let isHostName = { (host: String) in
+            !host.isEmpty && !host.hasPrefix(".") && !host.hasSuffix(".")
+                && host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
+        }
+        guard !hosts.isEmpty, hosts.count == value.arrayValue?.count, hosts.allSatisfy(isHostName) else {
+            throw ServeConfiguration.Invalid(description: """
+                Web Push app "\(app)": "trusted_push_hosts" must be a non-empty list of host names, such as \
+                ["fcm.googleapis.com", "push.services.mozilla.com", "push.apple.com", "notify.windows.com"]
+                """)
+        }
+        return EndpointPolicy(allowsPrivate: allowsPrivate, trustedHosts: hosts)
     }
 
     /// Reads the PEM file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.

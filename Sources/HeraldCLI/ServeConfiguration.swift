@@ -451,8 +451,10 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            let numbers: Set = ["concurrency", "max_rate", "origin_concurrency"]
-            for (key, value) in object where value.stringValue == nil && !numbers.contains(key) {
+            let notStrings: Set = [
+                "concurrency", "max_rate", "origin_concurrency", "allow_private_endpoints", "trusted_push_hosts",
+            ]
+            for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
             let provider: ProviderKind
@@ -512,9 +514,7 @@ struct ServeConfiguration: Sendable {
                 var app = AppConfiguration(
                     name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? "",
                     concurrency: appConcurrency, maxRate: appMaxRate)
-                app.webPush = try WebPushSettings(
-                    keyFile: item["vapid_private_key_file"]?.stringValue, subject: item["vapid_subject"]?.stringValue,
-                    originConcurrency: item["origin_concurrency"], app: name, directory: directory)
+                app.webPush = try WebPushSettings(item, app: name, directory: directory)
                 apps.append(app)
                 continue
             }

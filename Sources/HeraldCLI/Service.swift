@@ -132,7 +132,7 @@ final class Service: Sendable {
                 let vapid = try VAPID(key: key, subject: webPush.subject)
                 provider = WebPushProvider(
                     app: app.name, vapid: vapid, redirect: app.endpoint.isEmpty ? nil : app.endpoint,
-                    caFile: webPush.caFile)
+                    caFile: webPush.caFile, allowsPrivateEndpoints: webPush.endpoints.addresses.allowsPrivate)
                 Log.info("webpush app", [
                     "app": .string(app.name), "subject": .string(webPush.subject),
                     "application_server_key": .string(vapid.publicKeyText),
@@ -152,6 +152,9 @@ final class Service: Sendable {
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
             providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
+            endpointPolicies: Dictionary(
+                apps.compactMap { app in app.webPush.map { (app.name, $0.endpoints) } },
+                uniquingKeysWith: { first, _ in first }),
             metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         let admin = AdminAPI(

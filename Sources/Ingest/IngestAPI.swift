@@ -20,6 +20,7 @@ public final class IngestAPI: HTTPHandler {
     private let knownApps: Set<String>?
     private let projects: [String: String]
     private let providers: [String: ProviderKind]
+    private let endpointPolicies: [String: EndpointPolicy]
     private let maxWriterBacklog: Int
 
     /// - Parameters:
@@ -36,9 +37,12 @@ public final class IngestAPI: HTTPHandler {
     ///   - providers: each app's provider, where it matters at ingest: what the provider cannot address is refused
     ///     (`ProviderKind.refusal`), and subscriptions register only with Web Push apps. An app not named is
     ///     taken as FCM HTTP v1's, which addresses everything.
+    ///   - endpointPolicies: what each Web Push app takes as a subscription's endpoint; an app not named gets the
+    ///     default `EndpointPolicy` (public hosts on port 443).
     public init(
         writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, knownApps: Set<String>? = nil,
         projects: [String: String] = [:], providers: [String: ProviderKind] = [:],
+        endpointPolicies: [String: EndpointPolicy] = [:],
         maxWriterBacklog: Int = 20_000, metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
@@ -46,6 +50,7 @@ public final class IngestAPI: HTTPHandler {
         self.knownApps = knownApps
         self.projects = projects
         self.providers = providers
+        self.endpointPolicies = endpointPolicies
         self.maxWriterBacklog = maxWriterBacklog
         self.writer = writer
         self.readers = readers
@@ -236,7 +241,9 @@ public final class IngestAPI: HTTPHandler {
         case .failure(let failure): return responder.respond(error(failure))
         case .success(let valid): registration = valid
         }
-        if let refusal = providers[registration.app]?.registrationRefusal(of: token, app: registration.app) {
+        if let refusal = providers[registration.app]?.registrationRefusal(
+            of: token, app: registration.app, endpoints: endpoints(registration.app))
+        {
             return responder.respond(error(refusal))
         }
         register(token, app: registration.app, user: registration.user, responder)
@@ -251,7 +258,9 @@ public final class IngestAPI: HTTPHandler {
         }
         if let unknown = unknownApp(registration.app) { return responder.respond(error(unknown)) }
         let provider = providers[registration.app]
-        if let refusal = provider?.registrationRefusal(of: registration.token, app: registration.app) {
+        if let refusal = provider?.registrationRefusal(
+            of: registration.token, app: registration.app, endpoints: endpoints(registration.app))
+        {
             return responder.respond(error(refusal))
         }
         register(registration.token, app: registration.app, user: registration.user, responder)
@@ -341,7 +350,11 @@ public final class IngestAPI: HTTPHandler {
 
     /// A message that its app's provider cannot carry (`ProviderKind.refusal`).
     private func refusal(of message: IncomingMessage) -> APIError? {
-        providers[message.app]?.refusal(of: message, app: message.app)
+        providers[message.app]?.refusal(of: message, app: message.app, endpoints: endpoints(message.app))
+    }
+
+    private func endpoints(_ app: String) -> EndpointPolicy {
+        endpointPolicies[app] ?? EndpointPolicy()
     }
 
     /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it.

@@ -93,6 +93,10 @@ public enum MessageValidator {
                 throw .invalidParameters("\(field) must be a string")
             }
         }
+        if let collapseKey = message["collapse_key"]?.stringValue, breaksHeader(collapseKey) {
+            // It becomes APNs' `apns-collapse-id` and Web Push's `Topic`.
+            throw .invalidParameters("collapse_key may not contain CR, LF or NUL")
+        }
         for field in ["content_available", "mutable_content", "delay_while_idle", "dry_run"] {
             if let value = message[field], value.boolValue == nil {
                 throw .invalidParameters("\(field) must be true or false")
@@ -228,6 +232,12 @@ public enum MessageValidator {
                 + "written without fraction or exponent")
         }
         return Int(seconds)
+    }
+
+    /// Whether `value` would break an HTTP header it is sent in (CR, LF or NUL), which no header value of a message
+    /// may (SPEC §19).
+    static func breaksHeader(_ value: String) -> Bool {
+        value.utf8.contains { $0 == 0 || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }
     }
 
     /// FCM reserves these exactly as written, byte for byte: `from`, `message_type`, and prefixes `google`, `gcm`.

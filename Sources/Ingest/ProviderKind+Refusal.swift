@@ -4,8 +4,9 @@ import Queue
 extension ProviderKind {
     /// Why `message` cannot go out through this provider, or nil: refused at ingest with 400 rather than
     /// dead-lettered later. FCM legacy has no FIDs and no web push block; APNs and Web Push address devices only
-    /// (no topics, conditions or FIDs); Web Push sends only to subscriptions, and only Web Push can.
-    func refusal(of message: IncomingMessage, app: String) -> APIError? {
+    /// (no topics, conditions or FIDs); Web Push sends only to subscriptions, only to endpoints `endpoints` takes,
+    /// and only Web Push can.
+    func refusal(of message: IncomingMessage, app: String, endpoints: EndpointPolicy) -> APIError? {
         let addressed = switch message.target {
         case .topic: "a topic"
         case .condition: "a condition"
@@ -35,11 +36,16 @@ extension ProviderKind {
                 return .invalidParameters("app \"\(app)\" delivers over Web Push, which cannot address "
                     + "\(addressed): send to subscriptions or users")
             }
-            if case .tokens(let tokens) = message.target,
-               let index = tokens.firstIndex(where: { WebPushSubscription(token: $0) == nil }) {
-                return .invalidParameters("app \"\(app)\" delivers over Web Push: its targets are subscriptions "
-                    + "(\"subscription\": {...}, or a token a PUT /v1/subscriptions returned); target \(index + 1) "
-                    + "is not one")
+            guard case .tokens(let tokens) = message.target else { return nil }
+            for (index, token) in tokens.enumerated() {
+                guard let subscription = WebPushSubscription(token: token) else {
+                    return .invalidParameters("app \"\(app)\" delivers over Web Push: its targets are subscriptions "
+                        + "(\"subscription\": {...}, or a token a PUT /v1/subscriptions returned); target "
+                        + "\(index + 1) is not one")
+                }
+                if let refusal = endpoints.refusal(of: subscription) {
+                    return .invalidParameters(tokens.count == 1 ? refusal : "target \(index + 1): \(refusal)")
+                }
             }
             return nil
         }
@@ -48,11 +54,14 @@ extension ProviderKind {
     /// Why `token` cannot be registered for `app`, or nil: a Web Push app's tokens are subscriptions (registered with
     /// `PUT /v1/subscriptions`), and a subscription belongs to a Web Push app — the rule `refusal(of:app:)` applies
     /// to messages, applied to the registry.
-    func registrationRefusal(of token: String, app: String) -> APIError? {
-        switch (self, WebPushSubscription(token: token) != nil) {
+    func registrationRefusal(of token: String, app: String, endpoints: EndpointPolicy) -> APIError? {
+        let subscription = WebPushSubscription(token: token)
+        switch (self, subscription != nil) {
         case (.webPush, false):
             return .invalidParameters("app \"\(app)\" delivers over Web Push: register its subscriptions with "
                 + "PUT /v1/subscriptions (PushSubscription.toJSON())")
+        case (.webPush, true):
+            return subscription.flatMap(endpoints.refusal(of:)).map(APIError.invalidParameters)
         case (.fcmLegacy, true), (.fcmV1, true), (.apns, true):
             return .invalidParameters("app \"\(app)\" delivers over \(rawValue); subscriptions register with an app "
                 + "whose provider is \"webpush\"")

@@ -10,8 +10,9 @@ import Support
 ///
 /// Unknown fields are refused in the request, the message, and each platform block (`android`, `apns`, `webpush`,
 /// their `notification`s and `fcm_options`), where a typo would otherwise be dropped silently on its way to FCM.
-/// Blocks whose members are open-ended by design (`data`, `apns.headers`, `apns.payload`, `webpush.headers`) are
-/// checked for their value types only.
+/// Blocks whose members are open-ended by design (`data`, `apns.payload`) are checked for their value types only.
+/// Headers are not (SPEC §19, what a message may set): `apns.headers` takes Apple's `apns-*` request headers alone,
+/// `webpush.headers` `TTL`, `Urgency` and `Topic`, and no header value anywhere may hold CR, LF or NUL.
 ///
 /// ```swift
 /// let result = V1MessageValidator.validate(
@@ -62,6 +63,13 @@ public enum V1MessageValidator {
         "channel_id", "ticker", "image",
     ]
     private static let apnsFields = ["headers", "payload", "fcm_options", "live_activity_token"]
+    /// Apple's request headers ("Sending notification requests to APNs"), less `authorization`, which is Herald's.
+    private static let apnsHeaders = [
+        "apns-id", "apns-push-type", "apns-expiration", "apns-priority", "apns-topic", "apns-collapse-id",
+    ]
+    /// RFC 8030's; the rest of a push request is Herald's (encryption, VAPID).
+    private static let webpushHeaders = ["TTL", "Urgency", "Topic"]
+    private static let urgencies = ["very-low", "low", "normal", "high"]
     private static let apnsStrings = ["live_activity_token"]
     private static let fanOuts = ["tokens", "users", "subscription"]
     private static let fcmTopLevel = ["message", "validate_only"]
@@ -194,6 +202,10 @@ public enum V1MessageValidator {
             }
         }
         var derived = Derived(collapseKey: value["collapse_key"]?.stringValue)
+        if let collapseKey = derived.collapseKey, MessageValidator.breaksHeader(collapseKey) {
+            // It becomes APNs' `apns-collapse-id` and Web Push's `Topic`.
+            throw invalid("Invalid value at 'message.android.collapse_key': it may not contain CR, LF or NUL.")
+        }
         if let ttl = value["ttl"] {
             guard let seconds = ttl.stringValue.flatMap(durationSeconds), seconds <= MessageValidator.maximumTTL else {
                 throw invalid("Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), "
@@ -223,15 +235,15 @@ public enum V1MessageValidator {
         guard let value else { return Derived() }
         try checkObject(value, at: "message.apns", fields: apnsFields, strings: apnsStrings)
         try checkStringMap(value["headers"], at: "message.apns.headers", dataKeys: false)
+        let headers = try checkHeaders(value["headers"], at: "message.apns.headers", allowed: apnsHeaders)
         if let payload = value["payload"], payload.objectValue == nil {
             throw invalid("Invalid value at 'message.apns.payload' (type.googleapis.com/google.protobuf.Struct), "
                 + "\(payload.serialized()): must be a JSON object.")
         }
         try checkObject(value["fcm_options"], at: "message.apns.fcm_options", fields: optionsFields,
                         strings: optionsFields)
-        let headers = value["headers"]
-        var derived = Derived(collapseKey: headers?["apns-collapse-id"]?.stringValue)
-        if let expiration = headers?["apns-expiration"]?.stringValue {
+        var derived = Derived(collapseKey: headers["apns-collapse-id"])
+        if let expiration = headers["apns-expiration"] {
             guard let epoch = Int64(expiration), epoch >= 0 else {
                 throw invalid("Invalid value at 'message.apns.headers.apns-expiration': a UNIX time in seconds, "
                     + "got \(quoted(expiration)).")
@@ -239,7 +251,7 @@ public enum V1MessageValidator {
             // APNs reads 0 as "now or never", as a TTL of 0 is for Herald.
             derived.ttl = epoch == 0 ? 0 : Int(min(max(0, epoch - now / 1000), Int64(MessageValidator.maximumTTL)))
         }
-        if let priority = headers?["apns-priority"]?.stringValue {
+        if let priority = headers["apns-priority"] {
             guard ["10", "5", "1"].contains(priority) else {
                 throw invalid("Invalid value at 'message.apns.headers.apns-priority': 10, 5 or 1, "
                     + "got \(quoted(priority)).")
@@ -253,6 +265,7 @@ public enum V1MessageValidator {
         guard let value else { return Derived() }
         try checkObject(value, at: "message.webpush", fields: webpushFields, strings: [])
         try checkStringMap(value["headers"], at: "message.webpush.headers", dataKeys: false)
+        let headers = try checkHeaders(value["headers"], at: "message.webpush.headers", allowed: webpushHeaders)
         try checkStringMap(value["data"], at: "message.webpush.data", dataKeys: true)
         if let notification = value["notification"], notification.objectValue == nil {
             throw invalid("Invalid value at 'message.webpush.notification' "
@@ -261,7 +274,7 @@ public enum V1MessageValidator {
         try checkObject(value["fcm_options"], at: "message.webpush.fcm_options", fields: optionsFields,
                         strings: optionsFields)
         var derived = Derived()
-        if let ttl = value["headers"]?["TTL"]?.stringValue {
+        if let ttl = headers["ttl"] {
             guard ttl.utf8.count <= 8, let seconds = Int(ttl), seconds >= 0, seconds <= MessageValidator.maximumTTL,
                   ttl.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
             else {
@@ -270,10 +283,52 @@ public enum V1MessageValidator {
             }
             derived.ttl = seconds
         }
-        if let urgency = value["headers"]?["Urgency"]?.stringValue {
+        if let urgency = headers["urgency"] {
+            guard urgencies.contains(urgency) else {
+                throw invalid("Invalid value at 'message.webpush.headers.Urgency': very-low, low, normal or high, "
+                    + "got \(quoted(urgency)).")
+            }
             derived.priority = urgency == "high" ? .high : .normal
         }
+        if let topic = headers["topic"], !(1...32).contains(topic.utf8.count) || !topic.utf8.allSatisfy(isBase64URL) {
+            throw invalid("Invalid value at 'message.webpush.headers.Topic': 1 to 32 base64url characters "
+                + "([A-Za-z0-9_-]), got \(quoted(topic)).")
+        }
         return derived
+    }
+
+    /// A platform block's `headers` (a map of strings already): names among `allowed`, in any case and each once,
+    /// values without CR, LF or NUL. The values by lowercase name.
+    private static func checkHeaders(
+        _ value: JSON?, at path: String, allowed: [String]
+    ) throws(APIError) -> [String: String] {
+        var headers: [String: String] = [:]
+        for entry in value?.objectValue ?? [] {
+            let name = entry.key.lowercased()
+            guard allowed.contains(where: { $0.lowercased() == name }) else {
+                throw invalid("Invalid value at '\(path)': \(quoted(entry.key)) is not a header a message may set; "
+                    + "it may set " + allowed.joined(separator: ", ") + ".")
+            }
+            guard headers[name] == nil else {
+                throw invalid("Invalid value at '\(path)': \(quoted(entry.key)) is given twice.")
+            }
+            let text = entry.value.stringValue ?? ""
+            if MessageValidator.breaksHeader(text) {
+                throw invalid("Invalid value at '\(path).\(entry.key)': a header value may not contain CR, LF or NUL.")
+            }
+            headers[name] = text
+        }
+        return headers
+    }
+
+    private static func isBase64URL(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default:
+            false
+        }
     }
 
     // MARK: - Field names

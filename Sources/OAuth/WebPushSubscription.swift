@@ -86,6 +86,15 @@ public struct WebPushSubscription: Sendable, Equatable {
         VAPID.origin(of: endpoint) ?? endpoint
     }
 
+    /// The endpoint's host as its URL writes it (lowercase, an IPv6 address in brackets), and its port.
+    public var authority: (host: String, port: Int) {
+        let hostAndPort = origin.dropFirst("https://".count)
+        guard let colon = hostAndPort.lastIndex(of: ":"), !hostAndPort[colon...].contains("]"),
+              let port = Int(hostAndPort[hostAndPort.index(after: colon)...])
+        else { return (String(hostAndPort), 443) }
+        return (String(hostAndPort[..<colon]), port)
+    }
+
     /// Nil for an `https` URL with a host, no fragment, no whitespace or control characters, within the bound.
     static func problem(endpoint: String) -> String? {
         guard endpoint.utf8.count <= maximumEndpointBytes else {

@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 
 /// One address `getaddrinfo` gave for a host, as bytes `connect` and `bind` take.
@@ -10,24 +9,6 @@ public struct SocketAddress: Sendable {
     public struct ResolveError: Error, Sendable {
         public var reason: String
     }
-
-    /// Looks `host` up off the caller's thread (`getaddrinfo` blocks on DNS) and calls `completion` there with its
-    /// TCP addresses, in the resolver's order of preference. An IP address is not looked up: it is its own answer.
-    public static func resolve(
-        host: String, port: Int,
-        completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void
-    ) {
-        if let numeric = try? lookUp(host: host, port: port, numericOnly: true) as [SocketAddress] {
-            completion(.success(numeric))
-            return
-        }
-        resolver.async {
-            completion(Result { () throws(ResolveError) in try lookUp(host: host, port: port, numericOnly: false) })
-        }
-    }
-
-    /// One serial queue for every pool's look-ups: connections open rarely, and never many at once.
-    private static let resolver = DispatchQueue(label: "herald-resolve")
 
     /// The TCP addresses of `host` (blocking: `getaddrinfo`), in the resolver's order of preference.
     public static func lookUp(host: String, port: Int, numericOnly: Bool) throws(ResolveError) -> [SocketAddress] {

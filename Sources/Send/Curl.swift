@@ -12,9 +12,11 @@ enum Curl {
     static func initializeOnce() { _ = initialized }
 
     /// What a failed transfer reports. Only the codes the classifier cares about are named; the rest keep curl's
-    /// own text so an operator can still tell them apart.
-    static func failure(_ code: CURLcode) -> TransportFailure {
+    /// own text so an operator can still tell them apart. `generic`: the host is a stranger's (SPEC §19), and how its
+    /// TLS handshake failed is not told.
+    static func failure(_ code: CURLcode, generic: Bool = false) -> TransportFailure {
         switch code {
+        case CURLE_SSL_CONNECT_ERROR where generic, CURLE_PEER_FAILED_VERIFICATION where generic: .tlsHandshakeFailed
         case CURLE_OPERATION_TIMEDOUT: .timeout
         case CURLE_COULDNT_CONNECT: .connect
         // The connection ended before a complete answer (closed or reset by the peer).

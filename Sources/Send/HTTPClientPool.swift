@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Posix
 import Support
 import Synchronization
 
@@ -42,15 +43,20 @@ public final class HTTPClientPool: Sendable {
         return (max(1, inFlight) + streamsPerConnection - 1) / streamsPerConnection + 1
     }
 
-    /// - Parameter caFile: the CA certificates (PEM) that HTTPS servers are checked against instead of the system's;
-    ///   by default `$SSL_CERT_FILE` when set (OpenSSL's own convention), for a private FCM gateway or a stand-in.
+    /// - Parameters:
+    ///   - caFile: the CA certificates (PEM) that HTTPS servers are checked against instead of the system's; by
+    ///     default `$SSL_CERT_FILE` when set (OpenSSL's own convention), for a private FCM gateway or a stand-in.
+    ///   - addressPolicy: as `HTTP2ClientPool`'s: for hosts Herald does not choose, the addresses a socket may
+    ///     connect to; nil: hosts the operator named.
     public init(
         maxConnectionsPerHost: Int = 64, name: String = "sender",
-        caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 },
+        addressPolicy: AddressPolicy? = nil
     ) {
         precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
         Curl.initializeOnce()
-        let core = PoolCore(name: name, maxConnectionsPerHost: maxConnectionsPerHost, caFile: caFile)
+        let core = PoolCore(
+            name: name, maxConnectionsPerHost: maxConnectionsPerHost, caFile: caFile, addressPolicy: addressPolicy)
         self.core = core
         thread = Mutex(PosixThread(name: "herald-\(name)") {
             do {

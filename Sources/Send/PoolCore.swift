@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import Posix
 
 /// What `HTTPClientPool` and its loop thread share: the pool's shell (mailbox, in-flight count, wake-up) and the
 /// libcurl multi handle with its connection count.
@@ -21,12 +22,15 @@ final class PoolCore: Sendable {
     let multi: MultiHandle
     let connectionCounter: Counter
     let caFile: String?
+    /// Where its sockets may connect to (`HTTPClientPool.init`); nil: anywhere.
+    let addressPolicy: AddressPolicy?
 
-    init(name: String, maxConnectionsPerHost: Int, caFile: String?) {
+    init(name: String, maxConnectionsPerHost: Int, caFile: String?, addressPolicy: AddressPolicy?) {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
         shell = PoolShell(name: name)
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.caFile = caFile
+        self.addressPolicy = addressPolicy
         multi = MultiHandle(pointer: pointer)
         let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         counter.initialize(to: 0)

@@ -1,4 +1,5 @@
 import CCurl
+import Posix
 import Support
 
 /// One easy handle and everything a request on it needs kept alive until it completes. Transfers are reused
@@ -23,6 +24,14 @@ final class Transfer {
     private var requestsStarted = 0
     /// curl wanted to send the request a second time and was stopped: see `startingRequest`.
     private(set) var refusedResend = false
+    /// Where this request's sockets may connect to, and the pool's count they join (`openSocket`).
+    private var addressPolicy: AddressPolicy?
+    private var connectionCounter: UnsafeMutablePointer<Int>?
+    /// Addresses the policy refused to this request, and sockets it opened: every address refused and none opened
+    /// is a `forbiddenAddress` failure.
+    private var addressesRefused = 0
+    private var socketsOpened = 0
+    var refusedEveryAddress: Bool { addressesRefused > 0 && socketsOpened == 0 }
 
     /// The list built from `headerListSource`, kept while the next request sends the same headers, which is
     /// every request of one app.
@@ -57,9 +66,17 @@ final class Transfer {
     /// Resets the handle and sets every option for `request`. Returns `false` when curl refused an option
     /// (an out-of-memory copy of the URL, in practice); the handle is then not added to the multi.
     ///
-    /// `connectionCounter` is the pool's count of open connections, which the sockets of this handle keep.
-    func prepare(_ request: OutboundRequest, caFile: String?, connectionCounter: UnsafeMutablePointer<Int>) -> Bool {
+    /// `connectionCounter` is the pool's count of open connections, which the sockets of this handle keep;
+    /// `addressPolicy`, where they may connect to (nil: anywhere).
+    func prepare(
+        _ request: OutboundRequest, caFile: String?, connectionCounter: UnsafeMutablePointer<Int>,
+        addressPolicy: AddressPolicy?
+    ) -> Bool {
         curl_easy_reset(easy)
+        self.addressPolicy = addressPolicy
+        self.connectionCounter = connectionCounter
+        addressesRefused = 0
+        socketsOpened = 0
         responseBody.removeAll(keepingCapacity: true)
         responseHeaders.removeAll(keepingCapacity: true)
         responseTooLarge = false
@@ -101,6 +118,7 @@ final class Transfer {
         check(herald_curl_easy_setopt_prereq_function(easy, startingRequest))
         check(herald_curl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context))
         check(herald_curl_easy_count_sockets(easy, connectionCounter))
+        if addressPolicy != nil { check(herald_curl_easy_open_sockets_through(easy, openPermittedSocket, context)) }
         if let caFile { check(herald_curl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)) }
         check(herald_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList(for: request.headers)))
         check(herald_curl_easy_setopt_write_function(easy, writeResponseBody))
@@ -213,6 +231,22 @@ final class Transfer {
         return false
     }
 
+    // MARK: - Sockets
+
+    /// A socket to `address` for curl, counted, if the address policy permits it; else `CURL_SOCKET_BAD`, and curl
+    /// tries the host's next address or fails the transfer.
+    fileprivate func openSocket(_ purpose: curlsocktype, _ address: UnsafeMutablePointer<curl_sockaddr>) -> Int32 {
+        let raw = UnsafeRawBufferPointer(
+            start: UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \.addr)!,
+            count: Int(address.pointee.addrlen))
+        guard addressPolicy?.permits(family: address.pointee.family, sockaddr: raw) ?? true else {
+            addressesRefused += 1
+            return CURL_SOCKET_BAD
+        }
+        socketsOpened += 1
+        return herald_curl_open_counted_socket(connectionCounter, purpose, address)
+    }
+
     // MARK: - Response body
 
     /// Appends body bytes, or refuses them once the body would pass `maxResponseBytes`.
@@ -241,6 +275,11 @@ private let writeResponseBody: herald_curl_data_callback = { buffer, size, count
 private let startingRequest: herald_curl_prereq_callback = { context, _, _, _, _ in
     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
     return transfer.mayStartRequest() ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
+}
+
+/// `CURLOPT_OPENSOCKETFUNCTION` of a pool with an address policy: the context is the transfer.
+private let openPermittedSocket: herald_curl_opensocket_callback = { context, purpose, address in
+    Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().openSocket(purpose, address!)
 }
 
 /// `CURLOPT_HEADERFUNCTION`: one complete header line per call, CRLF included.

@@ -99,7 +99,9 @@ final class TransferLoop: PoolTransport {
             return
         }
         let counter = core.connectionCounter.pointer
-        guard transfer.prepare(submission.request, caFile: core.caFile, connectionCounter: counter) else {
+        guard transfer.prepare(
+            submission.request, caFile: core.caFile, connectionCounter: counter, addressPolicy: core.addressPolicy)
+        else {
             idle.append(transfer)
             complete(submission.completion, .failure(.other("invalid request")), since: submission.submittedAt)
             return
@@ -136,7 +138,8 @@ final class TransferLoop: PoolTransport {
             if transfer.responseTooLarge { return .failure(.responseTooLarge) }
             // The connection went away after the request was sent and curl wanted to send it again.
             if transfer.refusedResend { return .failure(.reset) }
-            return .failure(Curl.failure(code))
+            if transfer.refusedEveryAddress { return .failure(.forbiddenAddress) }
+            return .failure(Curl.failure(code, generic: core.addressPolicy != nil))
         }
         var status = 0
         var version = 0

@@ -17,6 +17,9 @@ public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
     case cancelled
     /// The answer was larger than a response may be.
     case responseTooLarge
+    /// Every address of the host is one the pool's `AddressPolicy` refuses (SPEC §19): nothing was connected to. Its
+    /// text is the delivery's reason as stored.
+    case forbiddenAddress
     /// Anything else, in libcurl's or TLS's words (`"Couldn't resolve host name"`, `"TLS handshake: …"`).
     /// Never the text of another case: build it from text with `init(describing:)`.
     case other(String)
@@ -29,9 +32,14 @@ public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
         case "reset": .reset
         case "cancelled": .cancelled
         case "response too large": .responseTooLarge
+        case "ForbiddenAddress": .forbiddenAddress
         default: .other(text)
         }
     }
+
+    /// A TLS handshake with a stranger's server failed, whatever the reason: what the server did is not told to the
+    /// caller, who could otherwise probe hosts through Herald (SPEC §19).
+    public static let tlsHandshakeFailed = TransportFailure.other("TLS handshake failed")
 
     public var description: String {
         switch self {
@@ -40,6 +48,7 @@ public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
         case .reset: "reset"
         case .cancelled: "cancelled"
         case .responseTooLarge: "response too large"
+        case .forbiddenAddress: "ForbiddenAddress"
         case .other(let text): text
         }
     }

@@ -66,6 +66,8 @@ public enum DeliveryReason: Hashable, Sendable {
     case unknownError
     /// An HTTP status that FCM's contract does not describe (`HTTP 403`).
     case httpStatus(Int)
+    /// A Web Push endpoint's host is an address the app may not send to (SPEC §19): nothing was connected to.
+    case forbiddenAddress
 
     /// Any other text, verbatim: an FCM error code Herald has no rule for, or a transport failure (`timeout`,
     /// `reset`, …). Never the text of another case: build it from text with `init(stored:)`.
@@ -157,6 +159,7 @@ public enum DeliveryReason: Hashable, Sendable {
         case .unauthorized: "Unauthorized"
         case .unknownError: "UnknownError"
         case .httpStatus(let status): "HTTP \(status)"
+        case .forbiddenAddress: "ForbiddenAddress"
         case .other(let text): text
         }
     }
@@ -180,7 +183,7 @@ public enum DeliveryReason: Hashable, Sendable {
             .messageTooBig, .invalidDataKey, .invalidTTL, .invalidParameters, .invalidJSON, .unavailable,
             .internalServerError, .deviceMessageRateExceeded, .topicsMessageRateExceeded, .invalidAPNsCredential,
             .expired, .maxAttempts, .collapsed, .replaced, .cancelled, .canonicalID, .invalidResponse,
-            .mismatchedResults, .deviceGroupPartialFailure, .unauthorized, .unknownError,
+            .mismatchedResults, .deviceGroupPartialFailure, .unauthorized, .unknownError, .forbiddenAddress,
         ]
         return Dictionary(
             uniqueKeysWithValues: (fixed + V1Code.allCases.map(v1) + APNsCode.allCases.map(apns)).map {

@@ -68,4 +68,15 @@ private let now: Int64 = 1_700_000_000_000
             #expect(!outcome.contains { if case .deadMessage = $0 { true } else { false } }, "\(status)")
         }
     }
+
+    /// SPEC §19: an endpoint whose every address the policy refused ends that delivery, and says nothing about the
+    /// origin; any other failure is a fault of the origin, retried.
+    @Test func aForbiddenAddressEndsTheDeliveryAndOtherFailuresRetry() {
+        let forbidden = WebPushClassifier.classify(failure: DeliveryReason(stored: "ForbiddenAddress"))
+        #expect(forbidden.outcomes == [.deadToken(reason: .forbiddenAddress)])
+        #expect(!forbidden.closesGate)
+        let reset = WebPushClassifier.classify(failure: DeliveryReason(stored: "reset"))
+        #expect(reset.outcomes == [.retry(reason: .other("reset"))])
+        #expect(reset.closesGate)
+    }
 }

@@ -23,7 +23,10 @@ import Testing
 
     /// On SQLite, or on `database` (PostgreSQL). `twoOrigins`: a second stand-in, a push service of its own origin.
     /// `fcm`: app `default` sends to a real `herald fcm-sim` instead of nowhere, once resumed (it starts paused).
-    func start(on database: TestDatabase? = nil, twoOrigins: Bool = false, fcm: Bool = false) throws -> Rig {
+    /// The stand-ins are on loopback: the app allows private endpoints unless `privateEndpoints` is false.
+    func start(
+        on database: TestDatabase? = nil, twoOrigins: Bool = false, fcm: Bool = false, privateEndpoints: Bool = true
+    ) throws -> Rig {
         let key = try P256PrivateKey.generate()
         let directory = HeraldProcess.makeDirectory()
         let keyFile = directory.appendingPathComponent("vapid.pem").path
@@ -35,7 +38,7 @@ import Testing
         let config = directory.appendingPathComponent("herald.json").path
         try """
             {"apps": [{"name": "web", "provider": "webpush", "vapid_private_key_file": "vapid.pem",
-                       "vapid_subject": "mailto:ops@example.com"},
+                       "vapid_subject": "mailto:ops@example.com", "allow_private_endpoints": \(privateEndpoints)},
                       {"name": "default", "server_key": "k",
                        "endpoint": "\(simulator?.endpoint ?? "http://127.0.0.1:1/fcm/send")"}]}
             """.write(toFile: config, atomically: true, encoding: .utf8)
@@ -287,11 +290,42 @@ import Testing
         #expect(token.status == 400 && token.text.contains("subscription"), "\(token.text)")
     }
 
+    /// SPEC §19: without `allow_private_endpoints`, a subscription whose name resolves to loopback is never connected
+    /// to. `localhost` is refused at ingest, so the row is written straight into the registry (as if registered while
+    /// its name was public): the delivery is dead, `ForbiddenAddress`, and the stand-in saw no connection at all.
+    @Test func aSubscriptionWhoseNameResolvesToLoopbackIsNeverConnectedTo() async throws {
+        let rig = try start(privateEndpoints: false)
+        defer { rig.herald.stop() }
+        let made = try await subscribe(rig, ["ok-1"])["ok-1"] ?? ""
+        let literal = try await rig.herald.request(
+            "PUT", "/v1/subscriptions", body: #"{"app":"web","user":"u1","subscription":\#(made)}"#)
+        #expect(literal.status == 400 && literal.text.contains("loopback"), "\(literal.text)")
+        let token = try WebPushSubscription(json: JSON.parse(Array(made.utf8))).token
+            .replacingOccurrences(of: "https://127.0.0.1:", with: "https://localhost:")
+        let named = made.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let byName = try await rig.herald.request(
+            "PUT", "/v1/subscriptions", body: #"{"app":"web","subscription":\#(named)}"#)
+        #expect(byName.status == 400 && byName.text.contains("this machine"), "\(byName.text)")
+        let registry = try Connection(path: rig.herald.databasePath)
+        _ = try registry.run(
+            "INSERT INTO tokens (token, app, user, created_at, updated_at) VALUES (?, 'web', 'u1', 0, 0)",
+            .text(token))
+
+        let reply = try await rig.herald.request(
+            "POST", "/v1/messages", body: #"{"app":"web","users":["u1"],"data":{"a":"b"}}"#)
+
+        #expect(try await settled(rig, try accepted(reply)) == ["ok-1": "dead/ForbiddenAddress"])
+        let stats = try await rig.standIn.statsObject()
+        #expect(stats["connections"] as? Int == 0, "nothing connected: \(stats)")
+        #expect(stats["requests"] as? Int == 0)
+    }
+
     /// A Web Push app that cannot work is refused at start, saying what to fix, and nothing is served.
     @Test func aWebPushAppWithoutItsKeyOrSubjectIsRefusedAtStart() throws {
         let directory = HeraldProcess.makeDirectory()
         let notAKey = directory.appendingPathComponent("not-a-key.pem").path
         try "hello".write(toFile: notAKey, atomically: true, encoding: .utf8)
+        let vapid = #""name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b""#
         let cases: [(app: String, says: String)] = [
             (#"{"name":"web","provider":"webpush","vapid_subject":"mailto:a@b.c"}"#, "herald webpush-keys --out"),
             (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem"}"#, "vapid_subject"),
@@ -303,10 +337,13 @@ import Testing
              "cannot read key file"),
             (#"{"name":"web","provider":"webpush","server_key":"k","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c"}"#,
              #""server_key" does not apply to provider "webpush""#),
-            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","origin_concurrency":0}"#,
+            (#"{\#(vapid),"origin_concurrency":0}"#,
              "origin_concurrency must be an integer in 1...10000"),
-            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","origin_concurrency":"9"}"#,
+            (#"{\#(vapid),"origin_concurrency":"9"}"#,
              "origin_concurrency must be an integer in 1...10000"),
+            (#"{\#(vapid),"allow_private_endpoints":"yes"}"#, #""allow_private_endpoints" must be true or false"#),
+            (#"{\#(vapid),"trusted_push_hosts":[]}"#, #""trusted_push_hosts" must be a non-empty list of host names"#),
+            (#"{\#(vapid),"trusted_push_hosts":["https://push.apple.com"]}"#, #""trusted_push_hosts" must be"#),
         ]
         for (app, says) in cases {
             let config = directory.appendingPathComponent("herald.json").path

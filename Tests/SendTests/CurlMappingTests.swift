@@ -17,6 +17,13 @@ import Testing
         #expect(Curl.failure(code) == failure)
     }
 
+    /// A stranger's server (SPEC §19): how its TLS handshake failed is not told; the other failures read the same.
+    @Test func genericFailuresHideHowTheHandshakeFailed() {
+        #expect(Curl.failure(CURLE_SSL_CONNECT_ERROR, generic: true) == .tlsHandshakeFailed)
+        #expect(Curl.failure(CURLE_PEER_FAILED_VERIFICATION, generic: true) == .tlsHandshakeFailed)
+        #expect(Curl.failure(CURLE_COULDNT_CONNECT, generic: true) == .connect)
+    }
+
     @Test(arguments: [
         (Int(CURL_HTTP_VERSION_1_0), "1.0"),
         (Int(CURL_HTTP_VERSION_1_1), "1.1"),

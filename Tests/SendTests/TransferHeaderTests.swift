@@ -9,7 +9,7 @@ import Testing
             let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
             defer { counter.deallocate() }
             let request = OutboundRequest(url: "http://127.0.0.1:1/", keptResponseHeaders: kept)
-            #expect(transfer.prepare(request, caFile: nil, connectionCounter: counter))
+            #expect(transfer.prepare(request, caFile: nil, connectionCounter: counter, addressPolicy: nil))
         }
         for line in lines {
             Array(line.utf8).withUnsafeBytes { transfer.receiveHeaderLine($0) }

@@ -10,6 +10,7 @@ import Testing
         (.reset, "reset"),
         (.cancelled, "cancelled"),
         (.responseTooLarge, "response too large"),
+        (.forbiddenAddress, "ForbiddenAddress"),
         (.other("Couldn't resolve host name"), "Couldn't resolve host name"),
     ])
     func describesItselfAsHeraldAlwaysHas(failure: TransportFailure, text: String) {

@@ -2,6 +2,7 @@ import Classify
 import Dispatch
 import Foundation
 import OAuth
+import Posix
 import Queue
 import Send
 import Support
@@ -32,11 +33,16 @@ public final class WebPushProvider: Provider {
     /// The CA certificates (PEM) push services are checked against instead of the default ones (`$SSL_CERT_FILE`,
     /// else the system's): the sandbox's, to trust the built-in simulator's throw-away certificate.
     public let caFile: String?
+    /// Where its connections may go (SPEC §19): public addresses on port 443 unless the app allows private
+    /// endpoints (the sandbox, tests).
+    let addressPolicy: AddressPolicy
 
     public init(
-        app: String, vapid: VAPID, redirect: String? = nil, timeoutMillis: Int = 30_000, caFile: String? = nil
+        app: String, vapid: VAPID, redirect: String? = nil, timeoutMillis: Int = 30_000, caFile: String? = nil,
+        allowsPrivateEndpoints: Bool = false
     ) {
         self.app = app
+        addressPolicy = AddressPolicy(allowsPrivate: allowsPrivateEndpoints)
         self.vapid = vapid
         self.caFile = caFile
         self.redirect = redirect.map { var base = $0; while base.hasSuffix("/") { base.removeLast() }; return base }
@@ -112,7 +118,7 @@ public final class WebPushProvider: Provider {
             guard case .failure(let failure) = result else {
                 return Classifier.transportFailure(reason: .other("no answer"), targetCount: 1)
             }
-            return Classifier.transportFailure(reason: DeliveryReason(failure), targetCount: 1)
+            return WebPushClassifier.classify(failure: DeliveryReason(failure))
         }
         return WebPushClassifier.classify(status: status, headers: headers, now: now)
     }
@@ -123,7 +129,8 @@ public final class WebPushProvider: Provider {
     }
 
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
-        http2Transport(concurrency: concurrency, name: name, liveness: liveness, caFile: caFile)
+        http2Transport(
+            concurrency: concurrency, name: name, liveness: liveness, caFile: caFile, addressPolicy: addressPolicy)
     }
 
     // MARK: - Helpers

@@ -1,4 +1,5 @@
 import Foundation
+import Posix
 import Support
 import Synchronization
 
@@ -42,15 +43,18 @@ public final class HTTP2ClientPool: RequestTransport {
     ///   - caFile: the CA certificates (PEM) servers are checked against instead of the system's; by default
     ///     `$SSL_CERT_FILE` when set.
     ///   - liveness: when a quiet connection gets a PING, and how long its ACK may take.
+    ///   - addressPolicy: for origins Herald does not choose (Web Push's, SPEC §19): only the addresses it permits
+    ///     are connected to (none: the request fails `forbiddenAddress`), and a failed TLS handshake is told as
+    ///     `tlsHandshakeFailed` alone. Nil: hosts the operator named.
     public init(
         maxConnectionsPerHost: Int, http1Connections: Int, name: String = "sender",
         caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 },
-        liveness: HTTP2Liveness = .standard
+        liveness: HTTP2Liveness = .standard, addressPolicy: AddressPolicy? = nil
     ) {
         precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
         let core = HTTP2PoolCore(
             name: name, maxConnectionsPerHost: maxConnectionsPerHost, http1Connections: max(1, http1Connections),
-            caFile: caFile, liveness: liveness)
+            caFile: caFile, liveness: liveness, addressPolicy: addressPolicy)
         self.core = core
         thread = Mutex(PosixThread(name: "herald-\(name)") {
             do {

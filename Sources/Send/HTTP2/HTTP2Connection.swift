@@ -27,6 +27,8 @@ final class HTTP2Connection {
     var streams: [Int32: HTTP2Stream] = [:]
     /// Output to take from the session at the end of the loop's turn: it is in the loop's list to flush.
     var needsFlush = false
+    /// Its wait for the host's addresses, given up if it closes first.
+    var lookup: Resolver.Wait?
 
     // MARK: - HTTP/2 (see HTTP2Connection+Session.swift)
 
@@ -108,12 +110,15 @@ final class HTTP2Connection {
 
     // MARK: - Opening
 
-    /// The host's addresses arrived: the race to connect starts with the first.
+    /// The host's addresses arrived: the race to connect starts with the first the pool's address policy permits;
+    /// none permitted, and no connection is attempted.
     func resolved(_ result: Result<[SocketAddress], SocketAddress.ResolveError>) {
         guard state == .resolving else { return }
+        lookup = nil
         switch result {
         case .success(let addresses):
-            self.addresses = addresses
+            self.addresses = loop.core.addressPolicy.map { addresses.filter($0.permits) } ?? addresses
+            guard !self.addresses.isEmpty else { return fail(opening: .forbiddenAddress) }
             state = .connecting
             connectNext(now: Clock.monotonicSeconds())
         case .failure(let error):
@@ -217,7 +222,8 @@ final class HTTP2Connection {
             if verification != X509_V_OK {
                 reason += " (" + String(cString: X509_verify_cert_error_string(verification)) + ")"
             }
-            fail(opening: .other(reason))
+            // What a stranger's server did in the handshake is not for the caller to learn (SPEC §19).
+            fail(opening: loop.core.addressPolicy == nil ? .other(reason) : .tlsHandshakeFailed)
         }
     }
 
@@ -386,6 +392,8 @@ final class HTTP2Connection {
 
     private func release() {
         state = .closed
+        lookup?.cancel()
+        lookup = nil
         if let ssl { SSL_free(ssl) }
         ssl = nil
         closeSocket()

@@ -185,7 +185,7 @@ final class HTTP2Loop: PoolTransport {
         origin.connections.append(connection)
         byID[connection.id] = connection
         let (core, id) = (core, connection.id)
-        SocketAddress.resolve(host: origin.host, port: origin.port) { result in
+        connection.lookup = core.resolver.resolve(host: origin.host, port: origin.port) { result in
             core.shell.post(HTTP2PoolCore.Resolution(connection: id, addresses: result))
         }
     }
@@ -216,7 +216,8 @@ final class HTTP2Loop: PoolTransport {
         let pool = core.fallback.withLock { pool in
             if let pool { return pool }
             let made = HTTPClientPool(
-                maxConnectionsPerHost: core.http1Connections, name: core.name + "-h1", caFile: core.caFile)
+                maxConnectionsPerHost: core.http1Connections, name: core.name + "-h1", caFile: core.caFile,
+                addressPolicy: core.addressPolicy)
             pool = made
             return made
         }

@@ -16,6 +16,10 @@ final class HTTP2PoolCore: Sendable {
     let http1Connections: Int
     let caFile: String?
     let liveness: HTTP2Liveness
+    /// The pool's own DNS: no other pool's names hold up its connections.
+    let resolver: Resolver
+    /// Where its connections may go when its origins are strangers' (Web Push); nil: the hosts the operator named.
+    let addressPolicy: AddressPolicy?
     let statistics = HTTP2Counters()
     /// HTTP/2 sockets open (connecting included); kept by the loop thread.
     let openConnections = Atomic<Int>(0)
@@ -24,8 +28,13 @@ final class HTTP2PoolCore: Sendable {
 
     var name: String { shell.name }
 
-    init(name: String, maxConnectionsPerHost: Int, http1Connections: Int, caFile: String?, liveness: HTTP2Liveness) {
+    init(
+        name: String, maxConnectionsPerHost: Int, http1Connections: Int, caFile: String?, liveness: HTTP2Liveness,
+        addressPolicy: AddressPolicy?
+    ) {
         shell = PoolShell(name: name)
+        resolver = Resolver(name: name)
+        self.addressPolicy = addressPolicy
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.http1Connections = http1Connections
         self.caFile = caFile
