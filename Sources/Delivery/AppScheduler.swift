@@ -248,6 +248,7 @@ struct AppScheduler {
         _ request: PreparedRequest, result: TransportResult, classification: Classification, now: Int64,
         using random: inout some RandomNumberGenerator, into actions: inout [Action]
     ) {
+        let classification = singledOut(classification, of: request)
         let status: Int? = if case .response(let status, _, _, _) = result { status } else { nil }
         // A quota error without Retry-After: FCM asks for a minute at least, and every other request would meet
         // the same quota meanwhile.
@@ -316,6 +317,26 @@ struct AppScheduler {
         pump(now: now, into: &actions)
     }
 
+    /// A subscription refused (401, 403) again after its origin took other pushes since its last refusal is that
+    /// subscription's trouble (made with another VAPID key, say), not the origin's: a charged retry that closes no
+    /// gate, so it ends by its attempts instead of holding the origin's gate shut a step at a time for ever.
+    private func singledOut(_ classification: Classification, of request: PreparedRequest) -> Classification {
+        guard let origin = request.origin, let state = origins[origin] else { return classification }
+        var singled = classification
+        var all = true
+        for (index, (delivery, outcome)) in zip(request.deliveries, classification.outcomes).enumerated() {
+            guard case .senderRefused(let reason) = outcome, state.refusedBefore.contains(delivery.token),
+                !state.refused.contains(delivery.token)
+            else {
+                all = false
+                continue
+            }
+            singled.outcomes[index] = .retry(reason: reason)
+        }
+        if all { singled.closesGate = false }
+        return singled
+    }
+
     /// The run of refusals of an origin: 401/403 for `options.originPauseRefusals` different subscriptions, with no
     /// push accepted between them, pause it (the VAPID key, or the origin, refuses them all). One subscription
     /// refused again and again is that subscription's trouble, and counts once.
@@ -327,6 +348,7 @@ struct AppScheduler {
         for (delivery, outcome) in zip(request.deliveries, classification.outcomes) {
             guard case .senderRefused(let reason) = outcome, !state.refused.contains(delivery.token) else { continue }
             state.refused.append(delivery.token)
+            state.rememberRefused(delivery.token)
             if state.refused.count >= options.originPauseRefusals, !state.paused, let origin = request.origin {
                 state.paused = true
                 let pause = "\(reason.rawValue) for \(state.refused.count) subscriptions in a row"
@@ -387,7 +409,7 @@ struct AppScheduler {
             if state.paused, row?.paused != true {
                 actions.append(.note(.originResumed(origin: origin)))
                 state.paused = false
-                state.refused.removeAll()
+                state.forgetRefusals()
                 state.gate.until = row?.gateUntil ?? 0
             }
             origins[origin] = state

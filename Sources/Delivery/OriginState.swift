@@ -7,6 +7,10 @@ struct OriginState {
     var inFlight = 0
     /// The subscriptions refused (401, 403) since the origin last accepted a push, each once, in order.
     var refused: [String] = []
+    /// The last subscriptions refused, kept across the origin's successes (at most `refusedKept`): one refused again
+    /// after others were accepted is singled out (`AppScheduler.singledOut`).
+    private(set) var refusedBefore: [String] = []
+    static let refusedKept = 256
     /// Claimed requests over the origin's share, waiting for one of its requests to end.
     var waiting = PendingQueue<PreparedRequest>()
     /// Since when its share has been taken; nil while it has room. How long its requests take to end is how long
@@ -16,5 +20,17 @@ struct OriginState {
     /// Nothing here that sending needs to remember once its gate has been open a while: it may be forgotten.
     func isIdle(now: Int64, after quiet: Int64) -> Bool {
         inFlight == 0 && waiting.isEmpty && !paused && refused.isEmpty && gate.until + quiet <= now
+    }
+
+    /// Resumed: every subscription gets a fresh start.
+    mutating func forgetRefusals() {
+        refused.removeAll()
+        refusedBefore.removeAll()
+    }
+
+    mutating func rememberRefused(_ token: String) {
+        guard !refusedBefore.contains(token) else { return }
+        if refusedBefore.count >= Self.refusedKept { refusedBefore.removeFirst() }
+        refusedBefore.append(token)
     }
 }

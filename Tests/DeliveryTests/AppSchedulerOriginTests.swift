@@ -129,6 +129,29 @@ import Testing
         #expect(app.origins[Self.bad]?.refused.count == 1)
     }
 
+    /// One subscription refused again after its origin accepted others (made with an old VAPID key, say): its
+    /// retries are charged and close no gate, so it ends by its attempts rather than holding the origin shut.
+    @Test func aSubscriptionRefusedAgainAfterTheOriginAcceptedOthersIsRetriedChargedWithoutAGate() throws {
+        var app = scheduler()
+        var random = random
+        let first = sendAll(&app, ["\(Self.bad)/stale", "\(Self.bad)/fresh"])
+        _ = app.answered(try #require(first[1]), result: answer(403), now: now, using: &random)
+        let gated = try #require(app.origins[Self.bad]).gate.until
+        #expect(gated > now, "a first refusal gates the origin")
+        _ = app.answered(try #require(first[2]), result: answer(201), now: now + 10, using: &random)
+
+        let at = gated + 1
+        _ = app.pump(now: at)
+        let retried = app.claimed(claim(["\(Self.bad)/stale"], first: 1), now: at).sentRequests
+        let again = app.answered(try #require(retried.first), result: answer(403), now: at, using: &random)
+        guard case .retry(1, _, .httpStatus(403), 403)? = again.written.first else {
+            Issue.record("a charged retry, not a deferral: \(again.written)")
+            return
+        }
+        #expect(app.origins[Self.bad]?.gate.until == gated, "no new gate for the origin")
+        #expect(app.origins[Self.bad]?.paused == false)
+    }
+
     // MARK: - Gates
 
     @Test func aDayLongRetryAfterGatesTheOriginAnHourAtMost() throws {
