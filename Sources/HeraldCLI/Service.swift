@@ -145,23 +145,30 @@ final class Service: Sendable {
                 name: app.name, provider: provider, concurrency: app.concurrency, maxRate: app.maxRate)
         }, metrics: metrics, options: options)
         let (stopping, engine) = (self.stopping, self.engine)
+        // Wrong tokens count against a client's address whether sent to ingest, the console's API or its login.
+        let guesses = GuessThrottle()
         let api = IngestAPI(
             writer: database.ingestWriter, readers: readers, apiToken: configuration.apiToken,
             knownApps: Set(configuration.apps.map(\.name)),
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
             providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
-            metrics: metrics,
+            guesses: guesses, metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         let admin = AdminAPI(
             writer: writer, readers: readers,
-            access: ConsoleAccess(apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken),
+            access: ConsoleAccess(
+                apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses),
             providers: Dictionary(
                 apps.map { ($0.name, $0.provider.rawValue) }, uniquingKeysWith: { first, _ in first }),
             metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
-        server = HTTPServer(configuration: serverConfiguration, handler: ConsoleRouter(api: api, admin: admin))
+        // Every route behind one front door: no other site's page, and no rebound name without a token.
+        let routes = ConsoleRouter(api: api, admin: admin)
+        server = HTTPServer(
+            configuration: serverConfiguration,
+            handler: FrontDoor(routes, loopbackOnly: configuration.apiToken == nil))
     }
 
     func start() throws {

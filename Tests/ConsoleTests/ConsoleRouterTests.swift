@@ -9,13 +9,14 @@ import Storage
 import Support
 import Testing
 
-/// `serve`'s handler with the console in front of ingest, on a real SQLite file: which requests reach what, what
-/// the head alone refuses, what the login sets, and what every page answer carries.
+/// `serve`'s handler with the console in front of ingest (behind the front door, as serve has it), on a real SQLite
+/// file: which requests reach what, what the head alone refuses, what the login sets, and what every page answer
+/// carries.
 @Suite struct ConsoleRouterTests {
     private let directory = ScratchDirectory(prefix: "herald-console")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
-    private let router: ConsoleRouter
+    private let router: FrontDoor
     private static let host = ("host", "127.0.0.1:8600")
     private static let sameOrigin = [host, ("origin", "http://127.0.0.1:8600"), ("sec-fetch-site", "same-origin")]
 
@@ -27,7 +28,7 @@ import Testing
         let admin = AdminAPI(
             writer: writer, readers: readers, access: ConsoleAccess(apiToken: "secret", readOnlyToken: "look"),
             providers: ["default": "fcm-v1"], metrics: .herald(), history: RateHistory(since: 0))
-        router = ConsoleRouter(api: api, admin: admin)
+        router = FrontDoor(ConsoleRouter(api: api, admin: admin), loopbackOnly: false)
     }
 
     private func request(
