@@ -57,20 +57,6 @@ import Testing
         HTTPRequest(method: method, target: path, headers: headers, body: Array(body.utf8), peer: peer)
     }
 
-    /// What serve does: the head first, then the whole request.
-    private func send(_ request: HTTPRequest, to door: FrontDoor) -> HTTPResponse {
-        var head = request
-        head.body = []
-        if let refusal = door.admit(head) { return refusal }
-        let responder = WaitingResponder()
-        door.handle(request, responder: responder)
-        return responder.wait()
-    }
-
-    private func header(_ response: HTTPResponse, _ name: String) -> String? {
-        response.headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-
     private func code(_ response: HTTPResponse) -> String? {
         (try? JSON.parse(response.body))?["error"]?["code"]?.stringValue
     }
@@ -122,12 +108,12 @@ import Testing
                     // The right token, a wrong one, and none: the answer is the same, and no guess is counted.
                     for authorization in [token.map { "Bearer \($0)" }, "Bearer wrong", nil] {
                         let credentials = authorization.map { [("authorization", $0)] } ?? []
-                        let answer = send(
+                        let answer = exchange(
                             request(route.method, route.path, [Self.host] + credentials + site, body: route.body),
-                            to: door)
+                            with: door)
                         #expect(answer.status == 403 && code(answer) == "CrossOrigin",
                                 "\(route.method) \(route.path) \(site) \(authorization ?? "no token")")
-                        #expect(header(answer, "Set-Cookie") == nil)
+                        #expect(answer.header("Set-Cookie") == nil)
                     }
                 }
             }
@@ -146,9 +132,9 @@ import Testing
                 }
             }
         }
-        let posted = send(request(
+        let posted = exchange(request(
             "POST", "/v1/messages", [Self.host, ("authorization", "Bearer secret")] + Self.ownSite[2],
-            body: #"{"to": "a"}"#), to: guarded)
+            body: #"{"to": "a"}"#), with: guarded)
         #expect(posted.status == 202)
         // Reads change nothing: another site's GET is judged by its token alone (and cannot read the answer).
         let read = request(
@@ -167,7 +153,7 @@ import Testing
             ("GET", "/v1/admin/dead"), ("GET", "/v1/messages/x"), ("GET", "/v1/tokens/t"), ("GET", "/healthz"),
             ("GET", "/console"), ("POST", "/v1/messages"), ("POST", "/v1/admin/dead/purge"),
         ] {
-            let answer = send(request(method, path, [("host", host)], body: #"{"to": "a"}"#), to: open)
+            let answer = exchange(request(method, path, [("host", host)], body: #"{"to": "a"}"#), with: open)
             #expect(answer.status == 421 && code(answer) == "MisdirectedRequest", "\(method) \(path) Host: \(host)")
         }
         #expect(try changes() == 0)
@@ -196,7 +182,7 @@ import Testing
             case 1: request("GET", "/v1/admin/overview", [Self.host, ("authorization", "Bearer guess\(index)")])
             default: request("POST", "/console/login", [Self.host], body: "token=guess\(index)")
             }
-            let answer = send(wrong, to: guarded)
+            let answer = exchange(wrong, with: guarded)
             #expect([401, 303].contains(answer.status), "\(wrong.target): \(answer.status)")
         }
         let throttled: [(HTTPRequest, String?)] = [
@@ -207,28 +193,29 @@ import Testing
             (request("POST", "/console/login", [Self.host], body: "token=secret"), nil),
         ]
         for (throttledRequest, expectedCode) in throttled {
-            let answer = send(throttledRequest, to: guarded)
-            #expect(answer.status == 429 && header(answer, "Retry-After") == "1", "\(throttledRequest.target)")
+            let answer = exchange(throttledRequest, with: guarded)
+            #expect(answer.status == 429 && answer.header("Retry-After") == "1", "\(throttledRequest.target)")
             if let expectedCode { #expect(code(answer) == expectedCode) }
-            #expect(header(answer, "Set-Cookie") == nil)
+            #expect(answer.header("Set-Cookie") == nil)
         }
-        let v1 = send(throttled[3].0, to: guarded)
+        let v1 = exchange(throttled[3].0, with: guarded)
         #expect((try? JSON.parse(v1.body))?["error"]?["status"] == "RESOURCE_EXHAUSTED", "v1's shape for its SDKs")
         #expect(try changes() == 0)
 
         // Another address is not affected; the guesser's right token passes once the block is over, and that ends it.
         let other = request("POST", "/v1/messages", right, body: #"{"to": "a"}"#, peer: Self.bystander)
-        #expect(send(other, to: guarded).status == 202)
+        #expect(exchange(other, with: guarded).status == 202)
         clock.advance(1000)
-        #expect(send(request("POST", "/console/login", [Self.host], body: "token=secret"), to: guarded).status == 303)
-        #expect(send(request("GET", "/v1/admin/overview", [Self.host, ("authorization", "Bearer nope")]),
-                     to: guarded).status == 401, "after a pass the count starts again")
-        #expect(send(request("GET", "/v1/admin/overview", right), to: guarded).status == 200)
+        let login = request("POST", "/console/login", [Self.host], body: "token=secret")
+        #expect(exchange(login, with: guarded).status == 303)
+        #expect(exchange(request("GET", "/v1/admin/overview", [Self.host, ("authorization", "Bearer nope")]),
+                     with: guarded).status == 401, "after a pass the count starts again")
+        #expect(exchange(request("GET", "/v1/admin/overview", right), with: guarded).status == 200)
     }
 
     @Test func requestsWithoutATokenGuessNothing() {
         for _ in 0..<(2 * GuessThrottle.allowedFailures) {
-            #expect(send(request("GET", "/v1/admin/overview", [Self.host]), to: guarded).status == 401)
+            #expect(exchange(request("GET", "/v1/admin/overview", [Self.host]), with: guarded).status == 401)
             #expect(guarded.admit(request("POST", "/v1/messages", [Self.host, ("authorization", "Basic x")]))?
                 .status == 401)
         }
