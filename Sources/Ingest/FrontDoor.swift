@@ -64,21 +64,42 @@ public struct FrontDoor: HTTPHandler {
 
     // MARK: - Rules
 
-    /// `localhost`, `127.x.y.z` or `[::1]`, each with or without `:port`, as browsers write them.
+    /// `localhost`, `127.x.y.z` or `[::1]`, each with or without `:port`, as browsers write them. Read byte by byte:
+    /// without a token every request asks this.
     static func isLoopback(host: String) -> Bool {
-        var name = Substring(host)
-        if let colon = name.lastIndex(of: ":"), !name.hasSuffix("]") {
+        var name = host.utf8[...]
+        if let colon = name.lastIndex(of: UInt8(ascii: ":")), name.last != UInt8(ascii: "]") {
             let port = name[name.index(after: colon)...]
-            guard !port.isEmpty, port.utf8.count <= 5, port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                return false
-            }
+            guard (1...5).contains(port.count), port.allSatisfy(isDigit) else { return false }
             name = name[..<colon]
         }
-        if name == "[::1]" || name.lowercased() == "localhost" { return true }
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in
-            part.utf8.count <= 3 && part.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && (UInt8(part) != nil)
+        return name.elementsEqual("[::1]".utf8) || isLocalhost(name) || isIPv4Loopback(name)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    /// `localhost` in any case.
+    private static func isLocalhost(_ name: Substring.UTF8View) -> Bool {
+        name.count == 9 && zip(name, "localhost".utf8).allSatisfy { $0 | 0x20 == $1 }
+    }
+
+    /// Four decimal numbers up to 255, the first 127.
+    private static func isIPv4Loopback(_ name: Substring.UTF8View) -> Bool {
+        guard name.starts(with: "127.".utf8) else { return false }
+        var (parts, digits, value) = (0, 0, 0)
+        for byte in name {
+            if isDigit(byte) {
+                (digits, value) = (digits + 1, value * 10 + Int(byte - UInt8(ascii: "0")))
+                guard digits <= 3, value <= 255 else { return false }
+            } else if byte == UInt8(ascii: "."), digits > 0 {
+                (parts, digits, value) = (parts + 1, 0, 0)
+            } else {
+                return false
+            }
         }
+        return parts == 3 && digits > 0
     }
 
     /// Whether `origin` is this server's own: `http://` or `https://` (only `https://` over TLS) followed by the
