@@ -6,9 +6,9 @@ Run by scripts/console-browser-test, which installs Chromium, its driver and Sel
 
 It starts `herald serve --sandbox` on a loopback port chosen by the kernel with a fresh SQLite file, seeds it
 through the API (dead letters from the simulator's `invalid-` tokens, one of them `<script>alert(1)</script>`),
-then checks, in the browser and in the database: the login, the overview's figures, a requeue through the page,
-that tokens and reasons holding HTML are shown as text and run nothing, that a cross-origin POST and the read-only
-token change nothing. It saves screenshots of the overview and the dead-letter page for the README.
+then checks, in the browser and in the database: a refused login (and its log line), the login, the overview's
+figures, a requeue through the page, that tokens and reasons holding HTML are shown as text and run nothing, that a
+cross-origin POST and the read-only token change nothing. It saves screenshots of the overview and the dead-letter page for the README.
 """
 
 import json
@@ -30,6 +30,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 API_TOKEN = "console-test-admin-token"
 READ_ONLY_TOKEN = "console-test-read-only-token"
+WRONG_TOKEN = "not-the-token-zq7"
 SCRIPT_TOKEN = "invalid-<script>alert(1)</script>"
 IMAGE_TOKEN = 'invalid-<img src=x onerror="window.__xss=1">'
 HTML_REASON = '<img src=x onerror="window.__xss=2">bad deploy'
@@ -45,7 +46,8 @@ class Herald:
     def __init__(self, binary, directory):
         self.binary = binary
         self.database = os.path.join(directory, "herald.db")
-        self.log = open(os.path.join(directory, "serve.log"), "w+")
+        self.log_path = os.path.join(directory, "serve.log")
+        self.log = open(self.log_path, "w+")
         self.process = subprocess.Popen(
             [binary, "serve", "--sandbox", "--db", self.database, "--listen", "127.0.0.1:0",
              "--api-token", API_TOKEN, "--console-read-only-token", READ_ONLY_TOKEN],
@@ -62,6 +64,14 @@ class Herald:
                 entry = json.loads(line) if line.startswith("{") else {}
                 if entry.get("msg") == "listening":
                     self.base = "http://" + entry["address"]
+
+    def log_text(self):
+        # A file of its own: seeking `self.log` would move the offset that serve writes at.
+        with open(self.log_path) as log:
+            return log.read()
+
+    def log_entries(self):
+        return [json.loads(line) for line in self.log_text().splitlines() if line.startswith("{")]
 
     def stop(self):
         self.process.terminate()
@@ -157,14 +167,20 @@ def main():
         driver = browser()
         wait = WebDriverWait(driver, 15)
 
-        # A wrong token is refused and sets no cookie.
+        # A wrong token is refused, sets no cookie, and is logged with the browser's address but not the token;
+        # the right one then logs in (one failure is far from the five that would slow this address down).
         driver.get(herald.base + "/console")
         field = wait.until(ready.visibility_of_element_located((By.ID, "login-token")))
-        field.send_keys("wrong")
+        field.send_keys(WRONG_TOKEN)
         field.submit()
         wait.until(ready.visibility_of_element_located((By.ID, "login-failed")))
         if driver.get_cookie("herald_console"):
             fail("a wrong token got a session cookie")
+        refusals = [entry for entry in herald.log_entries() if entry.get("msg") == "wrong token"]
+        if len(refusals) != 1 or refusals[0].get("client") != "127.0.0.1":
+            fail("the refused login is not logged once with the client's address: %s" % refusals)
+        if WRONG_TOKEN in herald.log_text():
+            fail("the refused token was logged")
 
         log_in(driver, herald, API_TOKEN)
         cookie = driver.get_cookie("herald_console")

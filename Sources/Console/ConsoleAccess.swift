@@ -2,13 +2,11 @@ import HTTP
 import Ingest
 import Support
 
-/// Who may use the console and its API (SPEC §18), decided from a request's head alone, before its body is read:
-///
-/// - with an API token, a request needs `Authorization: Bearer <api token>` (everything), `Bearer <read-only
-///   token>` (GET only), or the `herald_console` cookie of a login; without one (loopback only) it needs nothing;
-/// - a request that changes state is refused when it comes from another site: `Sec-Fetch-Site` other than
-///   `same-origin`, or an `Origin` that is not the request's own (its `Host`). Browsers send one or both on every
-///   such request; scripts (curl) send neither and are judged by their token alone.
+/// Who may use the console and its API (SPEC §18), decided from a request's head alone, before its body is read.
+/// With an API token, a request needs `Authorization: Bearer <api token>` (everything), `Bearer <read-only token>`
+/// (GET only), or the `herald_console` cookie of a login; without one (loopback only) it needs nothing. Wrong
+/// tokens, in a header or at the login, count against the client's address (`GuessThrottle`). Requests from other
+/// sites never get here: `FrontDoor` refuses them first.
 ///
 /// A refused request changes nothing: the refusal is the answer, and the handler never runs.
 public struct ConsoleAccess: Sendable {
@@ -17,73 +15,70 @@ public struct ConsoleAccess: Sendable {
     private let apiToken: [UInt8]?
     private let readOnlyToken: [UInt8]?
     public let sessions: ConsoleSessions
+    private let guesses: GuessThrottle
 
     /// - Parameters:
     ///   - apiToken: serve's `--api-token`; nil lets every caller in as admin (serve refuses that off loopback).
     ///   - readOnlyToken: `--console-read-only-token`: looks, never acts. Needs `apiToken`.
-    public init(apiToken: String?, readOnlyToken: String?, sessions: ConsoleSessions = ConsoleSessions()) {
+    ///   - guesses: who presented wrong tokens lately; shared with ingest's bearer tokens.
+    public init(
+        apiToken: String?, readOnlyToken: String?, sessions: ConsoleSessions = ConsoleSessions(),
+        guesses: GuessThrottle = GuessThrottle()
+    ) {
         self.apiToken = apiToken.map { Array($0.utf8) }
         self.readOnlyToken = apiToken == nil ? nil : readOnlyToken.map { Array($0.utf8) }
         self.sessions = sessions
+        self.guesses = guesses
     }
 
     /// Whether the console needs a login at all.
     public var needsLogin: Bool { apiToken != nil }
 
-    /// The role a presented token gives; nil for neither token. Both comparisons always run, in constant time, so
-    /// the time taken tells nothing about which token was nearly right.
-    public func role(forToken presented: String) -> ConsoleRole? {
-        guard let apiToken else { return .admin }
-        let bytes = Array(presented.utf8)
-        let isAdmin = constantTimeEquals(bytes, apiToken)
-        let isReadOnly = readOnlyToken.map { constantTimeEquals(bytes, $0) } ?? false
-        return isAdmin ? .admin : isReadOnly ? .readOnly : nil
+    /// The role a token presented by `peer` gives. Both comparisons always run, in constant time, so the time taken
+    /// tells nothing about which token was nearly right; a wrong one counts against `peer`.
+    public func check(token presented: String, from peer: PeerAddress?) -> GuessThrottle.Verdict<ConsoleRole> {
+        guard let apiToken else { return .passed(.admin) }
+        return guesses.check(peer, "console token") {
+            let bytes = Array(presented.utf8)
+            let isAdmin = constantTimeEquals(bytes, apiToken)
+            let isReadOnly = readOnlyToken.map { constantTimeEquals(bytes, $0) } ?? false
+            return isAdmin ? .admin : isReadOnly ? .readOnly : nil
+        }
     }
 
-    /// The role `request` authenticates as: its bearer token when it has an `Authorization` header (a wrong one is
-    /// not rescued by a cookie), else its session cookie; nil when neither is good.
-    public func role(of request: HTTPRequest, now: Int64) -> ConsoleRole? {
-        guard apiToken != nil else { return .admin }
+    /// What `request` authenticates as: its bearer token when it has an `Authorization` header (a wrong one is not
+    /// rescued by a cookie), else its session cookie.
+    public func check(_ request: HTTPRequest, now: Int64) -> GuessThrottle.Verdict<ConsoleRole> {
+        guard apiToken != nil else { return .passed(.admin) }
         if let header = request.header("authorization") {
-            guard header.hasPrefix("Bearer ") else { return nil }
-            return role(forToken: String(header.dropFirst("Bearer ".count)))
+            guard header.hasPrefix("Bearer ") else { return .refused }
+            return check(token: String(header.dropFirst("Bearer ".count)), from: request.peer)
         }
-        return Self.sessionID(in: request).flatMap { sessions.role(of: $0, now: now) }
+        return Self.sessionID(in: request).flatMap { sessions.role(of: $0, now: now) }.map { .passed($0) } ?? .refused
     }
 
-    /// Nil when `request` may go on to the admin API, else why not: 401 without a good token or login, 403 for a
-    /// change asked with the read-only token or from another site.
-    public func refusal(_ request: HTTPRequest, now: Int64) -> APIError? {
-        guard let role = role(of: request, now: now) else {
-            return APIError(status: 401, code: "Unauthorized", message: "log in, or send Authorization: Bearer TOKEN")
-        }
-        guard Self.changesState(request) else { return nil }
-        if let crossSite = Self.crossSiteRefusal(request) { return crossSite }
-        if role == .readOnly {
-            return APIError(status: 403, code: "ReadOnly", message: "the read-only token can look but not act")
-        }
-        return nil
+    /// The role `request` authenticates as; nil when it does not.
+    public func role(of request: HTTPRequest, now: Int64) -> ConsoleRole? {
+        guard case .passed(let role) = check(request, now: now) else { return nil }
+        return role
     }
 
-    /// Anything but GET and HEAD may change something.
-    public static func changesState(_ request: HTTPRequest) -> Bool {
-        request.method != "GET" && request.method != "HEAD"
-    }
-
-    /// Nil when a state-changing request comes from the console's own origin (or from a script that names none).
-    public static func crossSiteRefusal(_ request: HTTPRequest) -> APIError? {
-        if let site = request.header("sec-fetch-site"), site != "same-origin" {
-            return APIError(status: 403, code: "CrossOrigin", message: "refused: the request came from another site")
+    /// Nil when `request` may go on to the admin API, else why not: 401 without a good token or login, 429 for an
+    /// address that guessed too often, 403 for a change asked with the read-only token.
+    public func refusal(_ request: HTTPRequest, now: Int64) -> HTTPResponse? {
+        switch check(request, now: now) {
+        case .refused:
+            return AdminAPI.error(.unauthorized("log in, or send Authorization: Bearer TOKEN"))
+        case .throttled(let seconds):
+            var answer = AdminAPI.error(.tooManyWrongTokens(retryAfterSeconds: seconds))
+            answer.headers.append(("Retry-After", String(seconds)))
+            return answer
+        case .passed(.readOnly) where request.method != "GET" && request.method != "HEAD":
+            return AdminAPI.error(
+                APIError(status: 403, code: "ReadOnly", message: "the read-only token can look but not act"))
+        case .passed:
+            return nil
         }
-        if let origin = request.header("origin") {
-            let authority: Substring? = origin.hasPrefix("http://") ? origin.dropFirst(7)
-                : origin.hasPrefix("https://") ? origin.dropFirst(8) : nil
-            guard let authority, let host = request.header("host"), authority.lowercased() == host.lowercased() else {
-                return APIError(
-                    status: 403, code: "CrossOrigin", message: "refused: the request's Origin is not this server")
-            }
-        }
-        return nil
     }
 
     /// The value of the `herald_console` cookie, if the request has one.

@@ -25,14 +25,7 @@ struct ConsolePage: Sendable {
 
     let access: ConsoleAccess
 
-    /// `/console…` requests a head alone can refuse: a login or logout from another site.
-    func admit(_ head: HTTPRequest) -> HTTPResponse? {
-        guard ConsoleAccess.changesState(head), let refusal = ConsoleAccess.crossSiteRefusal(head) else { return nil }
-        return AdminAPI.error(refusal)
-    }
-
     func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
-        if let refusal = admit(request) { return responder.respond(refusal) }
         let path = Array(request.pathSegments.dropFirst())
         switch (request.method, path) {
         case ("GET", []), ("GET", [""]), ("HEAD", []), ("HEAD", [""]):
@@ -53,19 +46,26 @@ struct ConsolePage: Sendable {
     static let cookieAttributes = "HttpOnly; SameSite=Strict; Path=/"
 
     /// `POST /console/login` with the form field `token`: a session for the role that token gives, then back to
-    /// the page; a wrong token goes back with `?login=failed` and no cookie.
+    /// the page; a wrong token goes back with `?login=failed` and no cookie, and counts against the client's
+    /// address, whose logins are then answered 429 for a while (`GuessThrottle`).
     private func login(_ request: HTTPRequest) -> HTTPResponse {
         let token = (try? FormBody.parse(request.body))?.fields.first(where: { $0.name == "token" })?.value ?? ""
-        let now = Clock.nowMillis()
         guard access.needsLogin else { return redirect(cookie: nil) }
-        guard let role = access.role(forToken: token) else {
-            Log.warn("console login refused", [:])
+        switch access.check(token: token, from: request.peer) {
+        case .refused:
             return redirect(cookie: nil, to: "/console?login=failed")
+        case .throttled(let seconds):
+            return .text(
+                429, "Too many wrong tokens from your address: try again in \(seconds) s.\n",
+                headers: Self.headers + [("Retry-After", String(seconds))])
+        case .passed(let role):
+            let id = access.sessions.create(role, now: Clock.nowMillis())
+            Log.info("console login", [
+                "role": .string(role.rawValue), "client": .string(request.peer?.description ?? "unknown"),
+            ])
+            let maxAge = ConsoleSessions.lifetimeMillis / 1000
+            return redirect(cookie: "\(ConsoleAccess.cookieName)=\(id); \(Self.cookieAttributes); Max-Age=\(maxAge)")
         }
-        let id = access.sessions.create(role, now: now)
-        Log.info("console login", ["role": .string(role.rawValue)])
-        let maxAge = ConsoleSessions.lifetimeMillis / 1000
-        return redirect(cookie: "\(ConsoleAccess.cookieName)=\(id); \(Self.cookieAttributes); Max-Age=\(maxAge)")
     }
 
     private func redirect(cookie: String?, to location: String = "/console") -> HTTPResponse {

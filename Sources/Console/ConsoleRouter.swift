@@ -36,11 +36,11 @@ public final class ConsoleRouter: HTTPHandler {
         return .api
     }
 
-    /// Tokens, logins and same-origin are checked on the head, so a refused request's body is never read.
+    /// Tokens and logins are checked on the head, so a refused request's body is never read.
     public func admit(_ head: HTTPRequest) -> HTTPResponse? {
         switch route(head.path) {
-        case .page: page.admit(head)
-        case .admin: admin.access.refusal(head, now: Clock.nowMillis()).map(AdminAPI.error)
+        case .page: nil
+        case .admin: admin.access.refusal(head, now: Clock.nowMillis())
         case .api: api.admit(head)
         }
     }
@@ -60,7 +60,7 @@ public final class ConsoleRouter: HTTPHandler {
         case .admin:
             // The server asked `admit` already; this covers a request handed here any other way.
             if let refusal = admin.access.refusal(request, now: Clock.nowMillis()) {
-                return responder.respond(AdminAPI.error(refusal))
+                return responder.respond(refusal)
             }
             admin.handle(request, responder: responder)
         case .api:

@@ -66,13 +66,16 @@ struct HTTPRequestParser {
     }
 
     let maxHeaderBytes: Int
+    /// The client, stamped on every request parsed here.
+    let peer: PeerAddress?
     private var storage: [UInt8] = []
     /// The first byte not consumed by an earlier request.
     private var start = 0
     private var state = State.head(lineStart: 0, scanned: 0)
 
-    init(maxHeaderBytes: Int) {
+    init(maxHeaderBytes: Int, peer: PeerAddress? = nil) {
         self.maxHeaderBytes = maxHeaderBytes
+        self.peer = peer
     }
 
     /// Bytes received but not yet consumed by a request.
@@ -159,7 +162,7 @@ struct HTTPRequestParser {
         let request = ParsedRequest(
             request: HTTPRequest(
                 method: head.method, target: head.target, headers: head.headers,
-                version: head.isHTTP10 ? .http1_0 : .http1_1),
+                version: head.isHTTP10 ? .http1_0 : .http1_1, peer: peer),
             keepAlive: head.keepAlive, isHTTP10: head.isHTTP10)
         if let answer = admit(request.request, head.contentLength) {
             state = .refused(answer)

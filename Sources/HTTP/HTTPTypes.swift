@@ -13,6 +13,8 @@ public struct HTTPRequest: Sendable {
     public var version: Version
     /// `https` when it came over TLS.
     public var scheme: Scheme
+    /// The client's address, from its connection (`HTTPServer`); nil for a request that came any other way.
+    public var peer: PeerAddress?
 
     public enum Version: String, Sendable, Equatable {
         case http1_0 = "HTTP/1.0"
@@ -27,7 +29,7 @@ public struct HTTPRequest: Sendable {
 
     public init(
         method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        version: Version = .http1_1, scheme: Scheme = .http
+        version: Version = .http1_1, scheme: Scheme = .http, peer: PeerAddress? = nil
     ) {
         self.method = method
         self.target = target
@@ -35,6 +37,7 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.version = version
         self.scheme = scheme
+        self.peer = peer
     }
 
     /// The first value of a header; `name` must be lowercase.
@@ -155,6 +158,7 @@ public struct HTTPResponse: Sendable {
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
         case 417: "Expectation Failed"
+        case 421: "Misdirected Request"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"

@@ -111,11 +111,13 @@ enum MigrateCommand {
                 On PostgreSQL the database must exist; several heralds migrating at once wait for each other.
 
                 Options:
-                  --db PATH|URL   SQLite file, or postgres://USER@HOST/DB (default: herald.db, or HERALD_DB)
+                  --db PATH|URL   SQLite file, or PostgreSQL: postgres://USER@HOST/DB or 'host=… dbname=…'
+                                  (default: herald.db, or HERALD_DB)
 
                 Examples:
                   herald migrate --db /var/lib/herald/herald.db
                   herald migrate --db 'postgresql://herald@db.internal/herald?sslmode=verify-full'
+                  herald migrate --db 'host=db.internal dbname=herald user=herald sslmode=verify-full'
                 """)
             return 0
         }

@@ -7,7 +7,8 @@ import Storage
 /// several `herald serve` may share.
 enum DatabaseLocation: Sendable, CustomStringConvertible {
     case sqlite(path: String)
-    /// A libpq connection string (`postgres://` or `postgresql://`); may hold a password, so never print it as is.
+    /// A libpq connection string: a `postgres://` or `postgresql://` URL, or keyword/value (`host=db dbname=herald`).
+    /// It may hold a password, so it is never printed as is.
     case postgres(url: String)
 
     init(_ text: String) {

@@ -37,7 +37,7 @@ enum DeadCommand {
           --app APP           only dead letters of this app
           --reason REASON     only this reason (as stored: InvalidRegistration, MaxAttempts, Expired, ...)
           --since DURATION    only those that died within DURATION (90s, 15m, 12h, 7d)
-          --db PATH|URL       SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+          --db PATH|URL       SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
         """
 
     private static func filter(_ parsed: Arguments, ids: [String] = [], now: Int64) throws -> DeadLetterFilter {
@@ -114,7 +114,7 @@ enum DeadCommand {
                 Shows one dead letter, by its delivery id (the ID column of `herald dead list`), with its message.
 
                 Options:
-                  --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+                  --db PATH|URL SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
                   --json      the dead letter's fields and "message"
 
                 Example:

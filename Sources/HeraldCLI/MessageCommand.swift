@@ -12,7 +12,7 @@ enum MessageCommand {
         reason, attempts, next attempt, FCM message id and canonical token.
 
         Options:
-          --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+          --db PATH|URL SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
           --json      the same object as GET /v1/messages/{id}
 
         Example:

@@ -23,7 +23,7 @@ enum PruneCommand {
           --events-older-than DURATION
                                   age of the token-event feed entries to delete (default 30d)
           --dry-run               count the deliveries that would be deleted; delete nothing
-          --db PATH|URL           SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+          --db PATH|URL           SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
           --json                  {"cutoff", "deliveries", "messages", "token_events", "bookkeeping",
                                    "dead_letters_kept"}
 

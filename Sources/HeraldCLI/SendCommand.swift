@@ -20,7 +20,7 @@ enum SendCommand {
 
         Options:
           --idempotency-key KEY   as the Idempotency-Key header: a repeat within 24 h returns the first message
-          --db PATH|URL           SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+          --db PATH|URL           SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
           --json                  {"id", "deliveries", "repeat"};
                                   an invalid message prints {"error": {"code", "message"}}
 

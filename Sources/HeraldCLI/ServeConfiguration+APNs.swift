@@ -77,11 +77,14 @@ extension ServeConfiguration {
         } catch {
             throw Invalid(description: "\(provider) app \"\(app)\": cannot read key file \(path)")
         }
+        let key: P256PrivateKey
         do {
-            return try P256PrivateKey(pem: text)
+            key = try P256PrivateKey(pem: text)
         } catch {
             throw Invalid(description: "\(provider) app \"\(app)\": \(path) is not \(expected): \(error)")
         }
+        warnIfOthersCanRead(path, "the \(provider) key file", app: app)
+        return key
     }
 
     /// App `ios` from the `--apns-*` flags (or their environment variables and config keys), for a quick start

@@ -90,9 +90,9 @@ struct ServeConfiguration: Sendable {
     /// `HERALD_` + the name in capitals with `_`; the config file key is the name with `_`.
     static let settings: [(name: String, value: String?, help: String)] = [
         ("config", nil, "JSON config file (keys as these flags, with _; plus \"apps\")"),
-        ("db", "herald.db", "SQLite file, or postgres://… shared by several serve; created/migrated on start"),
+        ("db", "herald.db", "SQLite file, or PostgreSQL (postgres://… or 'host=… dbname=…') shared by several serve"),
         ("listen", "127.0.0.1:8600", "ingest API address, HOST:PORT or unix:/path.sock"),
-        ("api-token", nil, "require `Authorization: Bearer TOKEN` (needed off loopback)"),
+        ("api-token", nil, "require `Authorization: Bearer TOKEN`; without one: loopback, Host a loopback name only"),
         ("console-read-only-token", nil, "a token for /console and GET /v1/admin/… that can look, not act"),
         ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
         ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),
@@ -414,15 +414,19 @@ struct ServeConfiguration: Sendable {
         } catch {
             throw Invalid(description: error.description)
         }
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
-            Log.warn("the service account file can be read by other users: chmod 600 it", [
-                "app": .string(app.name), "file": .string(path),
-            ])
-        }
+        warnIfOthersCanRead(path, "the service account file", app: app.name)
         app.serviceAccount = account
         app.projectID = projectID
         app.tokenURI = tokenURI
+    }
+
+    /// A key file that group or other users may read gets a warning (it is read all the same: refusing would stop a
+    /// service over a mode): `what` names it, "the service account file".
+    static func warnIfOthersCanRead(_ path: String, _ what: String, app: String) {
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
+            Log.warn("\(what) can be read by other users: chmod 600 it", ["app": .string(app), "file": .string(path)])
+        }
     }
 
     /// A path from the config file, relative to the file's own directory.

@@ -146,6 +146,8 @@ final class Service: Sendable {
                 originConcurrency: app.webPush?.originConcurrency ?? WebPushSettings.defaultOriginConcurrency)
         }, metrics: metrics, options: options)
         let (stopping, engine) = (self.stopping, self.engine)
+        // Wrong tokens count against a client's address whether sent to ingest, the console's API or its login.
+        let guesses = GuessThrottle()
         let api = IngestAPI(
             writer: database.ingestWriter, readers: readers, apiToken: configuration.apiToken,
             knownApps: Set(configuration.apps.map(\.name)),
@@ -155,17 +157,22 @@ final class Service: Sendable {
             endpointPolicies: Dictionary(
                 apps.compactMap { app in app.webPush.map { (app.name, $0.endpoints) } },
                 uniquingKeysWith: { first, _ in first }),
-            metrics: metrics,
+            guesses: guesses, metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         let admin = AdminAPI(
             writer: writer, readers: readers,
-            access: ConsoleAccess(apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken),
+            access: ConsoleAccess(
+                apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses),
             providers: Dictionary(
                 apps.map { ($0.name, $0.provider.rawValue) }, uniquingKeysWith: { first, _ in first }),
             metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
-        server = HTTPServer(configuration: serverConfiguration, handler: ConsoleRouter(api: api, admin: admin))
+        // Every route behind one front door: no other site's page, and no rebound name without a token.
+        let routes = ConsoleRouter(api: api, admin: admin)
+        server = HTTPServer(
+            configuration: serverConfiguration,
+            handler: FrontDoor(routes, loopbackOnly: configuration.apiToken == nil))
     }
 
     func start() throws {

@@ -23,7 +23,7 @@ enum StatusCommand {
         Options:
           --totals    also count every app and state, finished rows included (the queue_depth view); this reads
                       the whole deliveries table, which takes seconds at millions of rows
-          --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+          --db PATH|URL SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
           --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}; a gated app's "gate_reason"
                       is a short code (reset, timeout, connect, transport, http_503, retry_after, quota) and
                       "gated_since" the time its gate closed; "origins" lists a Web Push app's gated or paused

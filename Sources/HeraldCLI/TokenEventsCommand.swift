@@ -15,7 +15,7 @@ enum TokenEventsCommand {
         Options:
           --after ID   only events after this id (default 0: from the start)
           --limit N    at most N events (default 100, at most 1000)
-          --db PATH|URL SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+          --db PATH|URL SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
           --json       {"events": [{"id", "at", "app", "token", "kind", "replacement", "reason", "message_id"}], "next"}
 
         Example:

@@ -44,7 +44,7 @@ enum TokensCommand {
                   --user USER     only this user's tokens
                   --after TOKEN   start after this token (the last one of the previous page)
                   --limit N       at most N tokens (default 100, at most 100000)
-                  --db PATH|URL   SQLite file or postgres:// URL (default: herald.db, or HERALD_DB)
+                  --db PATH|URL   SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
                   --json          {"tokens": [{"token", "app", "user", "created_at", "updated_at"}]}
 
                 Example:

@@ -83,6 +83,14 @@ extension APIError {
         APIError(status: 409, code: "IdempotencyConflict", message: conflict.description)
     }
 
+    /// Too many wrong tokens came from the caller's address lately (`GuessThrottle`); its token was not looked at.
+    /// The response carries `Retry-After`.
+    public static func tooManyWrongTokens(retryAfterSeconds seconds: Int) -> APIError {
+        APIError(
+            status: 429, code: "TooManyRequests",
+            message: "too many wrong tokens from this address; try again in \(seconds) s")
+    }
+
     /// The caller should retry; the response carries `Retry-After`.
     public static func unavailable(_ message: String) -> APIError {
         APIError(status: 503, code: "Unavailable", message: message)

@@ -49,8 +49,8 @@ final class FCMSendEndpoint: Sendable {
 
     /// FCM answers a request it refuses with a status and a line of text for the developer; client libraries look
     /// only at the status.
-    static func refused(_ refusal: APIError) -> HTTPResponse {
-        .text(refusal.status, "\(refusal.code): \(refusal.message)")
+    static func refused(_ refusal: APIError, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        .text(refusal.status, "\(refusal.code): \(refusal.message)", headers: headers)
     }
 
     /// As FCM answers a wrong server key. The key that was sent is never echoed.

@@ -22,6 +22,7 @@ public final class IngestAPI: HTTPHandler {
     private let providers: [String: ProviderKind]
     private let endpointPolicies: [String: EndpointPolicy]
     private let maxWriterBacklog: Int
+    private let guesses: GuessThrottle
 
     /// - Parameters:
     ///   - apiToken: when set, every call but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`
@@ -39,11 +40,12 @@ public final class IngestAPI: HTTPHandler {
     ///     taken as FCM HTTP v1's, which addresses everything.
     ///   - endpointPolicies: what each Web Push app takes as a subscription's endpoint; an app not named gets the
     ///     default `EndpointPolicy` (public hosts on port 443).
+    ///   - guesses: who presented wrong tokens lately; shared with the console's logins.
     public init(
         writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, knownApps: Set<String>? = nil,
         projects: [String: String] = [:], providers: [String: ProviderKind] = [:],
         endpointPolicies: [String: EndpointPolicy] = [:],
-        maxWriterBacklog: Int = 20_000, metrics: Metrics = .herald(),
+        maxWriterBacklog: Int = 20_000, guesses: GuessThrottle = GuessThrottle(), metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
@@ -52,6 +54,7 @@ public final class IngestAPI: HTTPHandler {
         self.providers = providers
         self.endpointPolicies = endpointPolicies
         self.maxWriterBacklog = maxWriterBacklog
+        self.guesses = guesses
         self.writer = writer
         self.readers = readers
         self.apiToken = apiToken.map { Array($0.utf8) }
@@ -75,26 +78,50 @@ public final class IngestAPI: HTTPHandler {
         authorizationFailure(head)
     }
 
-    /// The one place the API token is checked: nil when `request` may go on, else the 401 in the shape the
-    /// route's clients read — FCM legacy's for `/fcm/send` (which also takes `key=<token>`), FCM v1's for
-    /// `/v1/projects/{project}/messages:send`, Herald's error body for the rest. Only the head is looked at.
+    /// The one place the API token is checked: nil when `request` may go on, else the 401 (or, for an address that
+    /// guessed too often, the 429) in the shape the route's clients read — FCM legacy's for `/fcm/send` (which also
+    /// takes `key=<token>`), FCM v1's for `/v1/projects/{project}/messages:send`, Herald's error body for the rest.
+    /// Only the head is looked at.
     func authorizationFailure(_ request: HTTPRequest) -> HTTPResponse? {
         guard apiToken != nil else { return nil }
         let segments = request.pathSegments
+        let dialect: Dialect
         switch (request.method, segments) {
         case ("GET", ["healthz"]), ("GET", ["readyz"]):
             return nil
         case (_, ["fcm", "send"]):
             // FCM's client libraries send `Authorization: key=<server key>` and read FCM's own error answers.
-            return isAuthorized(request, fcmCompatible: true) ? nil : FCMSendEndpoint.unauthorized
+            dialect = .fcmLegacy
         case _ where FCMV1SendEndpoint.project(in: segments) != nil:
-            // The Admin SDKs raise their typed UnauthenticatedError from v1's shape.
-            return isAuthorized(request) ? nil : FCMV1SendEndpoint.unauthorized
+            // The Admin SDKs raise their typed errors from v1's shape.
+            dialect = .fcmV1
         default:
-            return isAuthorized(request)
-                ? nil
-                : error(.unauthorized("missing or wrong API token"), headers: [("WWW-Authenticate", "Bearer")])
+            dialect = .herald
         }
+        switch checkToken(request, fcmCompatible: dialect == .fcmLegacy) {
+        case .passed:
+            return nil
+        case .refused:
+            switch dialect {
+            case .fcmLegacy: return FCMSendEndpoint.unauthorized
+            case .fcmV1: return FCMV1SendEndpoint.unauthorized
+            case .herald:
+                return error(.unauthorized("missing or wrong API token"), headers: [("WWW-Authenticate", "Bearer")])
+            }
+        case .throttled(let seconds):
+            let failure = APIError.tooManyWrongTokens(retryAfterSeconds: seconds)
+            let retryAfter = [("Retry-After", String(seconds))]
+            switch dialect {
+            case .fcmLegacy: return FCMSendEndpoint.refused(failure, headers: retryAfter)
+            case .fcmV1: return FCMV1SendEndpoint.response(failure, headers: retryAfter)
+            case .herald: return error(failure, headers: retryAfter)
+            }
+        }
+    }
+
+    /// Whose error shape a route answers in.
+    private enum Dialect {
+        case herald, fcmLegacy, fcmV1
     }
 
     public func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
@@ -357,14 +384,18 @@ public final class IngestAPI: HTTPHandler {
         endpointPolicies[app] ?? EndpointPolicy()
     }
 
-    /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it.
-    private func isAuthorized(_ request: HTTPRequest, fcmCompatible: Bool = false) -> Bool {
-        guard let apiToken else { return true }
-        guard let header = request.header("authorization") else { return false }
-        for scheme in fcmCompatible ? ["Bearer ", "key="] : ["Bearer "] where header.utf8.starts(with: scheme.utf8) {
-            return constantTimeEquals(Array(header.utf8.dropFirst(scheme.utf8.count)), apiToken)
+    /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it. A request with neither
+    /// guessed nothing: it is refused without counting against its address.
+    private func checkToken(_ request: HTTPRequest, fcmCompatible: Bool) -> GuessThrottle.Verdict<Void> {
+        guard let apiToken else { return .passed(()) }
+        guard let header = request.header("authorization"),
+              let scheme = (fcmCompatible ? ["Bearer ", "key="] : ["Bearer "]).first(where: {
+                  header.utf8.starts(with: $0.utf8)
+              })
+        else { return .refused }
+        return guesses.check(request.peer, "api token") {
+            constantTimeEquals(Array(header.utf8.dropFirst(scheme.utf8.count)), apiToken) ? () : nil
         }
-        return false
     }
 
     private func error(_ failure: APIError, headers: [(name: String, value: String)] = []) -> HTTPResponse {

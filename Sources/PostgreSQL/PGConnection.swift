@@ -38,6 +38,9 @@ public final class PGConnection {
     public init(url: String, connectTimeoutSeconds: Int = 10, applicationName: String = "herald") throws {
         redactedURL = PGConnectionString.redacted(url)
         secrets = PGConnectionString.secrets(in: url)
+        if let problem = PGConnectionString.problem(in: url) {
+            throw PGError(message: "invalid PostgreSQL connection string: \(problem)")
+        }
         // Keywords are processed in order and later ones win: the defaults come before `dbname`, which libpq
         // expands into the parameters the string holds. TCP keepalives after 30 s idle notice a server or network
         // that vanished silently within about a minute, instead of the kernel's two hours, so a connection that
@@ -57,7 +60,7 @@ public final class PGConnection {
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines
             PQfinish(connection)
-            let scrubbed = Self.scrub(message, secrets: secrets)
+            let scrubbed = PGConnectionString.scrub(message, secrets: secrets)
             throw PGError(
                 sqlState: "08001", message: "cannot connect to \(redactedURL): \(scrubbed)", isConnectionLost: true)
         }
@@ -166,7 +169,7 @@ public final class PGConnection {
         default:
             let error = PGError(
                 result: result, sql: sql, connectionLost: PQstatus(handle) != CONNECTION_OK,
-                scrub: { Self.scrub($0, secrets: self.secrets) })
+                scrub: { PGConnectionString.scrub($0, secrets: self.secrets) })
             PQclear(result)
             throw error
         }
@@ -178,12 +181,8 @@ public final class PGConnection {
         let lost = PQstatus(handle) != CONNECTION_OK
         return PGError(
             sqlState: lost ? "08006" : nil,
-            message: Self.scrub(message.isEmpty ? "no result from libpq" : message, secrets: secrets),
+            message: PGConnectionString.scrub(message.isEmpty ? "no result from libpq" : message, secrets: secrets),
             sql: sql, isConnectionLost: lost)
-    }
-
-    static func scrub(_ message: String, secrets: [String]) -> String {
-        secrets.reduce(message) { $0.replacingOccurrences(of: $1, with: PGConnectionString.mask) }
     }
 
     // MARK: - Connection state

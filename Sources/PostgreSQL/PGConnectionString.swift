@@ -1,7 +1,8 @@
-import Foundation
+import CLibPQ
 
 /// What Herald needs to know about a libpq connection string without connecting: whether `--db` names PostgreSQL,
-/// how to show it in a log line, and which secrets to keep out of messages.
+/// how to show it in a log line, and which secrets to keep out of messages — all from libpq's own reading of it
+/// (`PQconninfoParse`), so a password is found wherever libpq finds one, whatever its characters.
 ///
 /// libpq takes URIs (`postgresql://user:password@host:port/dbname?sslmode=require`) and keyword/value strings
 /// (`host=… password=…`). Related PostgreSQL documentation:
@@ -10,114 +11,157 @@ public enum PGConnectionString {
     /// The mask that stands in for a password.
     public static let mask = "***"
 
-    /// True for `postgres://…` and `postgresql://…`: what `--db`, the config file and `HERALD_DB` take for
-    /// PostgreSQL (anything else is a SQLite path).
+    /// True for `postgres://…` and `postgresql://…` URIs and for keyword/value strings, which start with a libpq
+    /// keyword and `=` (`host=db dbname=herald`); anything else (`./host=x` included) is a SQLite path.
     public static func isPostgreSQL(_ text: String) -> Bool {
-        let lowered = text.lowercased()
-        return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
+        isURI(text) || startsWithKeyword(text)
     }
 
-    /// `text` with every password replaced by `***`, for logs and error messages:
-    /// `postgresql://herald:***@db:5432/herald`. Works on URIs (user info and a `password=` query parameter) and
-    /// on keyword/value strings.
+    /// What a log line or a message may show of `text`: the options libpq reads from it in keyword/value form,
+    /// `password=***` (and every other option libpq marks secret) masked, any secret's value masked wherever else it
+    /// shows; or, when libpq cannot read it, a sentence that quotes none of it.
+    ///
+    ///     redacted("postgresql://herald:s3cret@db/herald")  // user=herald password=*** dbname=herald host=db
     public static func redacted(_ text: String) -> String {
-        var result = ""
-        var index = text.startIndex
-        for range in passwordRanges(in: text) {
-            result += text[index..<range.lowerBound]
-            result += mask
-            index = range.upperBound
+        switch read(text) {
+        case .unreadable:
+            return "a PostgreSQL connection string that libpq cannot read"
+        case .options(let options):
+            let shown = options.map { option in
+                "\(option.keyword)=\(option.isSecret ? mask : quoted(option.value))"
+            }
+            return scrub(shown.joined(separator: " "), secrets: secrets(of: options))
         }
-        result += text[index...]
+    }
+
+    /// Why connecting to `text` is not even tried, in words that quote no secret: libpq cannot read it, or would read
+    /// part of a password as something else. Nil when libpq reads it as written.
+    public static func problem(in text: String) -> String? {
+        guard case .unreadable(let why) = read(text) else { return nil }
+        return why
+    }
+
+    /// The values of the options libpq marks secret (`password`, `sslpassword`), as libpq will use them: what must
+    /// never show in a message.
+    public static func secrets(in text: String) -> [String] {
+        guard case .options(let options) = read(text) else { return [] }
+        return secrets(of: options)
+    }
+
+    /// `message` with every secret replaced by the mask.
+    static func scrub(_ message: String, secrets: [String]) -> String {
+        secrets.reduce(message) { $0.replacingOccurrences(of: $1, with: mask) }
+    }
+
+    // MARK: - Reading as libpq reads
+
+    private struct Option {
+        var keyword: String
+        var value: String
+        var isSecret: Bool
+    }
+
+    private enum Reading {
+        case options([Option])
+        case unreadable(String)
+    }
+
+    private static func read(_ text: String) -> Reading {
+        if isURI(text), let stray = strayAt(in: text) { return .unreadable(stray) }
+        var error: UnsafeMutablePointer<CChar>?
+        guard let parsed = PQconninfoParse(text, &error) else {
+            let message = error.map { String(cString: $0) } ?? "out of memory"
+            if let error { PQfreemem(error) }
+            return .unreadable("libpq cannot read it: " + maskingQuotes(message.trimmingTrailingNewlines, in: text))
+        }
+        defer { PQconninfoFree(parsed) }
+        var options: [Option] = []
+        var entry = parsed
+        while let keyword = entry.pointee.keyword {
+            // "D": options for debugging that libpq itself leaves out of what it shows.
+            if let value = entry.pointee.val, entry.pointee.dispchar.pointee != CChar(UInt8(ascii: "D")) {
+                options.append(Option(
+                    keyword: String(cString: keyword), value: String(cString: value),
+                    isSecret: entry.pointee.dispchar.pointee == CChar(UInt8(ascii: "*"))))
+            }
+            entry += 1
+        }
+        return .options(options)
+    }
+
+    private static func secrets(of options: [Option]) -> [String] {
+        options.filter { $0.isSecret && !$0.value.isEmpty }.map(\.value)
+    }
+
+    /// libpq ends a URI's user and password at the first `@` (or at a `/`, and then there are none), so a password
+    /// holding `@` or `/` as written would be read partly as the host, the port or the database — and shown as one.
+    /// Any `@` but the one that ends the user information is refused; written as `%40` it is read as meant.
+    private static func strayAt(in text: String) -> String? {
+        guard let schemeEnd = text.range(of: "://") else { return nil }
+        let rest = text[schemeEnd.upperBound...]
+        let userInfoEnds = rest.first(where: { $0 == "@" || $0 == "/" }) == "@"
+        guard rest.count(where: { $0 == "@" }) > (userInfoEnds ? 1 : 0) else { return nil }
+        return "libpq would read part of its user name or password as the host or the database: in a URL, write "
+            + "@ as %40 and / as %2F inside them (or use the keyword/value form, password='…')"
+    }
+
+    /// libpq's message about a string it cannot read quotes the part it stumbled on, which may be a piece of a
+    /// password: every quoted part is masked when the string could hold one.
+    private static func maskingQuotes(_ message: String, in text: String) -> String {
+        guard text.lowercased().contains("password") || (isURI(text) && text.contains("@")) else { return message }
+        var result = ""
+        var inQuote = false
+        for character in message {
+            if character == "\"" {
+                if inQuote { result += mask }
+                inQuote.toggle()
+                result.append(character)
+            } else if !inQuote {
+                result.append(character)
+            }
+        }
         return result
     }
 
-    /// The passwords in `text`, as written and percent-decoded, so a message that quotes one can be scrubbed.
-    static func secrets(in text: String) -> [String] {
-        var secrets: [String] = []
-        for range in passwordRanges(in: text) where !range.isEmpty {
-            let written = String(text[range])
-            secrets.append(written)
-            if let decoded = percentDecoded(written), decoded != written { secrets.append(decoded) }
-        }
-        return secrets
+    // MARK: - Which strings are PostgreSQL's
+
+    private static func isURI(_ text: String) -> Bool {
+        let lowered = text.prefix(16).lowercased()
+        return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
     }
 
-    // MARK: - Finding passwords
-
-    private static func passwordRanges(in text: String) -> [Range<String.Index>] {
-        guard let schemeEnd = text.range(of: "://"), isPostgreSQL(text) else { return keywordPasswords(in: text) }
-        var ranges: [Range<String.Index>] = []
-        // Like libpq: the user info ends at the first '@', unless a '/' comes first (then there is none).
-        let authority = text[schemeEnd.upperBound...]
-        if let end = authority.firstIndex(where: { $0 == "@" || $0 == "/" }), authority[end] == "@",
-            let colon = authority[..<end].firstIndex(of: ":")
-        {
-            ranges.append(authority.index(after: colon)..<end)
-        }
-        if let question = text.firstIndex(of: "?") {
-            var start = text.index(after: question)
-            while start < text.endIndex {
-                let end = text[start...].firstIndex(of: "&") ?? text.endIndex
-                let parameter = text[start..<end]
-                if let equals = parameter.firstIndex(of: "="),
-                    parameter[..<equals].lowercased() == "password"
-                {
-                    ranges.append(parameter.index(after: equals)..<end)
-                }
-                start = end < text.endIndex ? text.index(after: end) : end
-            }
-        }
-        return ranges
+    /// Leading blanks, a libpq keyword, blanks, `=`: how libpq's keyword/value form begins.
+    private static func startsWithKeyword(_ text: String) -> Bool {
+        let start = text.drop(while: \.isWhitespace)
+        let keyword = start.prefix(while: { ("a"..."z").contains($0) || $0 == "_" })
+        return start.dropFirst(keyword.count).drop(while: \.isWhitespace).first == "="
+            && keywords.contains(String(keyword))
     }
 
-    /// `password = value` or `password='quoted \' value'` in a keyword/value string.
-    private static func keywordPasswords(in text: String) -> [Range<String.Index>] {
-        var ranges: [Range<String.Index>] = []
-        var index = text.startIndex
-        while let found = text[index...].range(of: "password", options: .caseInsensitive) {
-            index = found.upperBound
-            // Only the keyword itself: at the start or after whitespace.
-            if found.lowerBound > text.startIndex, !text[text.index(before: found.lowerBound)].isWhitespace {
-                continue
-            }
-            var cursor = found.upperBound
-            while cursor < text.endIndex, text[cursor] == " " { cursor = text.index(after: cursor) }
-            guard cursor < text.endIndex, text[cursor] == "=" else { continue }
-            cursor = text.index(after: cursor)
-            while cursor < text.endIndex, text[cursor] == " " { cursor = text.index(after: cursor) }
-            let start = cursor
-            if cursor < text.endIndex, text[cursor] == "'" {
-                cursor = text.index(after: cursor)
-                while cursor < text.endIndex, text[cursor] != "'" {
-                    if text[cursor] == "\\", text.index(after: cursor) < text.endIndex {
-                        cursor = text.index(after: cursor)
-                    }
-                    cursor = text.index(after: cursor)
-                }
-                if cursor < text.endIndex { cursor = text.index(after: cursor) }
-            } else {
-                while cursor < text.endIndex, !text[cursor].isWhitespace { cursor = text.index(after: cursor) }
-            }
-            ranges.append(start..<cursor)
-            index = cursor
+    /// Every option libpq knows (`PQconninfoParse("")` lists them all, none set).
+    private static let keywords: Set<String> = {
+        var keywords: Set<String> = []
+        guard let options = PQconninfoParse("", nil) else { return keywords }
+        defer { PQconninfoFree(options) }
+        var entry = options
+        while let keyword = entry.pointee.keyword {
+            keywords.insert(String(cString: keyword))
+            entry += 1
         }
-        return ranges
-    }
+        return keywords
+    }()
 
-    private static func percentDecoded(_ text: String) -> String? {
-        var bytes: [UInt8] = []
-        var utf8 = text.utf8[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "%") {
-                guard utf8.count >= 2, let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16)
-                else { return nil }
-                bytes.append(value)
-                utf8 = utf8.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
+    /// A value as the keyword/value form writes it: in single quotes, with `\` before `'` and `\`, when it is empty or
+    /// holds a blank, a quote or a backslash.
+    private static func quoted(_ value: String) -> String {
+        guard value.isEmpty || value.contains(where: { $0.isWhitespace || $0 == "'" || $0 == "\\" }) else {
+            return value
         }
-        return String(validating: bytes, as: UTF8.self)
+        var result = "'"
+        for character in value {
+            if character == "'" || character == "\\" { result.append("\\") }
+            result.append(character)
+        }
+        return result + "'"
     }
 }

@@ -9,13 +9,14 @@ import Storage
 import Support
 import Testing
 
-/// `serve`'s handler with the console in front of ingest, on a real SQLite file: which requests reach what, what
-/// the head alone refuses, what the login sets, and what every page answer carries.
+/// `serve`'s handler with the console in front of ingest (behind the front door, as serve has it), on a real SQLite
+/// file: which requests reach what, what the head alone refuses, what the login sets, and what every page answer
+/// carries.
 @Suite struct ConsoleRouterTests {
     private let directory = ScratchDirectory(prefix: "herald-console")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
-    private let router: ConsoleRouter
+    private let router: FrontDoor
     private static let host = ("host", "127.0.0.1:8600")
     private static let sameOrigin = [host, ("origin", "http://127.0.0.1:8600"), ("sec-fetch-site", "same-origin")]
 
@@ -27,7 +28,7 @@ import Testing
         let admin = AdminAPI(
             writer: writer, readers: readers, access: ConsoleAccess(apiToken: "secret", readOnlyToken: "look"),
             providers: ["default": "fcm-v1"], metrics: .herald(), history: RateHistory(since: 0))
-        router = ConsoleRouter(api: api, admin: admin)
+        router = FrontDoor(ConsoleRouter(api: api, admin: admin), loopbackOnly: false)
     }
 
     private func request(
@@ -38,16 +39,7 @@ import Testing
 
     /// What serve does: the head first, then the whole request.
     private func send(_ request: HTTPRequest) -> HTTPResponse {
-        var head = request
-        head.body = []
-        if let refusal = router.admit(head) { return refusal }
-        let responder = WaitingResponder()
-        router.handle(request, responder: responder)
-        return responder.wait()
-    }
-
-    private func header(_ response: HTTPResponse, _ name: String) -> String? {
-        response.headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        exchange(request, with: router)
     }
 
     private func json(_ response: HTTPResponse) -> JSON? {
@@ -56,7 +48,7 @@ import Testing
 
     private func logIn(_ token: String) -> String? {
         let response = send(request("POST", "/console/login", Self.sameOrigin, body: "token=\(token)"))
-        guard response.status == 303, let cookie = header(response, "Set-Cookie") else { return nil }
+        guard response.status == 303, let cookie = response.header("Set-Cookie") else { return nil }
         return String(cookie.prefix(while: { $0 != ";" }))
     }
 
@@ -73,21 +65,21 @@ import Testing
 
     @Test func theLoginSetsAnHttpOnlyStrictCookieOnlyForAGoodTokenFromThisSite() throws {
         let good = send(request("POST", "/console/login", Self.sameOrigin, body: "token=look"))
-        let cookie = try #require(header(good, "Set-Cookie"))
-        #expect(good.status == 303 && header(good, "Location") == "/console")
+        let cookie = try #require(good.header("Set-Cookie"))
+        #expect(good.status == 303 && good.header("Location") == "/console")
         #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"))
         let wrong = send(request("POST", "/console/login", Self.sameOrigin, body: "token=nope"))
-        #expect(wrong.status == 303 && header(wrong, "Location") == "/console?login=failed")
-        #expect(header(wrong, "Set-Cookie") == nil)
+        #expect(wrong.status == 303 && wrong.header("Location") == "/console?login=failed")
+        #expect(wrong.header("Set-Cookie") == nil)
         let crossSite = send(request(
             "POST", "/console/login", [("origin", "http://evil.example")], body: "token=secret"))
-        #expect(crossSite.status == 403 && header(crossSite, "Set-Cookie") == nil)
+        #expect(crossSite.status == 403 && crossSite.header("Set-Cookie") == nil)
     }
 
     @Test func logOutEndsTheSession() throws {
         let cookie = try #require(logIn("secret"))
         let out = send(request("POST", "/console/logout", Self.sameOrigin + [("cookie", cookie)]))
-        #expect(out.status == 303 && header(out, "Set-Cookie")?.contains("Max-Age=0") == true)
+        #expect(out.status == 303 && out.header("Set-Cookie")?.contains("Max-Age=0") == true)
         #expect(send(request("GET", "/v1/admin/session", [("cookie", cookie)])).status == 401)
     }
 
@@ -98,12 +90,12 @@ import Testing
         ] {
             let response = send(request("GET", path))
             #expect(response.status == (path.hasSuffix("nope.js") ? 404 : 200), "\(path)")
-            #expect(header(response, "Content-Type")?.hasPrefix(type) == true, "\(path)")
-            let policy = header(response, "Content-Security-Policy") ?? ""
+            #expect(response.header("Content-Type")?.hasPrefix(type) == true, "\(path)")
+            let policy = response.header("Content-Security-Policy") ?? ""
             #expect(policy.contains("script-src 'self'") && policy.contains("default-src 'none'")
                         && !policy.contains("unsafe"), "\(path)")
-            #expect(header(response, "X-Content-Type-Options") == "nosniff")
-            #expect(header(response, "X-Frame-Options") == "DENY")
+            #expect(response.header("X-Content-Type-Options") == "nosniff")
+            #expect(response.header("X-Frame-Options") == "DENY")
         }
         let page = String(decoding: send(request("GET", "/console")).body, as: UTF8.self)
         #expect(page.contains(#"<script src="/console/console.js" defer></script>"#))

@@ -37,3 +37,21 @@ public final class ScratchDirectory: Sendable {
 
     deinit { try? FileManager.default.removeItem(at: url) }
 }
+
+/// What the server does with `request`: its head to `admit` first (the body unread), then the whole request to
+/// `handle`; the answer either gives.
+public func exchange(_ request: HTTPRequest, with handler: any HTTPHandler) -> HTTPResponse {
+    var head = request
+    head.body = []
+    if let refusal = handler.admit(head) { return refusal }
+    let responder = WaitingResponder()
+    handler.handle(request, responder: responder)
+    return responder.wait()
+}
+
+extension HTTPResponse {
+    /// The first value of a header, its name in any case.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}

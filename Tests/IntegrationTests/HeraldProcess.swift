@@ -83,13 +83,15 @@ final class HeraldProcess: @unchecked Sendable {
     }
 }
 
-/// Runs `herald` with `arguments` to completion and returns its exit code and standard error.
+/// Runs `herald` with `arguments` (in `directory`, when given) to completion and returns its exit code and standard
+/// error.
 func runHerald(
-    _ arguments: [String], environment: [String: String] = [:]
+    _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil
 ) throws -> (status: Int32, stderr: String, stdout: String) {
     let process = Process()
     process.executableURL = HeraldProcess.executable
     process.arguments = arguments
+    process.currentDirectoryURL = directory
     var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
     env.merge(environment) { $1 }
     process.environment = env

@@ -213,8 +213,8 @@ import Testing
             "--listen", "127.0.0.1:0",
         ])
         #expect(unreachable.status == 1)
-        #expect(unreachable.stderr.contains("cannot connect to postgresql://herald:***@127.0.0.1:1/herald"),
-                "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("cannot connect to user=herald password=***"), "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("host=127.0.0.1 port=1"), "\(unreachable.stderr)")
         #expect(!unreachable.stderr.contains("secret-77"))
     }
 

@@ -38,7 +38,7 @@ import PostgreSQLTestSupport
         let text = error.map { "\($0)" } ?? ""
         #expect(error?.isConnectionLost == true)
         #expect(error?.isTransient == true)
-        #expect(text.contains("127.0.0.1:1"), "names the server: \(text)")
+        #expect(text.contains("host=127.0.0.1 port=1"), "names the server: \(text)")
         #expect(!text.contains("hunter2"), "leaks the password: \(text)")
     }
 

@@ -64,7 +64,8 @@ final class Connection {
         self.loop = loop
         self.counted = counted
         self.state = .idle(since: loop.now)
-        self.parser = HTTPRequestParser(maxHeaderBytes: loop.context.configuration.maxHeaderBytes)
+        self.parser = HTTPRequestParser(
+            maxHeaderBytes: loop.context.configuration.maxHeaderBytes, peer: PeerAddress(connectedSocket: fd))
     }
 
     // MARK: - Events from the loop
@@ -306,7 +307,7 @@ final class Connection {
 
     private func fail(_ error: HTTPRequestError) {
         // No request will be parsed on this connection again: a partial body goes, with its reservation.
-        parser = HTTPRequestParser(maxHeaderBytes: parser.maxHeaderBytes)
+        parser = HTTPRequestParser(maxHeaderBytes: parser.maxHeaderBytes, peer: parser.peer)
         releaseBodyReservation()
         error.response.encode(into: &output, connection: .close, omitBody: false)
         state = .closingAfterWrite
