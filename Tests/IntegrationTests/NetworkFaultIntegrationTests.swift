@@ -21,11 +21,12 @@ import Testing
     }
 
     /// The stand-in, the proxy in front of it, and Herald sending through the proxy (the token endpoint is reached
-    /// directly: only messages:send goes through the faults).
-    func start(_ arguments: [String] = []) throws -> Rig {
+    /// directly: only messages:send goes through the faults). `standIn`: its arguments beside `--delay-ms 5`.
+    func start(_ arguments: [String] = [], standIn standInArguments: [String]? = nil) throws -> Rig {
         // Every request is held (for ten minutes) until `heldThenStopHolding`: whatever the machine's load, the ones
         // held are still in flight when the fault comes; what is sent after it is answered at once.
-        let standIn = try H2StandIn(["--delay-ms", "5", "--hold-first", "\(Self.total)", "--hold-ms", "600000"])
+        let standIn = try H2StandIn(
+            ["--delay-ms", "5"] + (standInArguments ?? ["--hold-first", "\(Self.total)", "--hold-ms", "600000"]))
         let proxy = try FaultProxy(targetPort: standIn.port)
         let directory = HeraldProcess.makeDirectory()
         let keyFile = try V1IntegrationTests.writeServiceAccount(
@@ -36,9 +37,9 @@ import Testing
         return Rig(standIn: standIn, proxy: proxy, herald: herald)
     }
 
-    /// `total` single-token messages in one batch.
-    func post(_ rig: Rig) async throws {
-        let messages = (0..<Self.total).map { #"{"message":{"token":"fault-\#($0)","data":{"n":"\#($0)"}}}"# }
+    /// `count` single-token messages in one batch.
+    func post(_ rig: Rig, count: Int = total) async throws {
+        let messages = (0..<count).map { #"{"message":{"token":"fault-\#($0)","data":{"n":"\#($0)"}}}"# }
         let reply = try await rig.herald.request(
             "POST", "/v1/messages/batch", body: #"{"messages":[\#(messages.joined(separator: ","))]}"#)
         #expect(reply.status == 200, "\(reply.text)")
@@ -59,14 +60,14 @@ import Testing
     }
 
     /// Waits (bounded) until every delivery is `delivered`; returns how many are.
-    func waitForAllDelivered(_ rig: Rig) async throws -> Int {
+    func waitForAllDelivered(_ rig: Rig, count: Int = total) async throws -> Int {
         var delivered = 0
         for _ in 0..<1_200 {
             let connection = try Connection(path: rig.herald.databasePath, mode: .readOnly)
             delivered = try connection.queryOne("SELECT count(*) FROM deliveries WHERE state = 'delivered'") {
                 Int($0.int64(0))
             } ?? 0
-            if delivered == Self.total { break }
+            if delivered == count { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         return delivered
@@ -131,5 +132,22 @@ import Testing
         #expect(try await rig.proxy.stats()["accepted"] ?? 0 > frozen, "a new connection carried the rest")
         let stats = try await rig.standIn.stats()
         #expect(stats.requests - stats.duplicates == Self.total)
+    }
+
+    @Test func aRequestRetriedAfterItTimedOutIsCountedAsPossiblyReceivedTwice() async throws {
+        // The first request is held past Herald's request timeout (30 s), its retry answered at once; no PING
+        // (its 10-minute quiet time) closes the connection first.
+        let rig = try start(["--h2-ping-after", "10m"], standIn: ["--hold-first", "1", "--hold-ms", "600000"])
+        defer { rig.herald.stop() }
+        try await post(rig, count: 1)
+
+        #expect(try await waitForAllDelivered(rig, count: 1) == 1)
+        #expect(try await metric(rig, #"herald_fcm_requests_total{app="default",code="timeout"}"#, atLeast: 1) == 1)
+        let retried = try await metric(
+            rig, #"herald_requests_retried_after_connection_loss_total{app="default"}"#, atLeast: 1)
+        #expect(retried == 1, "the timed-out request may have been received: it is counted")
+        #expect(gateClosings(rig).compactMap { $0["reason"] as? String } == ["timeout"])
+        let stats = try await rig.standIn.stats()
+        #expect(stats.requests == 2 && stats.duplicates == 1, "the stand-in did receive it twice")
     }
 }
