@@ -34,7 +34,9 @@
 // --no-h2 1: HTTPS with HTTP/1.1 only (ALPN offers no h2), for a client's fallback.
 // --hold-first N: the first N messages:send requests are answered only after --hold-ms (default 60000) instead of
 // --delay-ms: they are certainly still in flight when a test plays a network fault, and what is sent after them
-// (the retries) is answered at the usual delay.
+// (the retries) is answered at the usual delay. POST http://127.0.0.1:S/stop-holding ends the holding early: the
+// requests held stay held, every later one is answered at --delay-ms (a test that plays its fault as soon as
+// requests are held, before any of them can time out, has the retries answered whatever arrived before the fault).
 // POST /echo answers 200 with the request body, and what arrived in x-seen-* headers (method, path, content-type,
 // authorization, content-length, any other header's name) plus retry-after: 7; not counted as a message request.
 // --arrivals FILE: one line per messages:send request, "TOKEN ARRIVAL_US", written when its body has arrived
@@ -206,6 +208,8 @@ server.on('session', (session) => {
 });
 
 const statsServer = http.createServer((req, res) => {
+    req.resume();
+    if (req.method === 'POST' && req.url === '/stop-holding') options.holdFirst = 0;
     res.writeHead(200, { 'content-type': 'application/json' });
     const now = { in_flight: inFlight, session_in_flight: [...sessions].map((s) => s.heraldInFlight || 0) };
     res.end(JSON.stringify(Object.assign({}, stats, now)));

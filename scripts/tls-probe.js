@@ -14,6 +14,11 @@
 //              the server closes: {"alpn", "reply": everything received, as text}
 //   garbage    TLS with ALPN "alpn", then "hex" written as bytes; reads until the server closes: {"alpn", "closed",
 //              "received": bytes count, "goaway": whether an HTTP/2 GOAWAY frame header was among them}
+//   frames     TLS with ALPN "alpn" (default ["h2"]), then "hex" written as bytes in one write (the client preface and
+//              frames the test made: one TLS record, so one read for the server); reads HTTP/2 frames until every
+//              event of "until" was seen ("rst:N": RST_STREAM on stream N, "end:N": a frame with END_STREAM on
+//              stream N, "goaway") or the server closes: {"alpn", "closed", "frames": [{"type", "flags", "stream",
+//              "code": a RST_STREAM's or GOAWAY's error code, "text": a DATA frame's payload}]}
 //   plain      TCP without TLS, "text" written: {"closed", "received"}
 //   cert       reads the PEM file "ca": {"subjectaltname", "ip127", "localhost", "ca": its CA flag, "curve"}
 'use strict';
@@ -106,6 +111,36 @@ switch (input.mode) {
     readUntilClose(socket, (bytes) => done({
       alpn: socket.alpnProtocol || null, closed: true, received: bytes.length, goaway: hasGoAway(bytes.subarray(0)),
     }));
+    break;
+  }
+  case 'frames': {
+    const options = { host, port: input.port, ca, ALPNProtocols: input.alpn || ['h2'] };
+    const socket = tls.connect(options, () => socket.write(Buffer.from(input.hex, 'hex')));
+    const waiting = new Set(input.until || []);
+    const frames = [];
+    let pending = Buffer.alloc(0);
+    const finish = (closed) => done({ alpn: socket.alpnProtocol || null, closed, frames });
+    // What came before the overall timeout, for the test's message.
+    setTimeout(() => done({ error: 'timeout', waiting: [...waiting], frames }), 19000).unref();
+    socket.on('data', (chunk) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const length = pending.readUIntBE(0, 3);
+        const frame = { type: pending[3], flags: pending[4], stream: pending.readUInt32BE(5) & 0x7fffffff };
+        const payload = pending.subarray(9, 9 + length);
+        if (frame.type === 3) frame.code = payload.readUInt32BE(0);
+        if (frame.type === 7) frame.code = payload.readUInt32BE(4);
+        if (frame.type === 0) frame.text = payload.toString('utf8');
+        frames.push(frame);
+        pending = pending.subarray(9 + length);
+        if (frame.type === 3) waiting.delete(`rst:${frame.stream}`);
+        if ((frame.type === 0 || frame.type === 1) && (frame.flags & 1)) waiting.delete(`end:${frame.stream}`);
+        if (frame.type === 7) waiting.delete('goaway');
+      }
+      if (input.until && waiting.size === 0) finish(false);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => finish(true));
     break;
   }
   case 'plain': {

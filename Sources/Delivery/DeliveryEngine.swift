@@ -79,6 +79,8 @@ public final class DeliveryEngine: @unchecked Sendable {
         var requestSeries: [String: Metrics.Series] = [:]
         /// The HTTP version FCM last answered over, to log when it shows or changes.
         var httpVersion: String?
+        /// Requests that timed out: they may have reached the provider, and are sent again as connection losses are.
+        var requestsTimedOut = 0
         /// Requests sent during this turn of `queue`, handed to the pool together at its end.
         var outgoing: [RequestTransport.Submission] = []
 
@@ -169,15 +171,19 @@ public final class DeliveryEngine: @unchecked Sendable {
         _ = try? writer.write { _ in }  // and the writer, first in first out, has committed them
     }
 
-    /// The app's pool's connection counts as metrics: counters the pool keeps for its whole life, copied.
-    private func record(_ statistics: TransportStatistics, app: String) {
+    /// The app's pool's connection counts as metrics: counters the pool keeps for its whole life, copied. Requests
+    /// possibly received twice are those lost with their connection and those that timed out (SPEC §11).
+    private func record(_ runtime: Runtime) {
+        let app = runtime.app.name
+        let statistics = runtime.pool.statistics
         metrics.set("herald_connections_opened_total", ["app": app], to: Double(statistics.opened))
         for (cause, count) in statistics.closed where count > 0 {
             metrics.set("herald_connections_closed_total", ["app": app, "cause": cause], to: Double(count))
         }
         metrics.set("herald_pings_total", ["app": app], to: Double(statistics.pings))
         metrics.set(
-            "herald_requests_retried_after_connection_loss_total", ["app": app], to: Double(statistics.requestsLost))
+            "herald_requests_retried_after_connection_loss_total", ["app": app],
+            to: Double(statistics.requestsLost + runtime.requestsTimedOut))
     }
 
     // MARK: - Carrying out the schedulers' actions (on `queue`)
@@ -376,6 +382,7 @@ public final class DeliveryEngine: @unchecked Sendable {
             ])
         } else if case .failure(let failure) = result, failure != .cancelled {
             tally.add(runtime, code: failure.description, seconds: seconds)
+            if failure == .timeout { runtime.requestsTimedOut += 1 }
         }
         let actions = runtime.scheduler.answered(request, result: result, now: Clock.nowMillis(), using: &random)
         perform(actions, on: runtime)
@@ -534,7 +541,7 @@ public final class DeliveryEngine: @unchecked Sendable {
                         guard let runtime = self.runtimes[state.name] else { continue }
                         self.metrics.set(
                             "herald_fcm_connections", ["app": state.name], to: Double(runtime.pool.connections))
-                        self.record(runtime.pool.statistics, app: state.name)
+                        self.record(runtime)
                         self.perform(
                             runtime.scheduler.observed(state, origins: origins, nextDueAt: due, now: now), on: runtime)
                     }

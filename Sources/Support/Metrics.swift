@@ -213,8 +213,8 @@ extension Metrics {
                        + "protocol_error, shutdown)."),
             Family("herald_pings_total", .counter, "HTTP/2 PINGs sent to quiet or suspect connections, per app."),
             Family("herald_requests_retried_after_connection_loss_total", .counter,
-                   "Requests in flight on a connection that was lost: they may have reached the provider and are "
-                       + "sent again, per app."),
+                   "Requests in flight on a connection that was lost, or that timed out: they may have reached the "
+                       + "provider and are sent again, per app."),
             Family("herald_queue_depth", .gauge, "Deliveries per app and state (refreshed every few seconds)."),
             Family("herald_oldest_ready_seconds", .gauge, "Age of the oldest delivery ready to send, per app."),
             Family("herald_tokens_deleted_total", .counter, "Tokens deleted after NotRegistered, per app."),

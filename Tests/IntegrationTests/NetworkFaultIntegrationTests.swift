@@ -4,10 +4,13 @@ import OAuth
 import Storage
 import Testing
 
-/// The real `herald serve` sending FCM v1 over TLS + HTTP/2 to node's `http2` (the stand-in, holding the first
-/// answers so that every request is in flight when the fault comes) through a TCP proxy that resets or freezes
-/// every connection on command: what a load balancer's restart, a NAT flush or a dead path does to a real network
-/// (SPEC §11).
+/// The real `herald serve` sending FCM v1 over TLS + HTTP/2 to node's `http2` (the stand-in, holding the answers
+/// until the fault comes) through a TCP proxy that resets or freezes every connection on command: what a load
+/// balancer's restart, a NAT flush or a dead path does to a real network (SPEC §11).
+///
+/// The fault is played as soon as the stand-in holds a request, not once all have arrived: Herald's request timeout
+/// (30 s) runs from the first request on, and on a loaded machine the last may arrive after it, so that the held
+/// requests would time out before the fault (and be sent again as timeouts, not as losses).
 @Suite(.serialized) struct NetworkFaultIntegrationTests {
     static let total = 400
 
@@ -18,11 +21,12 @@ import Testing
     }
 
     /// The stand-in, the proxy in front of it, and Herald sending through the proxy (the token endpoint is reached
-    /// directly: only messages:send goes through the faults).
-    func start(_ arguments: [String] = []) throws -> Rig {
-        // The first `total` requests are held for a minute: whatever the machine's load, they are still in flight
-        // when the fault comes; the retries after it are answered at once.
-        let standIn = try H2StandIn(["--delay-ms", "5", "--hold-first", "\(Self.total)"])
+    /// directly: only messages:send goes through the faults). `standIn`: its arguments beside `--delay-ms 5`.
+    func start(_ arguments: [String] = [], standIn standInArguments: [String]? = nil) throws -> Rig {
+        // Every request is held (for ten minutes) until `heldThenStopHolding`: whatever the machine's load, the ones
+        // held are still in flight when the fault comes; what is sent after it is answered at once.
+        let standIn = try H2StandIn(
+            ["--delay-ms", "5"] + (standInArguments ?? ["--hold-first", "\(Self.total)", "--hold-ms", "600000"]))
         let proxy = try FaultProxy(targetPort: standIn.port)
         let directory = HeraldProcess.makeDirectory()
         let keyFile = try V1IntegrationTests.writeServiceAccount(
@@ -33,35 +37,37 @@ import Testing
         return Rig(standIn: standIn, proxy: proxy, herald: herald)
     }
 
-    /// `total` single-token messages in one batch.
-    func post(_ rig: Rig) async throws {
-        let messages = (0..<Self.total).map { #"{"message":{"token":"fault-\#($0)","data":{"n":"\#($0)"}}}"# }
+    /// `count` single-token messages in one batch.
+    func post(_ rig: Rig, count: Int = total) async throws {
+        let messages = (0..<count).map { #"{"message":{"token":"fault-\#($0)","data":{"n":"\#($0)"}}}"# }
         let reply = try await rig.herald.request(
             "POST", "/v1/messages/batch", body: #"{"messages":[\#(messages.joined(separator: ","))]}"#)
         #expect(reply.status == 200, "\(reply.text)")
     }
 
-    /// Waits (bounded: a loaded machine may take a while to start sending) until the stand-in has received
-    /// `count` requests, so that the fault finds them in flight.
-    func waitForRequests(_ rig: Rig, atLeast count: Int) async throws {
+    /// Waits (bounded: a loaded machine may take a while to start sending) until the stand-in holds a request, then
+    /// has it answer every later one at once: the fault that comes next finds the held ones in flight (and on a
+    /// machine that is not loaded, most of the batch), and nothing sent after it is held.
+    func heldThenStopHolding(_ rig: Rig) async throws {
         var received = 0
         for _ in 0..<1_200 {
             received = try await rig.standIn.stats().requests
-            if received >= count { break }
+            if received >= 1 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        try #require(received >= count, "the stand-in received only \(received) requests before the fault")
+        try #require(received >= 1, "the stand-in received no request before the fault")
+        _ = try await rig.standIn.post("/stop-holding", body: "{}")
     }
 
     /// Waits (bounded) until every delivery is `delivered`; returns how many are.
-    func waitForAllDelivered(_ rig: Rig) async throws -> Int {
+    func waitForAllDelivered(_ rig: Rig, count: Int = total) async throws -> Int {
         var delivered = 0
         for _ in 0..<1_200 {
             let connection = try Connection(path: rig.herald.databasePath, mode: .readOnly)
             delivered = try connection.queryOne("SELECT count(*) FROM deliveries WHERE state = 'delivered'") {
                 Int($0.int64(0))
             } ?? 0
-            if delivered == Self.total { break }
+            if delivered == count { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         return delivered
@@ -70,7 +76,7 @@ import Testing
     /// A metric's value as `/metrics` shows it once the engine's tick has copied the pool's counts (bounded wait).
     func metric(_ rig: Rig, _ series: String, atLeast minimum: Double) async throws -> Double {
         var value = 0.0
-        for _ in 0..<100 {
+        for _ in 0..<600 {
             let text = try await rig.herald.request("GET", "/metrics").text
             value = text.split(separator: "\n").first { $0.hasPrefix(series + " ") }
                 .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
@@ -88,7 +94,7 @@ import Testing
         let rig = try start()
         defer { rig.herald.stop() }
         try await post(rig)
-        try await waitForRequests(rig, atLeast: Self.total)
+        try await heldThenStopHolding(rig)
 
         let reset = try await rig.proxy.reset()
 
@@ -113,7 +119,7 @@ import Testing
         let rig = try start(["--h2-ping-after", "1s", "--h2-ping-timeout", "1s"])
         defer { rig.herald.stop() }
         try await post(rig)
-        try await waitForRequests(rig, atLeast: Self.total)
+        try await heldThenStopHolding(rig)
 
         let frozen = try await rig.proxy.freeze()
 
@@ -126,5 +132,22 @@ import Testing
         #expect(try await rig.proxy.stats()["accepted"] ?? 0 > frozen, "a new connection carried the rest")
         let stats = try await rig.standIn.stats()
         #expect(stats.requests - stats.duplicates == Self.total)
+    }
+
+    @Test func aRequestRetriedAfterItTimedOutIsCountedAsPossiblyReceivedTwice() async throws {
+        // The first request is held past Herald's request timeout (30 s), its retry answered at once; no PING
+        // (its 10-minute quiet time) closes the connection first.
+        let rig = try start(["--h2-ping-after", "10m"], standIn: ["--hold-first", "1", "--hold-ms", "600000"])
+        defer { rig.herald.stop() }
+        try await post(rig, count: 1)
+
+        #expect(try await waitForAllDelivered(rig, count: 1) == 1)
+        #expect(try await metric(rig, #"herald_fcm_requests_total{app="default",code="timeout"}"#, atLeast: 1) == 1)
+        let retried = try await metric(
+            rig, #"herald_requests_retried_after_connection_loss_total{app="default"}"#, atLeast: 1)
+        #expect(retried == 1, "the timed-out request may have been received: it is counted")
+        #expect(gateClosings(rig).compactMap { $0["reason"] as? String } == ["timeout"])
+        let stats = try await rig.standIn.stats()
+        #expect(stats.requests == 2 && stats.duplicates == 1, "the stand-in did receive it twice")
     }
 }

@@ -7,8 +7,12 @@ import Support
 /// decrypted go into `nghttp2_session_mem_recv`; what `nghttp2_session_mem_send` gives is written out by the
 /// connection. The callbacks only record into the streams; requests go to the handler once `mem_recv` returns.
 ///
-/// Policy stays the server's: the body limit and budget of `HTTPHandler`, the header list limit, and answering a
-/// stream with `nghttp2_submit_response` (a data provider reading the body) when the handler responds.
+/// Policy stays the server's: the body limit and budget of `HTTPHandler`, the header list limit, answering a
+/// stream with `nghttp2_submit_response` (a data provider reading the body) when the handler responds, and each
+/// stream's deadlines (`tick`). A stream whose answer is complete while its request is not (a refusal, a timeout)
+/// is reset with NO_ERROR once the answer is out (RFC 9113 §8.1), so it gives back its slot at once. Streams over
+/// `maxConcurrentStreams` are nghttp2's: refused (REFUSED_STREAM) until the client acknowledged the SETTINGS, a
+/// connection error after.
 final class HTTP2ServerSession {
     private unowned(unsafe) let connection: TLSConnection
     private var session: OpaquePointer?
@@ -16,6 +20,8 @@ final class HTTP2ServerSession {
     private var streams: [Int32: HTTP2ServerStream] = [:]
     /// What the callbacks recorded during one `mem_recv`: streams complete or refused, for `act` to dispatch.
     private var ready: [HTTP2ServerStream] = []
+    /// Response DATA went out since the last `tick`: the connection's flow-control window is moving.
+    private var sentData = false
     /// nghttp2's text for the last error it met.
     private(set) var lastError: String?
     private let maxHeaderBytes: Int
@@ -86,12 +92,14 @@ final class HTTP2ServerSession {
     private func act() {
         guard !ready.isEmpty else { return }
         let loop = connection.loop
-        for stream in ready where !stream.answered {
-            stream.answered = true
-            if let refusal = stream.refusal {
-                respond(refusal, to: stream)
+        // A stream the client reset in the same read is gone from `streams` (and its budget given back): not handled.
+        for stream in ready where !stream.answered && streams[stream.id] === stream {
+            if stream.refusal != nil {
+                answerRefusal(of: stream)
                 continue
             }
+            stream.answered = true
+            stream.enter(.handling, now: loop.now)
             loop.context.http2Requests.add(1, ordering: .relaxed)
             let reserved = stream.reservedBodyBytes
             stream.reservedBodyBytes = 0
@@ -126,6 +134,7 @@ final class HTTP2ServerSession {
         }
         if !bodyless { fields.append(("content-length", String(response.body.count))) }
         let sendsBody = !bodyless && !stream.isHead && !response.body.isEmpty
+        stream.enter(.responding, now: connection.loop.now)
         stream.responseBody = sendsBody ? response.body : []
         var provider = nghttp2_data_provider()
         provider.read_callback = Self.readBody
@@ -151,6 +160,33 @@ final class HTTP2ServerSession {
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
         }
         return true
+    }
+
+    /// Ends the streams past their deadline: a request whose head or body stalls is answered 408 as over HTTP/1.1
+    /// (then reset, its request unfinished); an answer the client's flow-control windows have held back for
+    /// `idleTimeout` is reset with CANCEL. A stream the handler has is left to it.
+    func tick(now: Double, configuration: HTTPServerConfiguration) {
+        guard let session, !streams.isEmpty else { return }
+        let connectionMoves = sentData || nghttp2_session_get_remote_window_size(session) > 0
+        sentData = false
+        for stream in streams.values {
+            switch stream.stage {
+            case .head where now - stream.since > configuration.headerTimeout:
+                answerRefusal(of: stream, timingOut: .headTimeout)
+            case .body where now - stream.since > configuration.bodyTimeout:
+                answerRefusal(of: stream, timingOut: .bodyTimeout)
+            case .responding:
+                if connectionMoves && nghttp2_session_get_stream_remote_window_size(session, stream.id) > 0 {
+                    stream.since = now
+                } else if now - stream.since > configuration.idleTimeout {
+                    nghttp2_submit_rst_stream(
+                        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
+                    connection.markDirty()
+                }
+            default:
+                break
+            }
+        }
     }
 
     /// A graceful end (shutdown): GOAWAY naming the last stream taken, whose streams are still answered; the session
@@ -240,6 +276,7 @@ final class HTTP2ServerSession {
         nghttp2_session_callbacks_set_on_frame_recv_callback(made, onFrame)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(made, onData)
         nghttp2_session_callbacks_set_on_stream_close_callback(made, onStreamClose)
+        nghttp2_session_callbacks_set_on_frame_send_callback(made, onFrameSend)
         nghttp2_session_callbacks_set_error_callback2(made, onError)
         return made!
     }()
@@ -258,7 +295,8 @@ final class HTTP2ServerSession {
               frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
         else { return 0 }
         let id = frame.pointee.hd.stream_id
-        session(context).streams[id] = HTTP2ServerStream(id: id)
+        let server = session(context)
+        server.streams[id] = HTTP2ServerStream(id: id, now: server.connection.loop.now)
         return 0
     }
 
@@ -299,6 +337,7 @@ final class HTTP2ServerSession {
               let stream = server.streams[header.stream_id]
         else { return 0 }
         if type == NGHTTP2_HEADERS.rawValue && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+            stream.enter(.body, now: server.connection.loop.now)
             server.admit(stream)
         }
         if stream.refusal != nil || header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
@@ -335,6 +374,20 @@ final class HTTP2ServerSession {
         return 0
     }
 
+    /// An answer's last frame is out while the client's request is not complete (the server refused it, or it timed
+    /// out): RST_STREAM NO_ERROR tells the client to stop sending it (RFC 9113 §8.1), and frees the stream's slot.
+    private static let onFrameSend: nghttp2_on_frame_send_callback = { session, frame, _ in
+        guard let session, let frame else { return 0 }
+        let header = frame.pointee.hd
+        let type = UInt32(header.type)
+        guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
+              header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
+              nghttp2_session_get_stream_remote_close(session, header.stream_id) == 0
+        else { return 0 }
+        return nghttp2_submit_rst_stream(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), header.stream_id, NGHTTP2_NO_ERROR.rawValue)
+    }
+
     private static let onError: nghttp2_error_callback2 = { _, _, message, length, context in
         if let message {
             session(context).lastError = String(
@@ -345,11 +398,14 @@ final class HTTP2ServerSession {
 
     /// The response body for DATA frames, as much as the windows and the frame size allow at a time.
     private static let readBody: nghttp2_data_source_read_callback = { _, id, buffer, capacity, flags, _, context in
-        guard let stream = session(context).streams[id], let buffer, let flags else {
+        let server = session(context)
+        guard let stream = server.streams[id], let buffer, let flags else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let count = min(capacity, stream.responseBody.count - stream.responseOffset)
         if count > 0 {
+            stream.since = server.connection.loop.now
+            server.sentData = true
             stream.responseBody.withUnsafeBytes { body in
                 UnsafeMutableRawPointer(buffer).copyMemory(
                     from: body.baseAddress! + stream.responseOffset, byteCount: count)
@@ -387,6 +443,17 @@ final class HTTP2ServerSession {
         guard !stream.queued else { return }
         stream.queued = true
         ready.append(stream)
+    }
+
+    /// The server's own answer instead of the handler's: the stream's `refusal`, else `timeout`'s 408; what more of
+    /// the body comes is dropped.
+    private func answerRefusal(of stream: HTTP2ServerStream, timingOut timeout: HTTPRequestError? = nil) {
+        guard let refusal = stream.refusal ?? timeout?.response else { return }
+        stream.refusal = refusal
+        stream.answered = true
+        dropBody(of: stream)
+        respond(refusal, to: stream)
+        connection.markDirty()
     }
 
     private func dropBody(of stream: HTTP2ServerStream) {

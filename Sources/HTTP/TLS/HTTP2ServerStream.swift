@@ -1,7 +1,24 @@
 /// One request stream of an `HTTP2ServerSession`, from its HEADERS to its close: what the session's callbacks
 /// recorded of the request, and the response body nghttp2 reads out of it in DATA frames.
 final class HTTP2ServerStream {
+    /// Where the stream is, for its deadline (`HTTP2ServerSession.tick`), as `HTTP1OverTLS` has them for a request.
+    enum Stage {
+        /// Its HEADERS began and have not ended: `headerTimeout`.
+        case head
+        /// Its headers are in and its body has not ended: `bodyTimeout` (from the end of the headers, as over
+        /// HTTP/1.1).
+        case body
+        /// The handler has the request: no deadline, as over HTTP/1.1.
+        case handling
+        /// An answer is submitted and not all sent: `idleTimeout` while the client's flow-control windows hold it
+        /// back.
+        case responding
+    }
+
     let id: Int32
+    private(set) var stage = Stage.head
+    /// Monotonic seconds since which the stage has waited (for `responding`: the last progress).
+    var since: Double
     var method = ""
     var path = ""
     var authority: String?
@@ -26,8 +43,14 @@ final class HTTP2ServerStream {
     var responseBody: [UInt8] = []
     var responseOffset = 0
 
-    init(id: Int32) {
+    init(id: Int32, now: Double) {
         self.id = id
+        since = now
+    }
+
+    func enter(_ stage: Stage, now: Double) {
+        self.stage = stage
+        since = now
     }
 
     /// The request as the handler sees it: `host` from `:authority` when the client sent no `host` field (HTTP/2

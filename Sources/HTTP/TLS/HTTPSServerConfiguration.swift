@@ -8,9 +8,10 @@
 public struct HTTPSServerConfiguration: Sendable {
     /// The address, threads and limits, read as `HTTPServer` reads them: `maxConnections` (over it a connection is
     /// closed before its handshake), `maxHeaderBytes` (a request head, or an HTTP/2 header list; then 431),
-    /// `headerTimeout` (also the time the TLS handshake may take), `idleTimeout` (a connection with no request in
-    /// hand), `bodyTimeout` (an HTTP/1.1 body), `maxBodyBytesInFlight` (the body budget, shared by every stream and
-    /// connection).
+    /// `headerTimeout` (a request head or HTTP/2 header block, then 408; also the time the TLS handshake may take),
+    /// `bodyTimeout` (a request body over either protocol, then 408), `idleTimeout` (a connection with no request in
+    /// hand; an HTTP/2 answer the client's flow-control windows hold back, then the stream is reset),
+    /// `maxBodyBytesInFlight` (the body budget, shared by every stream and connection).
     public var server: HTTPServerConfiguration
     public var identity: TLSIdentity
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` of every HTTP/2 connection: streams a client may have open at once.

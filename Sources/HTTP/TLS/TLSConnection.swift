@@ -110,10 +110,13 @@ final class TLSConnection {
             loop.context.handshakeFailures.add(1, ordering: .relaxed)
             Log.debug("https handshake timed out", ["connection": .int(Int64(id))])
             close()
-        case .http2(let session)
-            where session.openStreams == 0 && output.isEmpty && now - lastActivity > configuration.idleTimeout:
-            session.terminate()
-            markDirty()
+        case .http2(let session):
+            if session.openStreams == 0 && output.isEmpty && now - lastActivity > configuration.idleTimeout {
+                session.terminate()
+                markDirty()
+            } else {
+                session.tick(now: now, configuration: configuration)
+            }
         case .http1(let exchange):
             exchange.tick(now: now)
         default:

@@ -30,34 +30,31 @@ final class TLSServerContext: @unchecked Sendable {
 
     /// The first certificate of `pem` is the server's, the rest its chain.
     private static func useCertificates(_ pem: String, in context: OpaquePointer) throws(HTTPServerError) {
-        let bytes = Array(pem.utf8)
-        let bio = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-        guard let bio else { throw HTTPServerError(openSSLFailure("TLS: reading the certificate")) }
-        defer { BIO_free(bio) }
-        guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
-            throw HTTPServerError(openSSLFailure("TLS: the certificate file holds no PEM certificate"))
-        }
-        defer { X509_free(leaf) }
-        guard SSL_CTX_use_certificate(context, leaf) == 1 else {
-            throw HTTPServerError(openSSLFailure("TLS: using the certificate"))
-        }
-        while let intermediate = PEM_read_bio_X509(bio, nil, nil, nil) {
-            guard herald_ssl_ctx_add0_chain_cert(context, intermediate) == 1 else {
-                X509_free(intermediate)
-                throw HTTPServerError(openSSLFailure("TLS: adding a chain certificate"))
+        try withMemoryBIO(pem, failure: "TLS: reading the certificate") { bio throws(HTTPServerError) in
+            guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
+                throw HTTPServerError(openSSLFailure("TLS: the certificate file holds no PEM certificate"))
             }
+            defer { X509_free(leaf) }
+            guard SSL_CTX_use_certificate(context, leaf) == 1 else {
+                throw HTTPServerError(openSSLFailure("TLS: using the certificate"))
+            }
+            while let intermediate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                guard herald_ssl_ctx_add0_chain_cert(context, intermediate) == 1 else {
+                    X509_free(intermediate)
+                    throw HTTPServerError(openSSLFailure("TLS: adding a chain certificate"))
+                }
+            }
+            // The loop ends on "no start line" past the last certificate: not an error.
+            ERR_clear_error()
         }
-        // The loop ends on "no start line" past the last certificate: not an error.
-        ERR_clear_error()
     }
 
     private static func usePrivateKey(_ pem: String, in context: OpaquePointer) throws(HTTPServerError) {
-        let bytes = Array(pem.utf8)
-        let bio = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-        guard let bio else { throw HTTPServerError(openSSLFailure("TLS: reading the key")) }
-        defer { BIO_free(bio) }
         // No passphrase callback: an encrypted key fails here rather than prompting on a terminal.
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, Self.noPassphrase, nil) else {
+        let key = try withMemoryBIO(pem, failure: "TLS: reading the key") { bio in
+            PEM_read_bio_PrivateKey(bio, nil, Self.noPassphrase, nil)
+        }
+        guard let key else {
             throw HTTPServerError(openSSLFailure("TLS: the key file holds no unencrypted PEM private key"))
         }
         defer { EVP_PKEY_free(key) }
@@ -66,6 +63,21 @@ final class TLSServerContext: @unchecked Sendable {
             throw HTTPServerError(openSSLFailure(
                 "TLS: the private key does not belong to the certificate, or cannot be used with it"))
         }
+    }
+
+    /// Calls `body` with a read-only memory BIO over `pem`'s bytes, which stay alive (and the BIO with them) only for
+    /// the call: the BIO does not copy what it reads from.
+    private static func withMemoryBIO<Value>(
+        _ pem: String, failure: String, _ body: (OpaquePointer) throws(HTTPServerError) -> Value
+    ) throws(HTTPServerError) -> Value {
+        var pem = pem
+        return try pem.withUTF8 { bytes in
+            guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else {
+                return Result<Value, HTTPServerError>.failure(HTTPServerError(openSSLFailure(failure)))
+            }
+            defer { BIO_free(bio) }
+            return Result { () throws(HTTPServerError) in try body(bio) }
+        }.get()
     }
 
     private static let noPassphrase: @convention(c) (
