@@ -1,3 +1,4 @@
+import OAuth
 import Queue
 import Support
 
@@ -290,7 +291,7 @@ public enum V1MessageValidator {
             }
             derived.priority = urgency == "high" ? .high : .normal
         }
-        if let topic = headers["topic"], !(1...32).contains(topic.utf8.count) || !topic.utf8.allSatisfy(isBase64URL) {
+        if let topic = headers["topic"], !Base64URL.isWebPushTopic(topic) {
             throw invalid("Invalid value at 'message.webpush.headers.Topic': 1 to 32 base64url characters "
                 + "([A-Za-z0-9_-]), got \(quoted(topic)).")
         }
@@ -319,16 +320,6 @@ public enum V1MessageValidator {
             headers[name] = text
         }
         return headers
-    }
-
-    private static func isBase64URL(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-            true
-        default:
-            false
-        }
     }
 
     // MARK: - Field names

@@ -13,6 +13,11 @@ public enum Base64URL {
         return values
     }()
 
+    /// Whether `text` is 1 to 32 base64url characters: what a Web Push `Topic` header may be (RFC 8030 §5.4).
+    public static func isWebPushTopic(_ text: some StringProtocol) -> Bool {
+        (1...32).contains(text.utf8.count) && text.utf8.allSatisfy { values[Int($0)] != 0xff }
+    }
+
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
         // A concrete array, so the loop below is not run through the generic collection's witnesses.
         let bytes = Array(bytes)

@@ -1,3 +1,4 @@
+import OAuth
 import Queue
 import Support
 
@@ -24,8 +25,6 @@ struct WebPushNotification: Equatable {
 
     /// One aes128gcm record of 4096 bytes holds this much plaintext (RFC 8291 §4).
     static let maximumPlaintextBytes = 3993
-    /// RFC 8030 §5.4: a `Topic` is at most 32 characters of the URL-safe base64 alphabet.
-    static let maximumTopicBytes = 32
 
     /// Why a message cannot go out over Web Push: a dead letter for the whole message, never a retry.
     struct Unrenderable: Error, Equatable {
@@ -56,7 +55,8 @@ struct WebPushNotification: Equatable {
             ("ttl", String(LegacyProvider.remainingTTL(message, now: now))),
             ("urgency", header("urgency") ?? (isHigh(stored, format: message.format) ? "high" : "normal")),
         ]
-        if let topic = header("topic") ?? message.collapseKey, isTopic(topic) {
+        // A collapse key that is not a valid `Topic` is left out rather than refused by the push service.
+        if let topic = header("topic") ?? message.collapseKey, Base64URL.isWebPushTopic(topic) {
             headers.append(("topic", topic))
         }
         return WebPushNotification(plaintext: plaintext, headers: headers)
@@ -83,19 +83,6 @@ struct WebPushNotification: Equatable {
         case .v1:
             stored["android"]?["priority"]?.stringValue?.uppercased() == "HIGH"
                 || stored["apns"]?["headers"]?["apns-priority"]?.stringValue == "10"
-        }
-    }
-
-    /// A collapse key that is not a valid `Topic` is left out rather than refused by the push service.
-    private static func isTopic(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= maximumTopicBytes && text.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                true
-            default:
-                false
-            }
         }
     }
 }
