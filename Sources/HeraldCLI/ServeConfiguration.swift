@@ -77,6 +77,8 @@ struct ServeConfiguration: Sendable {
     var leaseMillis: Int64
     /// When a quiet HTTP/2 connection gets a PING, and how long its ACK may take.
     var liveness: HTTP2Liveness
+    /// How long a request to a provider may wait for its answer (from its submission), every app's.
+    var requestTimeoutMillis = 30_000
     var apps: [AppConfiguration]
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
@@ -113,6 +115,7 @@ struct ServeConfiguration: Sendable {
         ("lease", "2m", "a claimed delivery's lease; renewed while held, taken back when a process stops renewing"),
         ("h2-ping-after", "3s", "HTTP/2: a PING when a connection with requests on it has received nothing this long"),
         ("h2-ping-timeout", "5s", "HTTP/2: a PING unanswered this long closes its connection; requests are retried"),
+        ("request-timeout", "30s", "a request to a provider not answered this long fails as timeout and is retried"),
     ]
 
     static var options: [Arguments.Option] {
@@ -322,6 +325,7 @@ struct ServeConfiguration: Sendable {
             ttlZeroWindowMillis: ttlZeroWindow, tokenEventRetentionMillis: tokenEventRetention,
             leaseMillis: lease, liveness: liveness, apps: apps)
         configuration.consoleReadOnlyToken = try raw("console-read-only-token").flatMap { $0.isEmpty ? nil : $0 }
+        configuration.requestTimeoutMillis = Int(try duration("request-timeout", in: 1_000...3_600_000))
         try configuration.check()
         return configuration
     }

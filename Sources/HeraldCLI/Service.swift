@@ -114,7 +114,8 @@ final class Service: Sendable {
             if app.provider == .fcmV1, let account = app.serviceAccount, let projectID = app.projectID,
                let tokenURI = app.tokenURI, let tokenPool {
                 provider = V1Provider(app: app.name, account: account, projectID: projectID, endpoint: app.endpoint,
-                                      tokenURI: tokenURI, tokenPool: tokenPool)
+                                      tokenURI: tokenURI, tokenPool: tokenPool,
+                                      timeoutMillis: configuration.requestTimeoutMillis)
                 Log.info("fcm v1 app", [
                     "app": .string(app.name), "project": .string(projectID),
                     "client_email": .string(account.clientEmail),
@@ -123,7 +124,7 @@ final class Service: Sendable {
             } else if app.provider == .apns, let apns = app.apns, let key = apns.key {
                 provider = APNsProvider(
                     app: app.name, key: key, keyID: apns.keyID, teamID: apns.teamID, topic: apns.topic,
-                    endpoint: app.endpoint, caFile: apns.caFile)
+                    endpoint: app.endpoint, timeoutMillis: configuration.requestTimeoutMillis, caFile: apns.caFile)
                 Log.info("apns app", [
                     "app": .string(app.name), "topic": .string(apns.topic), "key_id": .string(apns.keyID),
                     "team_id": .string(apns.teamID), "endpoint": .string(app.endpoint),
@@ -132,14 +133,16 @@ final class Service: Sendable {
                 let vapid = try VAPID(key: key, subject: webPush.subject)
                 provider = WebPushProvider(
                     app: app.name, vapid: vapid, redirect: app.endpoint.isEmpty ? nil : app.endpoint,
-                    caFile: webPush.caFile, allowsPrivateEndpoints: webPush.endpoints.addresses.allowsPrivate)
+                    timeoutMillis: configuration.requestTimeoutMillis, caFile: webPush.caFile, allowsPrivateEndpoints: webPush.endpoints.addresses.allowsPrivate)
                 Log.info("webpush app", [
                     "app": .string(app.name), "subject": .string(webPush.subject),
                     "application_server_key": .string(vapid.publicKeyText),
                     "endpoint": .string(app.endpoint.isEmpty ? "each subscription's" : app.endpoint),
                 ])
             } else {
-                provider = LegacyProvider(app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "")
+                provider = LegacyProvider(
+                    app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "",
+                    timeoutMillis: configuration.requestTimeoutMillis)
             }
             return DeliveryEngine.App(
                 name: app.name, provider: provider, concurrency: app.concurrency, maxRate: app.maxRate,
