@@ -451,7 +451,9 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            for (key, value) in object where value.stringValue == nil && key != "concurrency" && key != "max_rate" {
+            for (key, value) in object where value.stringValue == nil && key != "concurrency" && key != "max_rate"
+                && !WebPushSettings.numericKeys.contains(key)
+            {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
             let provider: ProviderKind
@@ -513,7 +515,7 @@ struct ServeConfiguration: Sendable {
                     concurrency: appConcurrency, maxRate: appMaxRate)
                 app.webPush = try WebPushSettings(
                     keyFile: item["vapid_private_key_file"]?.stringValue, subject: item["vapid_subject"]?.stringValue,
-                    app: name, directory: directory)
+                    maxConnections: item["max_connections"], app: name, directory: directory)
                 apps.append(app)
                 continue
             }

@@ -32,13 +32,20 @@ public final class WebPushProvider: Provider {
     /// The CA certificates (PEM) push services are checked against instead of the default ones (`$SSL_CERT_FILE`,
     /// else the system's): the sandbox's, to trust the built-in simulator's throw-away certificate.
     public let caFile: String?
+    /// Connections to all push services together at most (the app's `max_connections`): the origins are the
+    /// browsers' to choose, so the pool keeps no more than this however many there are.
+    public let connectionLimit: Int
+
+    public static let defaultConnectionLimit = 256
 
     public init(
-        app: String, vapid: VAPID, redirect: String? = nil, timeoutMillis: Int = 30_000, caFile: String? = nil
+        app: String, vapid: VAPID, redirect: String? = nil, timeoutMillis: Int = 30_000, caFile: String? = nil,
+        connectionLimit: Int = WebPushProvider.defaultConnectionLimit
     ) {
         self.app = app
         self.vapid = vapid
         self.caFile = caFile
+        self.connectionLimit = connectionLimit
         self.redirect = redirect.map { var base = $0; while base.hasSuffix("/") { base.removeLast() }; return base }
         self.timeoutMillis = timeoutMillis
     }
@@ -123,7 +130,8 @@ public final class WebPushProvider: Provider {
     }
 
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
-        http2Transport(concurrency: concurrency, name: name, liveness: liveness, caFile: caFile)
+        http2Transport(
+            concurrency: concurrency, name: name, liveness: liveness, caFile: caFile, totalConnections: connectionLimit)
     }
 
     // MARK: - Helpers
