@@ -47,6 +47,12 @@ public enum Linux {
         (herald_epoll_event_flags(buffer, CInt(index)), herald_epoll_event_fd(buffer, CInt(index)))
     }
 
+    /// The tag `Poller.watch` registered with entry `index`'s descriptor.
+    @inline(__always)
+    static func tag(in buffer: EventBuffer, at index: Int) -> UInt32 {
+        herald_epoll_event_tag(buffer, CInt(index))
+    }
+
     public static func eventFD() throws(IOError) -> CInt {
         try blockingSyscall("eventfd") { eventfd(0, CInt(EFD_NONBLOCK) | CInt(EFD_CLOEXEC)) }
     }
