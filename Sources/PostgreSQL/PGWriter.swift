@@ -34,12 +34,26 @@ public final class PGWriter: StoreWriter {
         let complete: (Error?) -> Void
         /// Whether its commit must wait for the WAL flush (see `enqueue(durable:)`).
         let durable: Bool
+        /// Ingest's messages, when the job is a write of them (`insertMessages`): the committer stores those of
+        /// every such job of a group in one `insertMessages(writes:now:)` call rather than running each job.
+        let write: MessageWrite?
 
-        init(durable: Bool, run: @escaping (PGQueueStore) -> Error?, complete: @escaping (Error?) -> Void) {
+        init(
+            durable: Bool, write: MessageWrite? = nil, run: @escaping (PGQueueStore) -> Error?,
+            complete: @escaping (Error?) -> Void
+        ) {
             self.durable = durable
+            self.write = write
             self.run = run
             self.complete = complete
         }
+    }
+
+    /// A job's messages, and how it takes its answer when they were stored with a group's others.
+    struct MessageWrite {
+        let messages: [NewMessage]
+        /// Keeps the answer as the job's result; returns the error when it is one (the write was refused).
+        let take: (Result<[AcceptedMessage], Error>) -> Error?
     }
 
     private final class Box<T>: @unchecked Sendable { var result: Result<T, Error>? }
@@ -101,9 +115,33 @@ public final class PGWriter: StoreWriter {
         _ work: @escaping @Sendable (PGQueueStore) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
+        push(durable: durable, work, write: nil, completion: completion)
+    }
+
+    /// Queues one write's messages; the committer stores them with those of the group's other writes, in a few
+    /// statements for all of them (`PGGroupCommitter`).
+    public func insertMessages(
+        _ messages: [NewMessage], completion: @escaping @Sendable (Result<[AcceptedMessage], Error>) -> Void
+    ) {
+        push(
+            durable: true, { try $0.insertMessages(messages, now: Clock.nowMillis()) },
+            write: { box in
+                MessageWrite(messages: messages) { result in
+                    box.result = result
+                    if case .failure(let error) = result { return error }
+                    return nil
+                }
+            },
+            completion: completion)
+    }
+
+    private func push<T>(
+        durable: Bool, _ work: @escaping @Sendable (PGQueueStore) throws -> T, write: ((Box<T>) -> MessageWrite)?,
+        completion: @escaping @Sendable (Result<T, Error>) -> Void
+    ) {
         let box = Box<T>()
         let job = Job(
-            durable: durable,
+            durable: durable, write: write?(box),
             run: { store in
                 box.result = Result { try work(store) }
                 if case .failure(let error) = box.result! { return error }
