@@ -187,9 +187,10 @@ final class PGGroupCommitter {
         }
     }
 
-    /// BEGIN, with `synchronous_commit = off` for this transaction when no job needs its commit flushed. When the
-    /// connection turns out to have broken while the writer was idle (a server restart, an idle-session timeout),
-    /// nothing of the group has run: one reset and a second BEGIN cost it nothing.
+    /// BEGIN, with `synchronous_commit = off` for this transaction when no job needs its commit flushed; both go out
+    /// with the group's first statement, in its round trip (`begin(sendingAhead:begun:)`). A connection that broke
+    /// while the writer was idle (a server restart, an idle-session timeout: the server's goodbye waits unread on the
+    /// socket) is reset first: nothing of the group has run, so that costs it nothing when the reset works.
     private func begin(durable: Bool) throws {
         if connection.isInTransaction {
             // Only a failed ROLLBACK (or a failed SET after BEGIN) leaves one behind; BEGIN would only warn, and
@@ -197,20 +198,21 @@ final class PGGroupCommitter {
             connection.rollbackQuietly()
             store.forgetEnsuredApps()
         }
-        // A durable group's transaction id comes with its BEGIN (one round trip), so that a COMMIT whose answer is
-        // lost can be settled (`settle`): an answer to ingest must not say "not stored" of a message that was.
-        let sql = durable ? "BEGIN; SELECT txid_current()" : "BEGIN; SET LOCAL synchronous_commit = off"
-        let begun: PGResult
-        do {
-            begun = try connection.execute(sql)
-        } catch let error as PGError where error.isConnectionLost {
+        if !connection.readUnasked() {
             try connection.reset()
             Log.info("reconnected to PostgreSQL (the connection had broken while idle)", [
-                "server": .string(connection.redactedURL), "error": .string(error.message),
+                "server": .string(connection.redactedURL),
             ])
-            begun = try connection.execute(sql)
         }
-        transactionID = durable ? begun.map { $0.int64(0) }.first : nil
+        // A durable group's transaction id comes with its BEGIN, so that a COMMIT whose answer is lost can be
+        // settled (`settle`): an answer to ingest must not say "not stored" of a message that was.
+        transactionID = nil
+        let after = durable ? "SELECT txid_current()" : "SET LOCAL synchronous_commit = off"
+        connection.begin(sendingAhead: [PGStatement(after)]) { [unowned self] begun in
+            if durable, case .success(let results) = begun {
+                transactionID = results.last?.map { $0.int64(0) }.first
+            }
+        }
     }
 
     /// Runs one job inside savepoint `herald_job`, again after a deadlock or serialization failure (`attempt` is the
