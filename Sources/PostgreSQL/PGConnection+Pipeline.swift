@@ -70,6 +70,7 @@ extension PGConnection {
             guard sent == 1 else { throw connectionError(sql: statement.sql) }
         }
         guard PQpipelineSync(handle) == 1 else { throw connectionError(sql: nil) }
+        roundTrips += 1
 
         // Each statement's result is followed by a nil; the batch ends with the sync point.
         var results: [PGResult] = []

@@ -32,6 +32,9 @@ public final class PGConnection {
     /// A transaction's BEGIN not sent yet: it goes out with the transaction's first statement
     /// (`begin(sendingAhead:begun:)`).
     var pendingBegin: PendingBegin?
+    /// Round trips so far: each time this connection sent something and waited for the server's answer. What a
+    /// write costs on a database a network away, where each takes milliseconds.
+    var roundTrips = 0
 
     /// Connects to `url` (`postgres://` or `postgresql://` URI, or libpq keyword/value string; `sslmode` and every
     /// other libpq parameter work as libpq documents them). Values in the string win over these defaults.
@@ -78,6 +81,7 @@ public final class PGConnection {
     @discardableResult
     public func execute(_ sql: String) throws -> PGResult {
         if pendingBegin != nil, let failure = try exchange([]).failure { throw failure.error }
+        roundTrips += 1
         return try check(PQexec(handle, sql), sql: sql)
     }
 
@@ -91,6 +95,7 @@ public final class PGConnection {
             return results[0]
         }
         let name = try prepared(sql)
+        roundTrips += 1
         let result = try withParameters(arguments, sql: sql) { count, values in
             PQexecPrepared(handle, name, count, values, nil, nil, 0)
         }
@@ -126,6 +131,7 @@ public final class PGConnection {
         statementCounter += 1
         let name = "herald_\(statementCounter)"
         // Parameter types are left to the server, which infers them from the statement.
+        roundTrips += 1
         try check(PQprepare(handle, name, sql, 0, nil), sql: sql)
         statements[sql] = name
         return name
