@@ -43,7 +43,7 @@
 #   HERALD_BENCH_FIGURES="ingest delivery"  which figures to measure ("delivery" measures both drains; "batch" and
 #                                    "network" are measured only when named)
 #   HERALD_BENCH_POSTERS=8           connections posting batches ("batch", "network")
-#   HERALD_BENCH_NETWORK_DELAY=1.5   ms the delay proxy holds each direction's bytes ("network")
+#   HERALD_BENCH_NETWORK_DELAY=1     ms the delay proxy holds each direction's bytes ("network")
 #   HERALD_BENCH_RUNS=3              rounds; the table shows medians
 #   HERALD_BENCH_DURATION=20         seconds of each ingest load (wrk and pgbench alike)
 #   HERALD_BENCH_CONNECTIONS=64      wrk connections, and pgbench clients
@@ -87,7 +87,7 @@ POLL=${HERALD_BENCH_POLL:-0.2}
 DRAIN_TIMEOUT=${HERALD_BENCH_DRAIN_TIMEOUT:-300}
 INGEST_DELIVERING=${HERALD_BENCH_INGEST_DELIVERING:-0}
 POSTERS=${HERALD_BENCH_POSTERS:-8}
-NETWORK_DELAY=${HERALD_BENCH_NETWORK_DELAY:-1.5}
+NETWORK_DELAY=${HERALD_BENCH_NETWORK_DELAY:-1}
 STREAMS=100 # the stand-in's streams per connection, as Google's
 TARGET_INGEST_RATIO=0.50
 TARGET_SENDS=5000

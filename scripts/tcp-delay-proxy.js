@@ -4,7 +4,7 @@
 // database "a round trip away" on another host or in another zone, where loopback answers in a tenth of a
 // millisecond. Bandwidth is not limited.
 //
-//   node tcp-delay-proxy.js --target HOST:PORT --delay-ms 1.5
+//   node tcp-delay-proxy.js --target HOST:PORT --delay-ms 1
 //
 // Prints one JSON line {"port": P} once listening (127.0.0.1, ephemeral); runs until SIGTERM. Timers fire late by
 // the event loop's lag, so the round trip it really gives is a little more than twice the delay: the benchmark
@@ -12,7 +12,7 @@
 'use strict';
 const net = require('net');
 
-const options = { target: null, 'delay-ms': '1.5' };
+const options = { target: null, 'delay-ms': '1' };
 for (let i = 2; i < process.argv.length; i += 2) {
     const name = process.argv[i].replace(/^--/, '');
     if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
