@@ -706,10 +706,10 @@ if wants network; then
         local direct proxied
         direct=$(eval "median \"\${N_${3}_DIRECT[@]}\"")
         proxied=$(eval "median \"\${N_${3}_PROXY[@]}\"")
-        row "$1 through ${rp} ms ($2)" "$(fmt "$proxied")" "direct $(fmt "$direct")" "$(ratio "$proxied" "$direct")" \
+        row "$1 via ${rp} ms ($2)" "$(fmt "$proxied")" "direct $(fmt "$direct")" "$(ratio "$proxied" "$direct")" \
             ">= $TARGET_NETWORK_RATIO $(met "$(ratio "$proxied" "$direct")" $TARGET_NETWORK_RATIO)"
     }
-    network_row "single-message ingest, $CONNECTIONS conns," msg/s SINGLE
+    network_row "single ingest, $CONNECTIONS conns," msg/s SINGLE
     network_row "batch ingest, $POSTERS conns," msg/s BATCH
     network_row "delivery, 1 instance," sends/s DRAIN
 fi

@@ -84,14 +84,14 @@ extension PGQueueStore {
     }
 
     /// Each message's deliveries in the order of its targets (for `users`, each token once, in the order of their
-    /// first registration, `tokens.rowid`: the order SQLite's fan-out has; in every app `apps` knows for `NewMessage.everyApp`, each
-    /// delivery in its token's app), messages in the order given, so delivery ids follow both. Each delivery
-    /// becomes its target's collapse head for the message's head key: of several for one target and key, the
-    /// last (a newer message supersedes older ones still queued while it will reach the device; the claim decides,
-    /// `CollapseHead.supersedes`). A head whose dead or dropped delivery is deleted goes with it (the schema's
-    /// `collapse_head_removed` trigger). The deliveries' foreign key is checked at the end of the statement, when
-    /// the message rows are there. One row per message, in order: its `rowid` (NULL when its key was taken) and how
-    /// many deliveries it got.
+    /// first registration, `tokens.rowid`: the order SQLite's fan-out has; in every app `apps` knows for
+    /// `NewMessage.everyApp`, each delivery in its token's app), messages in the order given, so delivery ids follow
+    /// both. Each delivery becomes its target's collapse head for the message's head key: of several for one target
+    /// and key, the last (a newer message supersedes older ones still queued while it will reach the device; the
+    /// claim decides, `CollapseHead.supersedes`). A head whose dead or dropped delivery is deleted goes with it (the
+    /// schema's `collapse_head_removed` trigger). The deliveries' foreign key is checked at the end of the
+    /// statement, when the message rows are there. One row per message, in order: its `rowid` (NULL when its key
+    /// was taken) and how many deliveries it got.
     private static let storeMessagesSQL = """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],

@@ -6,12 +6,14 @@ import Support
 /// PostgreSQL. `serve` runs two, the delivery engine's and ingest's (`ServiceDatabase`).
 ///
 /// The thread takes every job waiting (up to `maxGroup`), runs them in one transaction, commits once, and only then
-/// answers each job: one WAL flush for the group. One failing job does not undo the others: the group is then
-/// rolled back and played again with each job inside its own savepoint (savepoints cost round trips, so only a group
-/// that needs them pays for them). A job that meets a deadlock or a serialization failure is rolled back to its
-/// savepoint and run again (`maxAttempts`). So a job's work may run more than once: it must do nothing but write
-/// through the store it is given, and compute its result. A group of only non-durable jobs (a claim's leases)
-/// commits with `synchronous_commit = off`.
+/// answers each job: one WAL flush for the group. Ingest's writes (`insertMessages`) of a group are stored together,
+/// in a few statements for all their messages, and the group's BEGIN goes out with its first statement in one
+/// pipeline: a group pays round trips, not each message (`PGGroupCommitter`). One failing job does not undo the
+/// others: the group is then rolled back and played again with each job inside its own savepoint (savepoints cost
+/// round trips, so only a group that needs them pays for them). A job that meets a deadlock or a serialization
+/// failure is rolled back to its savepoint and run again (`maxAttempts`). So a job's work may run more than once: it
+/// must do nothing but write through the store it is given, and compute its result. A group of only non-durable jobs
+/// (a claim's leases) commits with `synchronous_commit = off`.
 ///
 /// When the connection breaks during a group, the server rolls the group back: every job of it is answered with a
 /// transient `PGError` (ingest answers 503 with Retry-After), and the thread reconnects with backoff. When it breaks

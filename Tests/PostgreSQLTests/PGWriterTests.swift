@@ -213,7 +213,8 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
                 END IF;
                 RETURN NEW;
             END $$;
-            CREATE TRIGGER end_session BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION herald_test_end_session();
+            CREATE TRIGGER end_session BEFORE INSERT ON messages
+                FOR EACH ROW EXECUTE FUNCTION herald_test_end_session();
             """)
         let results = group(writes: [
             [Self.message("one")], [Self.message("two")], [Self.message("doomed")], [Self.message("four")],
