@@ -28,7 +28,7 @@ import Testing
         let config = directory.appendingPathComponent("herald.json").path
         try """
             {"apps": [{"name": "web", "provider": "webpush", "vapid_private_key_file": "vapid.pem",
-                       "vapid_subject": "mailto:ops@example.com"},
+                       "vapid_subject": "mailto:ops@example.com", "max_connections": 64},
                       {"name": "default", "server_key": "k", "endpoint": "http://127.0.0.1:1/fcm/send"}]}
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let herald = try HeraldProcess(
@@ -220,6 +220,12 @@ import Testing
              "cannot read key file"),
             (#"{"name":"web","provider":"webpush","server_key":"k","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c"}"#,
              #""server_key" does not apply to provider "webpush""#),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","#
+                + #""max_connections":0}"#, "max_connections must be an integer in 1...10000"),
+            (#"{"name":"web","provider":"webpush","vapid_private_key_file":"k.pem","vapid_subject":"mailto:a@b.c","#
+                + #""max_connections":"many"}"#, "max_connections must be an integer in 1...10000"),
+            (#"{"name":"default","server_key":"k","max_connections":8}"#,
+             #""max_connections" does not apply to provider "fcm-legacy""#),
         ]
         for (app, says) in cases {
             let config = directory.appendingPathComponent("herald.json").path
