@@ -31,6 +31,8 @@ import Testing
         }
 
         #expect(try delivered(herald) == total)
+        // None timed out waiting for its connection, so none was sent again.
+        #expect(try sentMoreThanOnce(herald) == 0)
         let stats = try await gateway.stats()
         #expect(stats.duplicates == 0, "requests received twice")
         #expect(stats.distinct == total)
@@ -50,6 +52,11 @@ import Testing
         return try connection.queryOne("SELECT count(*) FROM deliveries WHERE state = 'delivered'") {
             Int($0.int64(0))
         } ?? 0
+    }
+
+    private func sentMoreThanOnce(_ herald: HeraldProcess) throws -> Int {
+        let connection = try Connection(path: herald.databasePath, mode: .readOnly)
+        return try connection.queryOne("SELECT count(*) FROM deliveries WHERE attempts > 1") { Int($0.int64(0)) } ?? 0
     }
 
     /// Waits (bounded: a request stuck in SYN retries takes up to its 30 s timeout, then a retry) until `count`
