@@ -40,7 +40,8 @@ import Testing
         let config = directory.appendingPathComponent("herald.json").path
         try """
             {"apps": [{"name": "web", "provider": "webpush", "vapid_private_key_file": "vapid.pem",
-                       "vapid_subject": "mailto:ops@example.com", "allow_private_endpoints": \(privateEndpoints)},
+                       "vapid_subject": "mailto:ops@example.com", "allow_private_endpoints": \(privateEndpoints),
+                       "max_connections": 64},
                       {"name": "default", "server_key": "k",
                        "endpoint": "\(simulator?.endpoint ?? "http://127.0.0.1:1/fcm/send")"}]}
             """.write(toFile: config, atomically: true, encoding: .utf8)
@@ -416,6 +417,10 @@ import Testing
             (#"{\#(vapid),"allow_private_endpoints":"yes"}"#, #""allow_private_endpoints" must be true or false"#),
             (#"{\#(vapid),"trusted_push_hosts":[]}"#, #""trusted_push_hosts" must be a non-empty list of host names"#),
             (#"{\#(vapid),"trusted_push_hosts":["https://push.apple.com"]}"#, #""trusted_push_hosts" must be"#),
+            (#"{\#(vapid),"max_connections":0}"#, "max_connections must be an integer in 1...10000"),
+            (#"{\#(vapid),"max_connections":"many"}"#, "max_connections must be an integer in 1...10000"),
+            (#"{"name":"default","server_key":"k","max_connections":8}"#,
+             #""max_connections" does not apply to provider "fcm-legacy""#),
         ]
         for (app, says) in cases {
             let config = directory.appendingPathComponent("herald.json").path
