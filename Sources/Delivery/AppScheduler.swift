@@ -87,6 +87,14 @@ struct AppScheduler {
     private(set) var origins: [String: OriginState] = [:]
     /// Origins with requests waiting for their share to free.
     private var waitingOrigins = Set<String>()
+    /// The size of the claim just handed to `pump`, while it is sorted out; and the requests of it deferred because
+    /// their origin's share (and the wait behind it) was full.
+    private var claimSorting: Int?
+    private var overShare = 0
+    /// At most this many rows in the next claim: twice what the last one could use when some of it went back for
+    /// being over its origin's share (one busy origin, a push service's one host, would otherwise have most of every
+    /// claim deferred and claimed again); nil: no limit but the window's.
+    private var claimCap: Int?
     /// The wake-up asked for and not yet fired; only the earliest is kept.
     private var wakeAt: Int64?
     /// The provider is getting ready; nothing is claimed or sent meanwhile.
@@ -173,6 +181,8 @@ struct AppScheduler {
             start = end
         }
         pending.append(contentsOf: app.provider.requests(forRuns: runs, credential: credential, now: now))
+        claimSorting = deliveries.count
+        overShare = 0
         pump(now: now, into: &actions)
         return actions
     }
@@ -463,6 +473,10 @@ struct AppScheduler {
             actions.append(.send(request))
         }
         if !settled.isEmpty { write(settled, plan: nil, into: &actions) }
+        if let claimed = claimSorting {
+            claimSorting = nil
+            claimCap = overShare > 0 ? max(app.originConcurrency, 2 * (claimed - overShare)) : nil
+        }
         if claimLimit == nil, mayHaveReady, pending.count * 2 < claimBelow {
             // Claim once fewer than half of `claimBelow` wait (one window without a rate limit), up to `claimBelow`:
             // claims come in large steps rather than one per turn of answers, rows wait for a slot about two rounds
@@ -470,7 +484,7 @@ struct AppScheduler {
             // the claim waits its turn at the writer.
             let slots = max(1, claimBelow - pending.count)
             let targets = slots.multipliedReportingOverflow(by: app.provider.maxTargetsPerRequest).partialValue
-            let limit = min(options.claimLimit, targets)
+            let limit = min(options.claimLimit, targets, claimCap ?? .max)
             claimLimit = limit
             actions.append(.claim(limit: limit))
         }
@@ -513,6 +527,7 @@ struct AppScheduler {
                 // As long as its share has been taken: how long the origin takes to answer, within bounds.
                 let busy = now - (state.fullSince ?? now)
                 settled += Self.deferrals([request], until: now + min(max(busy, 1_000), options.gateCapMillis))
+                overShare += request.deliveries.count
             }
             origins[origin] = state
         }

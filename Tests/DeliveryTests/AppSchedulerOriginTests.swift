@@ -152,6 +152,21 @@ import Testing
         #expect(app.origins[Self.bad]?.paused == false)
     }
 
+    /// One busy origin (a push service's one host) at its share: most of a claim goes back to the queue, so the next
+    /// claim asks for twice what this one could use rather than a whole window to defer again; a claim that fits
+    /// lifts the cap.
+    @Test func aClaimMostlyOverItsOriginsShareMakesTheNextClaimSmaller() {
+        var app = scheduler(concurrency: 1_000, originConcurrency: 10)
+        let first = app.pump(now: now).compactMap { if case .claim(let limit) = $0 { limit } else { nil } }
+        #expect(first == [1_000])
+        let over = app.claimed(claim((1...1_000).map { "\(Self.good)/\($0)" }), now: now)
+        #expect(over.sent.count == 10, "the origin's share")
+        // 10 sent, 10 waiting behind them, 980 deferred: the next claim asks for 2 × 20.
+        #expect(over.compactMap { if case .claim(let limit) = $0 { limit } else { nil } } == [40])
+        let fits = app.claimed(claim((1...40).map { "https://other-\($0).example/1" }, first: 2_000), now: now + 1)
+        #expect(fits.compactMap { if case .claim(let limit) = $0 { limit } else { nil } } == [1_000])
+    }
+
     // MARK: - Gates
 
     @Test func aDayLongRetryAfterGatesTheOriginAnHourAtMost() throws {
