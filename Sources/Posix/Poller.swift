@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 
 /// A level-triggered epoll set for a client pool's loop: each socket is watched for reading, writing or both, and
@@ -26,7 +25,8 @@ public final class Poller {
             }
         }
 
-        var events: UInt32 {
+        /// The epoll events it stands for, level-triggered.
+        public var events: UInt32 {
             switch self {
             case .read: Linux.epollIn
             case .write: Linux.epollOut
@@ -42,6 +42,16 @@ public final class Poller {
         public static let readable = Readiness(rawValue: 1)
         public static let writable = Readiness(rawValue: 2)
         public static let error = Readiness(rawValue: 4)
+
+        /// What epoll's `events` say: a hang-up reads as readable, where the next read finds it.
+        @inline(__always)
+        public init(epollEvents flags: UInt32) {
+            var readiness: Readiness = []
+            if flags & (Linux.epollIn | Linux.epollHup | Linux.epollRdHup) != 0 { readiness.insert(.readable) }
+            if flags & Linux.epollOut != 0 { readiness.insert(.writable) }
+            if flags & Linux.epollErr != 0 { readiness.insert(.error) }
+            self = readiness
+        }
     }
 
     private let epoll: CInt
@@ -62,12 +72,12 @@ public final class Poller {
     /// Watches `fd` for `interest` from now on (registered on first use). False, with `errno`, when epoll refuses.
     @discardableResult
     public func watch(_ fd: Int32, _ interest: Interest) -> Bool {
-        herald_epoll_set(epoll, fd, interest.events) == 0
+        Linux.epollSet(epoll, fd, events: interest.events)
     }
 
     /// Stops watching `fd`. A descriptor already closed left the set by itself; that is not an error.
     public func remove(_ fd: Int32) {
-        _ = herald_epoll_remove(epoll, fd)
+        Linux.epollRemove(epoll, fd)
     }
 
     /// Waits up to `timeoutMillis` (at least 1) for sockets to be ready. The array is reused by the next call.
@@ -77,11 +87,7 @@ public final class Poller {
         else { return ready }
         for index in 0..<count {
             let (flags, fd) = Linux.event(in: events, at: index)
-            var readiness: Readiness = []
-            if flags & (Linux.epollIn | Linux.epollHup | Linux.epollRdHup) != 0 { readiness.insert(.readable) }
-            if flags & Linux.epollOut != 0 { readiness.insert(.writable) }
-            if flags & Linux.epollErr != 0 { readiness.insert(.error) }
-            ready.append((fd, readiness))
+            ready.append((fd, Readiness(epollEvents: flags)))
         }
         return ready
     }

@@ -12,7 +12,7 @@ import Support
 ///
 /// Output is plaintext gathered in `output` until the loop's turn ends, then written in as few `SSL_write`s as it
 /// fits in (a write that would block is repeated with the same length, as OpenSSL requires).
-final class TLSConnection {
+final class TLSConnection: LoopConnection {
     enum Phase {
         case handshaking(since: Double)
         case http2(HTTP2ServerSession)
@@ -23,7 +23,7 @@ final class TLSConnection {
     let fd: CInt
     let id: UInt64
     /// The loop owns its connections and outlives them.
-    unowned(unsafe) let loop: TLSLoop
+    unowned(unsafe) let loop: ServerLoop<TLSConnection>
     private(set) var phase: Phase
     private var ssl: OpaquePointer?
 
@@ -47,8 +47,16 @@ final class TLSConnection {
     /// Output beyond this stops reading (and, for HTTP/2, taking frames from the session) until the client reads.
     static let outputLimit = 1 << 20
 
-    init?(fd: CInt, id: UInt64, loop: TLSLoop) {
-        guard let ssl = SSL_new(loop.context.tls.pointer) else { return nil }
+    typealias Context = HTTPSServerContext
+    static var protocolName: String { "https" }
+    static var answersOverLimit: Bool { false }
+    var counted: Bool { true }
+
+    init?(fd: CInt, id: UInt64, loop: ServerLoop<TLSConnection>, counted: Bool) {
+        guard let ssl = SSL_new(loop.context.tls.pointer) else {
+            Log.warn("https cannot start TLS on a connection", ["reason": .string(openSSLFailure("SSL_new"))])
+            return nil
+        }
         self.fd = fd
         self.id = id
         self.loop = loop
@@ -71,7 +79,8 @@ final class TLSConnection {
 
     // MARK: - Events from the loop
 
-    func handle(_ readiness: Poller.Readiness) {
+    func handle(events: UInt32) {
+        let readiness = Poller.Readiness(epollEvents: events)
         switch phase {
         case .handshaking:
             handshake()
@@ -153,7 +162,7 @@ final class TLSConnection {
         self.ssl = nil
         phase = .closed
         output = []
-        loop.poller.remove(fd)
+        loop.watch(fd, nil)
         Glibc.close(fd)
         loop.forget(self)
     }
@@ -360,12 +369,6 @@ final class TLSConnection {
     private func watch(_ interest: Poller.Interest?) {
         guard interest != watching, !isClosed else { return }
         watching = interest
-        guard let interest else {
-            loop.poller.remove(fd)
-            return
-        }
-        if !loop.poller.watch(fd, interest) {
-            Log.warn("https epoll_ctl failed", ["errno": .int(Int64(errno))])
-        }
+        loop.watch(fd, interest)
     }
 }

@@ -1,17 +1,18 @@
 import Synchronization
 
-/// The `HTTPResponder` handed to the handler with one request that came over TLS: an HTTP/2 stream, or one HTTP/1.1
-/// request. As `ConnectionResponder`: any thread, the first response counts, the request's share of the body budget
-/// goes back with it, and a responder let go unanswered answers 500.
-final class TLSResponder: HTTPResponder {
-    private let loop: TLSLoop
+/// The `HTTPResponder` handed to the handler with one request: an HTTP/1.1 request (`stream` numbers it on a TLS
+/// connection, and is 0 in the clear) or an HTTP/2 stream. It may be called from any thread; the first response is
+/// posted to the connection's loop, later ones are ignored. It holds the request's share of the server's body budget
+/// and gives it back with the answer: a body is counted for as long as the handler may be holding it.
+final class LoopResponder<Connection: LoopConnection>: HTTPResponder {
+    private let loop: ServerLoop<Connection>
     private let fd: CInt
     private let connectionID: UInt64
     private let stream: Int32
     private let reservedBodyBytes: Int
     private let answered = Atomic<Bool>(false)
 
-    init(loop: TLSLoop, fd: CInt, connectionID: UInt64, stream: Int32, reservedBodyBytes: Int) {
+    init(loop: ServerLoop<Connection>, fd: CInt, connectionID: UInt64, stream: Int32, reservedBodyBytes: Int) {
         self.loop = loop
         self.fd = fd
         self.connectionID = connectionID
@@ -21,10 +22,12 @@ final class TLSResponder: HTTPResponder {
 
     func respond(_ response: HTTPResponse) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Before the post, so a client that has read this answer finds the budget already given back.
         loop.context.server.releaseBodyBytes(reservedBodyBytes)
         loop.post(.respond(fd: fd, connectionID: connectionID, stream: stream, response: response))
     }
 
+    /// A handler that lets go of a request without answering would leave the connection waiting forever.
     deinit {
         if !answered.load(ordering: .acquiring) {
             loop.context.server.releaseBodyBytes(reservedBodyBytes)
