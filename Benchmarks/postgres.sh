@@ -19,6 +19,15 @@
 #             their total sends/s against one instance's, and the bodies that arrived twice at the stand-in; with
 #             default settings (each its own window of 1,000 requests in flight), and with --concurrency 500 each,
 #             one window shared as deploy/postgres/README.md advises for instances sending for one FCM project
+#   batch     messages acknowledged per second by POST /v1/messages/batch (Benchmarks/ingest.lua "batch",
+#             HERALD_BENCH_BATCH_SIZE messages a request, the same messages as "ingest") over HERALD_BENCH_POSTERS
+#             keep-alive connections to `herald serve --db postgresql://...` (app "default" paused)
+#   network   SPEC §14 "On a real network": the Herald figures above (single-message ingest, batch ingest, one
+#             instance's drain) each measured twice in the run, direct (loopback) and with Herald's connections to
+#             PostgreSQL through scripts/tcp-delay-proxy.js, which holds each direction's bytes
+#             HERALD_BENCH_NETWORK_DELAY ms: a database a round trip away. The round trip it really gives (and the
+#             direct one) is measured with sequential `SELECT 1` (pgbench, one client, prepared) and printed; the
+#             table gives each figure through the proxy as a ratio of the direct one
 # The backlog is ingested once per engine through POST /v1/messages/batch (BATCH_SIZE messages a request) with app
 # "default" paused, into a template (a PostgreSQL database that each drain gets a copy of with CREATE DATABASE ...
 # TEMPLATE; a SQLite file that each drain gets a copy of); `herald resume default` starts a drain. A rate is the
@@ -31,7 +40,10 @@
 # dependencies, PostgreSQL and node included, with apt if missing); serialised with other benchmarks:
 #   flock /tmp/herald-bench.lock Benchmarks/postgres.sh
 # Environment (all optional):
-#   HERALD_BENCH_FIGURES="ingest delivery"  which figures to measure ("delivery" measures both drains)
+#   HERALD_BENCH_FIGURES="ingest delivery"  which figures to measure ("delivery" measures both drains; "batch" and
+#                                    "network" are measured only when named)
+#   HERALD_BENCH_POSTERS=8           connections posting batches ("batch", "network")
+#   HERALD_BENCH_NETWORK_DELAY=1     ms the delay proxy holds each direction's bytes ("network")
 #   HERALD_BENCH_RUNS=3              rounds; the table shows medians
 #   HERALD_BENCH_DURATION=20         seconds of each ingest load (wrk and pgbench alike)
 #   HERALD_BENCH_CONNECTIONS=64      wrk connections, and pgbench clients
@@ -74,20 +86,26 @@ RAMP=${HERALD_BENCH_RAMP:-2}
 POLL=${HERALD_BENCH_POLL:-0.2}
 DRAIN_TIMEOUT=${HERALD_BENCH_DRAIN_TIMEOUT:-300}
 INGEST_DELIVERING=${HERALD_BENCH_INGEST_DELIVERING:-0}
+POSTERS=${HERALD_BENCH_POSTERS:-8}
+NETWORK_DELAY=${HERALD_BENCH_NETWORK_DELAY:-1}
 STREAMS=100 # the stand-in's streams per connection, as Google's
 TARGET_INGEST_RATIO=0.50
 TARGET_SENDS=5000
 TARGET_TWO_RATIO=1.00
+TARGET_NETWORK_RATIO=0.50
+TARGET_BATCH=20000
 HALF_WINDOW=500 # each of two instances' --concurrency when they share one instance's default window (1000)
 
-for value in "$RUNS" "$DURATION" "$CONNECTIONS" "$WRK_THREADS" "$BACKLOG" "$BATCH_SIZE" "$RAMP" "$DRAIN_TIMEOUT"; do
+for value in "$RUNS" "$DURATION" "$CONNECTIONS" "$WRK_THREADS" "$BACKLOG" "$BATCH_SIZE" "$RAMP" "$DRAIN_TIMEOUT" \
+    "$POSTERS"; do
     [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
 done
 [[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
 [[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
+[[ $NETWORK_DELAY =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_NETWORK_DELAY must be a number of milliseconds"
 ((BACKLOG % BATCH_SIZE == 0)) || fail "HERALD_BENCH_BACKLOG must be a multiple of HERALD_BENCH_BATCH_SIZE"
 for figure in $FIGURES; do
-    [[ $figure =~ ^(ingest|delivery)$ ]] || fail "unknown figure '$figure' in HERALD_BENCH_FIGURES"
+    [[ $figure =~ ^(ingest|batch|delivery|network)$ ]] || fail "unknown figure '$figure' in HERALD_BENCH_FIGURES"
 done
 wants() { [[ " $FIGURES " == *" $1 "* ]]; }
 
@@ -98,6 +116,7 @@ HERALD_PID=""
 HERALD_LOG=""
 declare -a HERALD_PIDS=() HERALD_PORTS=() HERALD_LOGS=()
 STANDIN_PID=""
+PROXY_PID=""
 POLLER_PID=""
 CHILD_PID=""
 stop_heralds() { # $1 optional "quiet": every instance started, SIGTERM and wait (common.sh's stop_herald)
@@ -115,6 +134,7 @@ cleanup() {
     stop_pid "$POLLER_PID" TERM
     stop_heralds quiet || true
     stop_pid "$STANDIN_PID" TERM
+    stop_pid "$PROXY_PID" TERM
     if [[ -n $PG_DIR ]]; then HERALD_PG_DIR=$PG_DIR "$ROOT/scripts/postgres-test-server" stop || true; fi
     remove_work
     exit "$status"
@@ -157,6 +177,8 @@ fi
 PG_DIR=$WORK/postgres
 PG_URL=$(HERALD_PG_DIR=$PG_DIR "$ROOT/scripts/postgres-test-server" start) || fail "PostgreSQL did not start"
 pg_url() { echo "${PG_URL%/*}/$1"; } # the same server and role, database $1
+PG_PORT=${PG_URL##*:}
+PG_PORT=${PG_PORT%%/*}
 # HERALD_BENCH_PG_STATS=1: pg_stat_statements, through the superuser on the server's unix socket (trust).
 PG_STATS=${HERALD_BENCH_PG_STATS:-0}
 psql_super() {
@@ -211,12 +233,34 @@ proc_ticks() { # pids: their CPU ticks (user + system) summed, 0 for one that ha
         awk '{ r = substr($0, index($0, ") ") + 2); split(r, f, " "); t += f[12] + f[13] } END { print t + 0 }'
 }
 
+# --- the delay proxy ("network") ----------------------------------------------------------------------------
+# With VIA_PROXY=1, start_herald points Herald at PostgreSQL through the proxy; everything else (psql, pgbench,
+# the checks) stays direct.
+VIA_PROXY=0
+if wants network; then
+    node "$ROOT/scripts/tcp-delay-proxy.js" --target "127.0.0.1:$PG_PORT" --delay-ms "$NETWORK_DELAY" \
+        >"$WORK/proxy.out" 2>&1 &
+    PROXY_PID=$!
+    for _ in $(seq 100); do
+        PROXY_PORT=$(grep -o '"port":[0-9]*' "$WORK/proxy.out" | cut -d: -f2 || true)
+        [[ -n $PROXY_PORT ]] && break
+        sleep 0.1
+    done
+    [[ -n $PROXY_PORT ]] || fail "the delay proxy did not start: $(cat "$WORK/proxy.out")"
+fi
+through_proxy() { echo "${1/:$PG_PORT\//:$PROXY_PORT/}"; } # $1 a URL of the server: the same through the proxy
+printf 'SELECT 1;\n' >"$WORK/select1.sql"
+round_trip_ms() { # $1 URL: the mean time of sequential `SELECT 1` (one pgbench client, prepared), in ms
+    pgbench -n -M prepared -c 1 -T 3 -f "$WORK/select1.sql" "$1" 2>&1 | awk '/^latency average = / { print $4 }'
+}
+
 # --- Herald ------------------------------------------------------------------------------------------------
 # Starts one more `herald serve` on $1 (a file or a URL) with the serve flags that follow, on a free loopback port
 # (--durability full on SQLite; PostgreSQL's durability is the server's); waits until it answers.
 start_herald() {
     local db=$1 log tries waited pid port
     shift
+    if [[ $VIA_PROXY == 1 && $db == postgresql://* ]]; then db=$(through_proxy "$db"); fi
     local -a flags=("$@")
     [[ $db == postgresql://* ]] || flags+=(--durability full)
     log=$WORK/herald-${#HERALD_PIDS[@]}.log
@@ -297,10 +341,10 @@ run_load() {
 
 # --- ingest ------------------------------------------------------------------------------------------------
 # After Herald has stopped, looks every acknowledged message id found in the answer bodies up in its database:
-# each once in messages with exactly one delivery; at most CONNECTIONS more messages than acknowledged (committed,
-# their answers unread when wrk stopped). $1 --db value, $2 bodies directory, $3 acknowledged.
+# each once in messages with exactly one delivery; at most $4 more messages than acknowledged (committed, their
+# answers unread when wrk stopped). $1 --db value, $2 bodies directory, $3 acknowledged.
 check_ingest() {
-    local db=$1 bodies=$2 acked=$3 counts ids distinct found wrong messages deliveries extra
+    local db=$1 bodies=$2 acked=$3 unread=$4 counts ids distinct found wrong messages deliveries extra
     cat "$bodies"/*.out | grep -o '"id":"[0-9A-Z]\{26\}"' | cut -c7-32 >"$WORK/acked.txt" || true
     local query="SELECT (SELECT count(*) FROM acked), (SELECT count(DISTINCT id) FROM acked),
         (SELECT count(*) FROM acked WHERE id IN (SELECT id FROM messages)),
@@ -315,7 +359,7 @@ check_ingest() {
     fi || fail "the database check failed"
     read -r ids distinct found wrong messages deliveries <<<"$(tail -1 <<<"$counts")"
     extra=$((messages - acked))
-    if ((ids != acked || distinct != acked || found != acked || wrong != 0 || extra < 0 || extra > CONNECTIONS ||
+    if ((ids != acked || distinct != acked || found != acked || wrong != 0 || extra < 0 || extra > unread ||
         deliveries != messages)); then
         fail "check: acknowledged $acked; ids in the answers $ids ($distinct distinct), found in messages $found," \
             "$wrong without exactly 1 delivery; in the database $messages messages, $deliveries deliveries"
@@ -323,10 +367,12 @@ check_ingest() {
     rm -f "$WORK/acked.txt"
 }
 
-# wrk's single-message load on a Herald serving $2 (app "default" paused, placeholder FCM settings), then the
-# check. Sets I_RATE I_P50 I_P99 and R_CPU. $1 label.
+# wrk's load on a Herald serving $2 (app "default" paused, placeholder FCM settings), then the check: $3 "single"
+# (the default) over CONNECTIONS connections, or "batch" (BATCH_SIZE messages a request) over POSTERS. Sets I_RATE
+# (messages/s) I_P50 I_P99 (a request's) and R_CPU. $1 label.
 measure_herald_ingest() {
-    local label=$1 db=$2 bodies=$WORK/bodies bench ok bad us
+    local label=$1 db=$2 mode=${3:-single} bodies=$WORK/bodies bench ok bad us per=1 conns=$CONNECTIONS
+    if [[ $mode == batch ]]; then per=$BATCH_SIZE conns=$POSTERS; fi
     rm -rf "$bodies"
     mkdir -p "$bodies"
     if ((INGEST_DELIVERING == 1)); then
@@ -339,8 +385,8 @@ measure_herald_ingest() {
         # shellcheck disable=SC2046 # a list of flags
         start_herald "$db" $(ingest_flags)
     fi
-    run_load "$WORK/wrk.out" wrk -t "$WRK_THREADS" -c "$CONNECTIONS" -d "${DURATION}s" --timeout 30s \
-        -s "$ROOT/Benchmarks/ingest.lua" "http://127.0.0.1:${HERALD_PORTS[0]}" -- single "$bodies" s 1 random
+    run_load "$WORK/wrk.out" wrk -t "$WRK_THREADS" -c "$conns" -d "${DURATION}s" --timeout 30s \
+        -s "$ROOT/Benchmarks/ingest.lua" "http://127.0.0.1:${HERALD_PORTS[0]}" -- "$mode" "$bodies" s "$per" random
     kill -0 "${HERALD_PIDS[0]}" 2>/dev/null || fail "herald exited during the $label ingest load"
     bench=$(grep '^BENCH ' "$WORK/wrk.out") || {
         cat "$WORK/wrk.out" >&2
@@ -350,10 +396,10 @@ measure_herald_ingest() {
         print v["ok"], v["bad"] + v["connect"] + v["read"] + v["write"] + v["timeout"], v["duration_us"],
               v["p50_us"], v["p99_us"] }' <<<"$bench")"
     ((bad == 0)) || fail "$label: $bad answers other than 202, or socket errors: $(grep BENCH_BAD_SAMPLE "$WORK/wrk.out")"
-    I_RATE=$(awk -v n="$ok" -v us="$us" 'BEGIN { printf "%.1f", n * 1e6 / us }')
+    I_RATE=$(awk -v n="$((ok * per))" -v us="$us" 'BEGIN { printf "%.1f", n * 1e6 / us }')
     report_herald_logs "$label ingest"
     stop_heralds
-    check_ingest "$db" "$bodies" "$ok"
+    check_ingest "$db" "$bodies" "$((ok * per))" "$((conns * per))"
     rm -rf "$bodies"
 }
 
@@ -526,21 +572,66 @@ log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 log "  ingest: ${DURATION}s, $CONNECTIONS connections (wrk -t $WRK_THREADS; pgbench -c $CONNECTIONS -j 2 -M prepared);" \
     "delivery: backlog $(fmt "$BACKLOG") v1 messages, stand-in ${DELAY} ms, $STREAMS streams/connection"
 
-declare -a I_PG I_SQLITE I_PGBENCH D_SQLITE D_PG D_TWO D_HALVES DUPS
-if wants delivery || ((INGEST_DELIVERING == 1)); then
+if wants batch || wants network; then log "  batch: $BATCH_SIZE messages a request, $POSTERS connections"; fi
+if wants network; then log "  network: the delay proxy holds each direction's bytes $NETWORK_DELAY ms"; fi
+
+declare -a I_PG I_SQLITE I_PGBENCH B_PG D_SQLITE D_PG D_TWO D_HALVES DUPS
+declare -a N_RTT_DIRECT N_RTT_PROXY N_SINGLE_DIRECT N_SINGLE_PROXY N_BATCH_DIRECT N_BATCH_PROXY N_DRAIN_DIRECT \
+    N_DRAIN_PROXY
+if wants delivery || wants network || ((INGEST_DELIVERING == 1)); then
     standin_credentials
     start_standin "$DELAY"
     write_service_account "$STANDIN_PORT"
 fi
-if wants delivery; then
+if wants delivery || wants network; then
     log "ingesting the backlog through the batch endpoint: $(fmt "$BACKLOG") messages into each engine's template"
     make_batches
-    ingest_backlog "$WORK/backlog.db"
+    if wants delivery; then ingest_backlog "$WORK/backlog.db"; fi
     fresh_database backlog
     ingest_backlog "$(pg_url backlog)"
     rm -rf "$WORK/batches"
 fi
+# One figure of "network", direct then through the proxy: $1 name, then the command that measures it and leaves
+# its rate in $2 (a variable's name); appends to N_<name>_DIRECT and N_<name>_PROXY.
+direct_and_proxied() {
+    local name=$1 rate=$2 via
+    shift 2
+    for via in 0 1; do
+        VIA_PROXY=$via
+        "$@"
+        VIA_PROXY=0
+        if ((via == 0)); then eval "N_${name}_DIRECT+=(\"\${!rate}\")"; else eval "N_${name}_PROXY+=(\"\${!rate}\")"; fi
+    done
+}
+network_ingest() { # $1 single or batch, into a fresh database
+    fresh_database "$1"
+    measure_herald_ingest "$1 (proxy $VIA_PROXY)" "$(pg_url "$1")" "$1"
+}
+network_drain() {
+    measure_drain backlog 1
+    ((D_DUPLICATES == 0)) || fail "the stand-in received $D_DUPLICATES bodies twice (proxy $VIA_PROXY)"
+}
 for ((run = 1; run <= RUNS; run++)); do
+    if wants network; then
+        N_RTT_DIRECT+=("$(round_trip_ms "$(pg_url herald)")")
+        N_RTT_PROXY+=("$(round_trip_ms "$(through_proxy "$(pg_url herald)")")")
+        log "run $run/$RUNS  network round trip (sequential SELECT 1): direct ${N_RTT_DIRECT[-1]} ms, through the" \
+            "proxy ${N_RTT_PROXY[-1]} ms"
+        direct_and_proxied SINGLE I_RATE network_ingest single
+        direct_and_proxied BATCH I_RATE network_ingest batch
+        direct_and_proxied DRAIN D_RATE network_drain
+        log "run $run/$RUNS  network direct / through the proxy: single-message ingest" \
+            "$(fmt "${N_SINGLE_DIRECT[-1]}") / $(fmt "${N_SINGLE_PROXY[-1]}") msg/s, batch ingest" \
+            "$(fmt "${N_BATCH_DIRECT[-1]}") / $(fmt "${N_BATCH_PROXY[-1]}") msg/s, delivery" \
+            "$(fmt "${N_DRAIN_DIRECT[-1]}") / $(fmt "${N_DRAIN_PROXY[-1]}") sends/s"
+    fi
+    if wants batch; then
+        fresh_database batch
+        measure_herald_ingest "PostgreSQL batch" "$(pg_url batch)" batch
+        B_PG+=("$I_RATE")
+        log "run $run/$RUNS  batch   herald on PostgreSQL $(fmt "$I_RATE") msg/s  request p50 $((I_P50 / 1000)) ms" \
+            " p99 $((I_P99 / 1000)) ms | $R_CPU"
+    fi
     if wants ingest; then
         fresh_database single
         measure_herald_ingest PostgreSQL "$(pg_url single)"
@@ -602,6 +693,26 @@ if wants ingest; then
         "$(ratio "$pg" "$pb")" ">= $TARGET_INGEST_RATIO $(met "$(ratio "$pg" "$pb")" $TARGET_INGEST_RATIO)"
     row "ingest on SQLite, same load (msg/s)" "$(fmt "$sq")" "on PostgreSQL $(fmt "$pg")" "$(ratio "$sq" "$pg")" -
 fi
+if wants batch; then
+    bp=$(median "${B_PG[@]}")
+    row "batch ingest, $BATCH_SIZE a request, $POSTERS conns (msg/s)" "$(fmt "$bp")" - - \
+        ">= $(fmt $TARGET_BATCH) $(met "$bp" $TARGET_BATCH)"
+fi
+if wants network; then
+    rd=$(median "${N_RTT_DIRECT[@]}")
+    rp=$(median "${N_RTT_PROXY[@]}")
+    row "round trip to PostgreSQL, through the proxy (ms)" "$rp" "direct $rd" - -
+    network_row() { # $1 label, $2 unit, $3 name
+        local direct proxied
+        direct=$(eval "median \"\${N_${3}_DIRECT[@]}\"")
+        proxied=$(eval "median \"\${N_${3}_PROXY[@]}\"")
+        row "$1 via ${rp} ms ($2)" "$(fmt "$proxied")" "direct $(fmt "$direct")" "$(ratio "$proxied" "$direct")" \
+            ">= $TARGET_NETWORK_RATIO $(met "$(ratio "$proxied" "$direct")" $TARGET_NETWORK_RATIO)"
+    }
+    network_row "single ingest, $CONNECTIONS conns," msg/s SINGLE
+    network_row "batch ingest, $POSTERS conns," msg/s BATCH
+    network_row "delivery, 1 instance," sends/s DRAIN
+fi
 if wants delivery; then
     sd=$(median "${D_SQLITE[@]}")
     pd=$(median "${D_PG[@]}")
@@ -619,6 +730,12 @@ if wants delivery; then
 fi
 if wants ingest; then
     echo "runs ingest: herald on PostgreSQL ${I_PG[*]}; pgbench ${I_PGBENCH[*]}; herald on SQLite ${I_SQLITE[*]}"
+fi
+if wants batch; then echo "runs batch: herald on PostgreSQL ${B_PG[*]}"; fi
+if wants network; then
+    echo "runs network, direct / through the proxy: round trip ${N_RTT_DIRECT[*]} / ${N_RTT_PROXY[*]} ms;" \
+        "single ${N_SINGLE_DIRECT[*]} / ${N_SINGLE_PROXY[*]}; batch ${N_BATCH_DIRECT[*]} / ${N_BATCH_PROXY[*]};" \
+        "delivery ${N_DRAIN_DIRECT[*]} / ${N_DRAIN_PROXY[*]}"
 fi
 if wants delivery; then
     echo "runs delivery: SQLite ${D_SQLITE[*]}; PostgreSQL 1 instance ${D_PG[*]}; 2 instances ${D_TWO[*]};" \

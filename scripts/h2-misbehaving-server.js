@@ -10,7 +10,11 @@
 // every request: a well-behaved one), ping (a PING, then a 200), late-settings (its SETTINGS only after 300 ms,
 // allowing 2 concurrent streams; every request answered 200 after 100 ms), no-settings (never sends SETTINGS),
 // silent (after its SETTINGS nothing more: no answer, no PING ACK — a dead path), first-unanswered (the first
-// request of each connection is never answered, every later one is; PINGs are acknowledged).
+// request of each connection is never answered, every later one is; PINGs are acknowledged), answers-then-ping-flood
+// (once 5 requests are open: 970 PINGs, answers to the first 3, then 100 PINGs more, in one write — the client's
+// nghttp2 finds the flood, over its 1000 unsent PING ACKs, in the same read as the answers; the last 2 requests are
+// never answered), oversized-headers (the first request of each connection is answered with 80 KiB of header fields
+// in a HEADERS and CONTINUATION frames; every later one with a 200).
 // In every mode but silent the client's PINGs are acknowledged.
 //
 // Prints one JSON line {"port": P, "stats_port": S} once listening (both 127.0.0.1, ephemeral). GET
@@ -39,6 +43,32 @@ const frame = (type, flags, stream, payload) => {
     return Buffer.concat([header, payload]);
 };
 const u32 = (value) => { const b = Buffer.alloc(4); b.writeUInt32BE(value); return b; };
+// An HPACK integer with a 7-bit prefix (RFC 7541 section 5.1), and a literal field without indexing, new name.
+const hpackInteger = (value) => {
+    if (value < 127) return [value];
+    const bytes = [127];
+    for (value -= 127; value >= 128; value >>= 7) bytes.push((value & 0x7f) | 0x80);
+    bytes.push(value);
+    return bytes;
+};
+const literal = (name, value) => Buffer.concat([
+    Buffer.from([0x00, ...hpackInteger(name.length)]), Buffer.from(name),
+    Buffer.from(hpackInteger(value.length)), Buffer.from(value),
+]);
+const pings = (count) => Buffer.concat(Array.from({ length: count }, () => frame(6, 0, 0, Buffer.alloc(8))));
+// :status 200 and 80 fields of 1 KiB, in a HEADERS frame (END_STREAM) and CONTINUATION frames of 16 KiB at most.
+const oversizedHeaders = (stream) => {
+    const block = Buffer.concat([Buffer.from([0x88]),
+        ...Array.from({ length: 80 }, (_, i) => literal(`x-pad-${i}`, 'a'.repeat(1024)))]);
+    const frames = [];
+    for (let offset = 0; offset < block.length; offset += 16384) {
+        const last = offset + 16384 >= block.length;
+        const type = offset === 0 ? 1 : 9;
+        const flags = (offset === 0 ? 0x1 : 0) | (last ? 0x4 : 0);
+        frames.push(frame(type, flags, stream, block.subarray(offset, offset + 16384)));
+    }
+    return Buffer.concat(frames);
+};
 // :status 200 (static index 8), then a literal content-length: 2 without indexing, and the body "{}".
 const answer = (stream) => Buffer.concat([
     frame(1, 0x4, stream, Buffer.from([0x88, 0x0f, 0x0d, 0x01, 0x32])),
@@ -54,6 +84,7 @@ const server = tls.createServer({
     let requests = 0;
     let settingsSent = false;
     socket.open = 0;
+    socket.streams = [];
     socket.on('error', () => {});
     let ackOwed = false;
     if (options.mode === 'late-settings') {
@@ -121,6 +152,11 @@ function misbehave(socket, stream, requests) {
     case 'first-unanswered': return requests === 1 ? undefined : socket.write(answer(stream));
     case 'late-settings':
         return setTimeout(() => { socket.open--; socket.write(answer(stream)); }, 100);
+    case 'answers-then-ping-flood':
+        socket.streams.push(stream);
+        if (socket.streams.length !== 5) return undefined;
+        return socket.write(Buffer.concat([pings(970), ...socket.streams.slice(0, 3).map(answer), pings(100)]));
+    case 'oversized-headers': return socket.write(requests === 1 ? oversizedHeaders(stream) : answer(stream));
     default:
         console.error(`unknown mode ${options.mode}`);
         process.exit(2);

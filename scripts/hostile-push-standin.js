@@ -9,7 +9,8 @@
 //
 //   node hostile-push-standin.js --cert cert.pem --key key.pem [--modes forbidden,toomany,bad,hang,huge]
 //
-// Prints one JSON line {"ports": {mode: port, …}, "stats_port": S} once listening (all 127.0.0.1, ephemeral).
+// Prints one JSON line {"port": <the first mode's port>, mode: port, …, "stats_port": S} once listening (all
+// 127.0.0.1, ephemeral).
 // GET http://127.0.0.1:S/stats answers {"requests": {mode: n}, "sessions": {mode: n}}.
 'use strict';
 const http2 = require('http2');
@@ -74,5 +75,5 @@ function listen(server) {
         response.end(JSON.stringify(stats));
     });
     const statsPort = await listen(statsServer);
-    console.log(JSON.stringify({ ports, stats_port: statsPort }));
+    console.log(JSON.stringify({ port: ports[modes[0]], ...ports, stats_port: statsPort }));
 })();

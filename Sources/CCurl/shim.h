@@ -45,20 +45,34 @@ static inline CURLcode herald_curl_easy_setopt_prereq_function(CURL *handle, her
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
 }
 
-// Connection counting: every socket libcurl opens or closes for a transfer goes through these two, with a
-// pointer to the pool's counter as context. libcurl copies both callbacks into the connection when it makes it,
-// so the close is counted even when another transfer (or curl_multi_cleanup) closes the connection.
+// Connection counting: every socket libcurl opens or closes for a transfer goes through these two, with the
+// counter of the transfer's origin as context, which counts the origin's sockets and the pool's. libcurl copies both
+// callbacks into the connection when it makes it, so the close is counted even when another transfer (or
+// curl_multi_cleanup) closes the connection.
 
-static inline curl_socket_t herald_curl_open_counted_socket(void *counter, curlsocktype purpose,
+/// The sockets open to one origin (only the pool's loop thread reads it) and a pointer to the pool's total (read
+/// from any thread).
+typedef struct herald_socket_counter {
+    long *pool;
+    long origin;
+} herald_socket_counter;
+
+static inline curl_socket_t herald_curl_open_counted_socket(void *context, curlsocktype purpose,
                                                             struct curl_sockaddr *address) {
     (void)purpose;
+    herald_socket_counter *counter = context;
     curl_socket_t fd = socket(address->family, address->socktype, address->protocol);
-    if (fd != CURL_SOCKET_BAD) __atomic_fetch_add((long *)counter, 1, __ATOMIC_RELAXED);
+    if (fd != CURL_SOCKET_BAD) {
+        __atomic_fetch_add(counter->pool, 1, __ATOMIC_RELAXED);
+        counter->origin += 1;
+    }
     return fd;
 }
 
-static inline int herald_curl_close_counted_socket(void *counter, curl_socket_t fd) {
-    __atomic_fetch_sub((long *)counter, 1, __ATOMIC_RELAXED);
+static inline int herald_curl_close_counted_socket(void *context, curl_socket_t fd) {
+    herald_socket_counter *counter = context;
+    __atomic_fetch_sub(counter->pool, 1, __ATOMIC_RELAXED);
+    counter->origin -= 1;
     return close(fd);
 }
 
@@ -79,8 +93,8 @@ static inline long herald_load_counter(const long *counter) {
     return __atomic_load_n(counter, __ATOMIC_RELAXED);
 }
 
-/// Makes `handle` count its sockets in `*counter` (a `long` that outlives every connection of the multi).
-static inline CURLcode herald_curl_easy_count_sockets(CURL *handle, long *counter) {
+/// Makes `handle` count its sockets in `*counter`, which must outlive every connection it opens.
+static inline CURLcode herald_curl_easy_count_sockets(CURL *handle, herald_socket_counter *counter) {
     CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, herald_curl_open_counted_socket);
     if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, (void *)counter);
     if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, herald_curl_close_counted_socket);

@@ -17,15 +17,16 @@ static inline int herald_accept4(int fd, int flags) {
     return accept4(fd, 0, 0, flags);
 }
 
-/// Registers `fd` for `events`; the event's data carries `fd` back.
+/// Registers `fd` for `events`; the event's data carries `fd` back (with a tag of 0).
 static inline int herald_epoll_add(int epoll, int fd, uint32_t events) {
-    struct epoll_event event = { .events = events, .data = { .fd = fd } };
+    struct epoll_event event = { .events = events, .data = { .u64 = (uint32_t)fd } };
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
 }
 
-/// Changes what `fd` is watched for, registering it if it was not; the event's data carries `fd` back.
-static inline int herald_epoll_set(int epoll, int fd, uint32_t events) {
-    struct epoll_event event = { .events = events, .data = { .fd = fd } };
+/// Changes what `fd` is watched for, registering it if it was not; the event's data carries `fd` back in its low 32
+/// bits and `tag` in its high 32.
+static inline int herald_epoll_set(int epoll, int fd, uint32_t events, uint32_t tag) {
+    struct epoll_event event = { .events = events, .data = { .u64 = ((uint64_t)tag << 32) | (uint32_t)fd } };
     if (epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event) == 0) return 0;
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
 }
@@ -41,7 +42,11 @@ static inline uint32_t herald_epoll_event_flags(const struct epoll_event *events
 }
 
 static inline int herald_epoll_event_fd(const struct epoll_event *events, int index) {
-    return events[index].data.fd;
+    return (int)(uint32_t)events[index].data.u64;
+}
+
+static inline uint32_t herald_epoll_event_tag(const struct epoll_event *events, int index) {
+    return (uint32_t)(events[index].data.u64 >> 32);
 }
 
 #endif

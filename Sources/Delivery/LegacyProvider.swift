@@ -13,6 +13,10 @@ public struct LegacyProvider: Provider {
     private let headers: [(name: String, value: String)]
     public let timeoutMillis: Int
 
+    /// A multicast answer has a result per token, 1000 of them: a message id and perhaps a canonical token
+    /// (~250 bytes) each, some 250 KB in all.
+    public var maxResponseBytes: Int { 1 << 20 }
+
     public init(app: String, endpoint: String, serverKey: String, timeoutMillis: Int = 30_000) {
         self.app = app
         self.endpoint = endpoint

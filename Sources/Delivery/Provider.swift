@@ -85,6 +85,8 @@ public protocol Provider: Sendable {
     func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification
     /// The connections to the endpoint that `concurrency` requests in flight need, which the app's pool may open.
     func maxConnections(concurrency: Int) -> Int
+    /// The largest answer body the app's pool reads; a longer one fails its request as `ResponseTooLarge` (retried).
+    var maxResponseBytes: Int { get }
     /// The app's sender pool, for `concurrency` requests in flight; `liveness` for its HTTP/2 connections.
     func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport
 }
@@ -104,30 +106,37 @@ extension Provider {
         HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
     }
 
+    /// A push answer: a few KiB at most.
+    public var maxResponseBytes: Int { HTTPClientPool.pushResponseBytes }
+
     /// libcurl, with `maxConnections` connections.
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
-        HTTPClientPool(maxConnectionsPerHost: maxConnections(concurrency: concurrency), name: name)
+        HTTPClientPool(
+            maxConnectionsPerHost: maxConnections(concurrency: concurrency), maxResponseBytes: maxResponseBytes,
+            name: name)
     }
 }
 
 extension Provider {
-    /// Herald's HTTP/2 client for `concurrency` requests in flight, `maxConnections` of them to one host, and an
-    /// HTTP/1.1 pool of a connection per request for a server that does not offer h2. `caFile` replaces the CA
-    /// certificates servers are checked against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator.
-    /// `addressPolicy`: for hosts Herald does not choose (Web Push's), where connections may go.
+    /// Herald's HTTP/2 client for `concurrency` requests in flight, `maxConnections(concurrency:)` of them to one
+    /// host and `totalConnections` (nil: no other limit) to all hosts together, and an HTTP/1.1 pool of a connection
+    /// per request for a server that does not offer h2. `caFile` replaces the CA certificates servers are checked
+    /// against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator. `addressPolicy`: for hosts Herald does
+    /// not choose (Web Push's), where connections may go.
     func http2Transport(
-        concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil,
+        concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil, totalConnections: Int? = nil,
         addressPolicy: AddressPolicy? = nil
     ) -> any RequestTransport {
         let connections = maxConnections(concurrency: concurrency)
         let http1 = HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
         guard let caFile else {
             return HTTP2ClientPool(
-                maxConnectionsPerHost: connections, http1Connections: http1, name: name, liveness: liveness,
+                maxConnectionsPerHost: connections, maxConnections: totalConnections,
+                maxResponseBytes: maxResponseBytes, http1Connections: http1, name: name, liveness: liveness,
                 addressPolicy: addressPolicy)
         }
         return HTTP2ClientPool(
-            maxConnectionsPerHost: connections, http1Connections: http1, name: name, caFile: caFile,
-            liveness: liveness, addressPolicy: addressPolicy)
+            maxConnectionsPerHost: connections, maxConnections: totalConnections, maxResponseBytes: maxResponseBytes,
+            http1Connections: http1, name: name, caFile: caFile, liveness: liveness, addressPolicy: addressPolicy)
     }
 }

@@ -1,13 +1,20 @@
+import Delivery
 import Foundation
 import Ingest
 import OAuth
 import Support
 
-/// A Web Push app's VAPID identity (SPEC §16) and the endpoints it sends to (SPEC §19), from its `apps` entry.
+/// A Web Push app's VAPID identity (SPEC §16), the endpoints it sends to and its bounds (SPEC §19), from its `apps`
+/// entry.
 struct WebPushSettings: Sendable {
     /// The `apps` entry's keys for a Web Push app.
     static let keys: Set = [
-        "vapid_private_key_file", "vapid_subject", "origin_concurrency", "allow_private_endpoints", "trusted_push_hosts",
+        "vapid_private_key_file", "vapid_subject", "origin_concurrency", "max_connections", "allow_private_endpoints",
+        "trusted_push_hosts",
+    ]
+    /// The keys whose values are not strings.
+    static let nonStringKeys: Set = [
+        "origin_concurrency", "max_connections", "allow_private_endpoints", "trusted_push_hosts",
     ]
     /// Requests in flight to one push-service origin at most, by default (SPEC §19).
     static let defaultOriginConcurrency = 100
@@ -21,6 +28,8 @@ struct WebPushSettings: Sendable {
     var caFile: String?
     /// `origin_concurrency`: of the app's requests in flight, how many may go to one push-service origin.
     var originConcurrency = defaultOriginConcurrency
+    /// `max_connections`: connections to all push services together at most.
+    var maxConnections = WebPushProvider.defaultConnectionLimit
     /// `allow_private_endpoints` and `trusted_push_hosts`: which endpoints its subscriptions may have.
     var endpoints = EndpointPolicy()
 
@@ -41,15 +50,23 @@ struct WebPushSettings: Sendable {
             keyFile: item["vapid_private_key_file"]?.stringValue, subject: item["vapid_subject"]?.stringValue, app: app,
             directory: directory)
         endpoints = try Self.endpoints(item, app: app)
-        if let originConcurrency = item["origin_concurrency"] {
-            guard let value = originConcurrency.int64Value, (1...10_000).contains(value) else {
-                throw ServeConfiguration.Invalid(description: """
-                    Web Push app "\(app)": origin_concurrency must be an integer in 1...10000 (requests in flight to \
-                    one push service at most)
-                    """)
-            }
-            self.originConcurrency = Int(value)
+        originConcurrency = try Self.integer(
+            item, "origin_concurrency", app: app, meaning: "requests in flight to one push service at most",
+            default: originConcurrency)
+        maxConnections = try Self.integer(
+            item, "max_connections", app: app, meaning: "connections to all push services together",
+            default: maxConnections)
+    }
+
+    /// `key`'s value, an integer in 1...10000, or `default` when the entry has none.
+    private static func integer(_ item: JSON, _ key: String, app: String, meaning: String, default: Int) throws -> Int {
+        guard let json = item[key] else { return `default` }
+        guard let value = json.int64Value, (1...10_000).contains(value) else {
+            throw ServeConfiguration.Invalid(description: """
+                Web Push app "\(app)": \(key) must be an integer in 1...10000 (\(meaning); default \(`default`))
+                """)
         }
+        return Int(value)
     }
 
     private init(keyFile: String?, subject: String?, app: String, directory: String?) throws {

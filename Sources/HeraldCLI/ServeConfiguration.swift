@@ -459,9 +459,7 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            let notStrings: Set = [
-                "concurrency", "max_rate", "origin_concurrency", "allow_private_endpoints", "trusted_push_hosts",
-            ]
+            let notStrings = WebPushSettings.nonStringKeys.union(["concurrency", "max_rate"])
             for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }

@@ -133,9 +133,12 @@ final class Service: Sendable {
                 let vapid = try VAPID(key: key, subject: webPush.subject)
                 provider = WebPushProvider(
                     app: app.name, vapid: vapid, redirect: app.endpoint.isEmpty ? nil : app.endpoint,
-                    timeoutMillis: configuration.requestTimeoutMillis, caFile: webPush.caFile, allowsPrivateEndpoints: webPush.endpoints.addresses.allowsPrivate)
+                    timeoutMillis: configuration.requestTimeoutMillis, caFile: webPush.caFile,
+                    allowsPrivateEndpoints: webPush.endpoints.addresses.allowsPrivate,
+                    connectionLimit: webPush.maxConnections)
                 Log.info("webpush app", [
                     "app": .string(app.name), "subject": .string(webPush.subject),
+                    "max_connections": .int(Int64(webPush.maxConnections)),
                     "application_server_key": .string(vapid.publicKeyText),
                     "endpoint": .string(app.endpoint.isEmpty ? "each subscription's" : app.endpoint),
                 ])

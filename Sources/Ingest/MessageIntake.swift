@@ -11,27 +11,26 @@ struct MessageIntake: Sendable {
     let committed: @Sendable () -> Void
 
     func store(_ message: NewMessage, completion: @escaping @Sendable (Result<AcceptedMessage, Error>) -> Void) {
-        writer.enqueue({ try $0.insertMessage(message, now: Clock.nowMillis()) }) { [self] result in
+        writer.insertMessages([message]) { [self] result in
+            let result = result.map { $0[0] }
             if case .success(let accepted) = result { afterCommit([(message, accepted)]) }
             completion(result)
         }
     }
 
-    /// Stores the messages of a batch in one job, all with the same `now`; nil items are skipped and answered nil.
+    /// Stores the messages of a batch in one write, all with the same `now`; nil items are skipped and answered nil.
     func store(
         _ messages: [NewMessage?], completion: @escaping @Sendable (Result<[AcceptedMessage?], Error>) -> Void
     ) {
-        writer.enqueue({ store -> [AcceptedMessage?] in
-            let now = Clock.nowMillis()
-            return try messages.map { message in try message.map { try store.insertMessage($0, now: now) } }
-        }) { [self] result in
+        let valid = messages.compactMap { $0 }
+        writer.insertMessages(valid) { [self] result in
             if case .success(let accepted) = result {
-                afterCommit(zip(messages, accepted).compactMap { message, accepted in
-                    guard let message, let accepted else { return nil }
-                    return (message, accepted)
-                })
+                afterCommit(zip(valid, accepted).map { (message: $0, accepted: $1) })
             }
-            completion(result)
+            completion(result.map { accepted in
+                var next = accepted.makeIterator()
+                return messages.map { message in message.flatMap { _ in next.next() } }
+            })
         }
     }
 

@@ -28,10 +28,11 @@ public enum Linux {
         _ = try blockingSyscall("epoll_ctl") { herald_epoll_add(epoll, fd, events) }
     }
 
-    /// Changes what `fd` is watched for, registering it if it was not. False, with `errno`, when epoll refuses.
+    /// Changes what `fd` is watched for, registering it if it was not; its events carry `tag` (see `tag(in:at:)`).
+    /// False, with `errno`, when epoll refuses.
     @discardableResult
-    public static func epollSet(_ epoll: CInt, _ fd: CInt, events: UInt32) -> Bool {
-        herald_epoll_set(epoll, fd, events) == 0
+    public static func epollSet(_ epoll: CInt, _ fd: CInt, events: UInt32, tag: UInt32 = 0) -> Bool {
+        herald_epoll_set(epoll, fd, events, tag) == 0
     }
 
     /// Stops watching `fd`. A descriptor already closed left the set by itself; that is not an error.
@@ -56,6 +57,12 @@ public enum Linux {
     @inline(__always)
     public static func event(in buffer: EventBuffer, at index: Int) -> (events: UInt32, fd: CInt) {
         (herald_epoll_event_flags(buffer, CInt(index)), herald_epoll_event_fd(buffer, CInt(index)))
+    }
+
+    /// The tag `Poller.watch` registered with entry `index`'s descriptor.
+    @inline(__always)
+    static func tag(in buffer: EventBuffer, at index: Int) -> UInt32 {
+        herald_epoll_event_tag(buffer, CInt(index))
     }
 
     public static func eventFD() throws(IOError) -> CInt {

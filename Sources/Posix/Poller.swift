@@ -1,13 +1,17 @@
 import Glibc
 
 /// A level-triggered epoll set for a client pool's loop: each socket is watched for reading, writing or both, and
-/// `wait` says which are ready. One thread owns it.
+/// `events` says which are ready. One thread owns it.
 ///
 /// ```swift
 /// let poller = try Poller()
-/// poller.watch(fd, .read)
-/// for (fd, readiness) in poller.wait(timeoutMillis: 250) where readiness.contains(.readable) { … }
+/// poller.watch(fd, .read, tag: 7)
+/// for event in poller.events(timeoutMillis: 250) where event.readiness.contains(.readable) { … }
 /// ```
+///
+/// A descriptor number is reused as soon as it is closed, possibly while events for the old socket are still to be
+/// handled in the same batch: an owner that closes sockets as it handles events registers each with a `tag` of its
+/// own (never reused) and routes events by it, not by the number.
 ///
 /// The readiness bits are libcurl's `CURL_CSELECT_IN`, `_OUT` and `_ERR` (1, 2, 4), so libcurl's socket interface
 /// takes them as they are; a hang-up reads as readable, where the next read finds it.
@@ -54,25 +58,33 @@ public final class Poller {
         }
     }
 
+    /// A descriptor that is ready, with the tag it was watched with.
+    public struct Event: Sendable {
+        public var fd: Int32
+        public var tag: UInt32
+        public var readiness: Readiness
+    }
+
     private let epoll: CInt
     private let capacity = 256
-    private let events: Linux.EventBuffer
-    private var ready: [(fd: Int32, readiness: Readiness)] = []
+    private let buffer: Linux.EventBuffer
+    private var ready: [Event] = []
 
     public init() throws(IOError) {
         epoll = try Linux.epollCreate()
-        events = Linux.allocateEvents(capacity: capacity)
+        buffer = Linux.allocateEvents(capacity: capacity)
     }
 
     deinit {
-        events.deallocate()
+        buffer.deallocate()
         close(epoll)
     }
 
-    /// Watches `fd` for `interest` from now on (registered on first use). False, with `errno`, when epoll refuses.
+    /// Watches `fd` for `interest` from now on (registered on first use); its events carry `tag`, which every
+    /// later call for the same descriptor must repeat. False, with `errno`, when epoll refuses.
     @discardableResult
-    public func watch(_ fd: Int32, _ interest: Interest) -> Bool {
-        Linux.epollSet(epoll, fd, events: interest.events)
+    public func watch(_ fd: Int32, _ interest: Interest, tag: UInt32 = 0) -> Bool {
+        Linux.epollSet(epoll, fd, events: interest.events, tag: tag)
     }
 
     /// Stops watching `fd`. A descriptor already closed left the set by itself; that is not an error.
@@ -81,13 +93,13 @@ public final class Poller {
     }
 
     /// Waits up to `timeoutMillis` (at least 1) for sockets to be ready. The array is reused by the next call.
-    public func wait(timeoutMillis: Int32) -> [(fd: Int32, readiness: Readiness)] {
+    public func events(timeoutMillis: Int32) -> [Event] {
         ready.removeAll(keepingCapacity: true)
-        guard let count = try? Linux.epollWait(epoll, events, capacity: capacity, timeoutMillis: max(1, timeoutMillis))
+        guard let count = try? Linux.epollWait(epoll, buffer, capacity: capacity, timeoutMillis: max(1, timeoutMillis))
         else { return ready }
         for index in 0..<count {
-            let (flags, fd) = Linux.event(in: events, at: index)
-            ready.append((fd, Readiness(epollEvents: flags)))
+            let (flags, fd) = Linux.event(in: buffer, at: index)
+            ready.append(Event(fd: fd, tag: Linux.tag(in: buffer, at: index), readiness: Readiness(epollEvents: flags)))
         }
         return ready
     }

@@ -27,9 +27,39 @@ extension PGConnection {
     @discardableResult
     public func pipeline(_ statements: [PGStatement]) throws -> [PGResult] {
         guard !statements.isEmpty else { return [] }
+        let wasInTransaction = isInTransaction
+        let (results, failure) = try exchange(statements)
+        if let failure {
+            // A batch that opened its own transaction (BEGIN … COMMIT) and failed in it leaves it aborted.
+            if !wasInTransaction { rollbackQuietly() }
+            throw failure.error
+        }
+        return results
+    }
+
+    /// Sends `statements` in pipeline mode with one sync and reads every answer. Returns the results of those that
+    /// ran, in order, and the first failure with its statement's index (the statements after it did not run).
+    /// - Throws: when the connection breaks (`isConnectionLost`), or libpq cannot send.
+    func exchange(_ statements: [PGStatement]) throws -> (results: [PGResult], failure: (index: Int, error: PGError)?) {
+        // A BEGIN still waiting goes first (`begin(sendingAhead:)`), with its own answer.
+        if let pending = pendingBegin {
+            pendingBegin = nil
+            let ahead = pending.statements
+            do {
+                let (results, failure) = try exchange(ahead + statements)
+                if let failure, failure.index < ahead.count {
+                    pending.begun(.failure(failure.error))
+                    return ([], (0, failure.error))
+                }
+                pending.begun(.success(Array(results.prefix(ahead.count))))
+                return (Array(results.dropFirst(ahead.count)), failure.map { ($0.index - ahead.count, $0.error) })
+            } catch let error as PGError {
+                pending.begun(.failure(error))
+                throw error
+            }
+        }
         // New SQL texts are prepared first, one round trip each, only the first time this session sees them.
         let names = try statements.map { try prepared($0.sql) }
-        let wasInTransaction = isInTransaction
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError(sql: nil) }
         defer { PQexitPipelineMode(handle) }
 
@@ -40,11 +70,12 @@ extension PGConnection {
             guard sent == 1 else { throw connectionError(sql: statement.sql) }
         }
         guard PQpipelineSync(handle) == 1 else { throw connectionError(sql: nil) }
+        roundTrips += 1
 
         // Each statement's result is followed by a nil; the batch ends with the sync point.
         var results: [PGResult] = []
         results.reserveCapacity(statements.count)
-        var firstError: PGError?
+        var failure: (index: Int, error: PGError)?
         var index = 0
         while true {
             guard let raw = PQgetResult(handle) else {
@@ -67,17 +98,12 @@ extension PGConnection {
                 do {
                     try check(raw, sql: sql)
                 } catch let error as PGError {
-                    if firstError == nil { firstError = error }
+                    if failure == nil { failure = (index, error) }
                     guard isConnected else { throw error }
                 }
             }
         }
         PQexitPipelineMode(handle)
-        if let firstError {
-            // A batch that opened its own transaction (BEGIN … COMMIT) and failed in it leaves it aborted.
-            if !wasInTransaction { rollbackQuietly() }
-            throw firstError
-        }
-        return results
+        return (results, failure)
     }
 }

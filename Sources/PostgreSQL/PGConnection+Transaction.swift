@@ -53,8 +53,20 @@ extension PGConnection {
         return value
     }
 
+    /// Opens a transaction whose BEGIN, and `statements` after it (`SET LOCAL …`, `SELECT txid_current()`), go out
+    /// with the transaction's first statement, in its round trip (pipeline mode), instead of costing one of their
+    /// own. `begun` gets their results then, or the error that stopped them (then the statement did not run, and
+    /// throws that error). A transaction that runs no statement sends nothing: its COMMIT or ROLLBACK forgets it.
+    func begin(sendingAhead statements: [PGStatement], begun: @escaping (Result<[PGResult], PGError>) -> Void) {
+        pendingBegin = PendingBegin(statements: [PGStatement("BEGIN")] + statements, begun: begun)
+    }
+
     /// COMMIT, throwing when the server rolled back instead (the transaction had failed).
     func commit() throws {
+        if pendingBegin != nil {
+            pendingBegin = nil
+            return
+        }
         let result: PGResult
         do {
             result = try self.result("COMMIT", [])
@@ -79,7 +91,18 @@ extension PGConnection {
     public var isInFailedTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
 
     func rollbackQuietly() {
+        if pendingBegin != nil {
+            pendingBegin = nil
+            return
+        }
         guard isConnected, isInTransaction else { return }
         _ = try? result("ROLLBACK", [])
     }
+}
+
+/// A BEGIN waiting for its transaction's first statement (`PGConnection.begin(sendingAhead:begun:)`).
+struct PendingBegin {
+    /// BEGIN and the statements after it.
+    var statements: [PGStatement]
+    var begun: (Result<[PGResult], PGError>) -> Void
 }

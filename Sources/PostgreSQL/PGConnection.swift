@@ -29,6 +29,12 @@ public final class PGConnection {
     /// Channels to LISTEN on again after `reset()`, which starts a new session.
     var channels: Set<String> = []
     var savepointDepth = 0
+    /// A transaction's BEGIN not sent yet: it goes out with the transaction's first statement
+    /// (`begin(sendingAhead:begun:)`).
+    var pendingBegin: PendingBegin?
+    /// Round trips so far: each time this connection sent something and waited for the server's answer. What a
+    /// write costs on a database a network away, where each takes milliseconds.
+    var roundTrips = 0
 
     /// Connects to `url` (`postgres://` or `postgresql://` URI, or libpq keyword/value string; `sslmode` and every
     /// other libpq parameter work as libpq documents them). Values in the string win over these defaults.
@@ -67,6 +73,16 @@ public final class PGConnection {
         handle = connection
         // libpq prints notices (`relation … already exists, skipping`) on stderr; Herald's stderr is JSON lines.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        configureSession()
+    }
+
+    /// Every session without JIT compilation. PostgreSQL compiles a statement whose estimated cost passes
+    /// `jit_above_cost`, which a set-based insert of a group's thousands of messages does (an `unnest` is estimated,
+    /// joined, at far more rows than it has): compiling took 1.6 s of a 1.7 s statement that runs in 68 ms without
+    /// it. Herald's statements are many and short; none gains from it. A server without the setting (before 11)
+    /// has no JIT either.
+    private func configureSession() {
+        _ = try? execute("SET jit = off")
     }
 
     deinit { PQfinish(handle) }
@@ -77,13 +93,22 @@ public final class PGConnection {
     /// the simple query protocol. Never build this text from values: use `run` with parameters for those.
     @discardableResult
     public func execute(_ sql: String) throws -> PGResult {
-        try check(PQexec(handle, sql), sql: sql)
+        if pendingBegin != nil, let failure = try exchange([]).failure { throw failure.error }
+        roundTrips += 1
+        return try check(PQexec(handle, sql), sql: sql)
     }
 
     /// Runs a prepared statement with `arguments` bound to `$1`, `$2`…; returns its result.
     @discardableResult
     public func result(_ sql: String, _ arguments: [PGValue]) throws -> PGResult {
+        if pendingBegin != nil {
+            // In the same round trip as the BEGIN before it.
+            let (results, failure) = try exchange([PGStatement(sql, arguments)])
+            if let failure { throw failure.error }
+            return results[0]
+        }
         let name = try prepared(sql)
+        roundTrips += 1
         let result = try withParameters(arguments, sql: sql) { count, values in
             PQexecPrepared(handle, name, count, values, nil, nil, 0)
         }
@@ -119,6 +144,7 @@ public final class PGConnection {
         statementCounter += 1
         let name = "herald_\(statementCounter)"
         // Parameter types are left to the server, which infers them from the statement.
+        roundTrips += 1
         try check(PQprepare(handle, name, sql, 0, nil), sql: sql)
         statements[sql] = name
         return name
@@ -191,20 +217,30 @@ public final class PGConnection {
     /// broken until `reset()`.
     public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
 
+    /// Reads, without waiting, whatever the server sent that nobody asked for: a server that ended the session while
+    /// it was idle left its goodbye and the closed socket there. False when the connection turns out broken.
+    func readUnasked() -> Bool {
+        // Twice: a read that finds the goodbye stops there; the next finds the end of the stream behind it.
+        PQconsumeInput(handle) == 1 && PQconsumeInput(handle) == 1 && isConnected
+    }
+
     /// Reconnects with the same parameters (a new session: prepared statements are prepared again on use, and
     /// the channels this connection listened on are listened on again).
     public func reset() throws {
         PQreset(handle)
         statements.removeAll()
         savepointDepth = 0
+        pendingBegin = nil
         guard PQstatus(handle) == CONNECTION_OK else {
             throw connectionError(sql: nil)
         }
+        configureSession()
         for channel in channels { try execute("LISTEN \(try quotedIdentifier(channel))") }
     }
 
     /// A transaction is open on this connection (possibly failed, waiting for ROLLBACK).
     public var isInTransaction: Bool {
+        if pendingBegin != nil { return true }
         let status = PQtransactionStatus(handle)
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
     }

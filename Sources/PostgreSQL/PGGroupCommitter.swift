@@ -31,21 +31,49 @@ final class PGGroupCommitter {
     /// Runs `group` in one transaction and answers every job. Returns the error when the connection was lost (the
     /// writer must reconnect before the next group).
     ///
-    /// The jobs run one after the other with nothing between them: a savepoint around each would cost two round
-    /// trips per job (`SAVEPOINT`, `RELEASE`), more than the one statement of a typical job (a batch of outcomes, a
-    /// message). Only when a job fails is the transaction rolled back, and the group played again with every job in
-    /// a savepoint of its own (`commitInSavepoints`), so that the failure stays that job's.
+    /// Ingest's writes go first, all in one `insertMessages(writes:now:)` call: a few statements for the group's
+    /// messages, whatever their number, where a statement each would pay a round trip each. A write refused there
+    /// (an idempotency conflict) was refused before anything of it was written, and fails alone. The other jobs
+    /// follow, one after the other with nothing between them: a savepoint around each would cost two round trips
+    /// per job (`SAVEPOINT`, `RELEASE`), more than the one statement of a typical job (a batch of outcomes, a
+    /// token). Only when a job fails (or the writes' call throws) is the transaction rolled back, and the group
+    /// played again with every job in a savepoint of its own (`commitInSavepoints`), so that the failure stays
+    /// that job's.
     private func commit(_ group: [PGWriter.Job]) -> PGError? {
         guard group.count > 1 else { return commitAlone(group[0]) }
+        let group = group.filter { $0.write != nil } + group.filter { $0.write == nil }
         if case .answered(let lost) = start(group) { return lost }
-        for (index, job) in group.enumerated() {
-            guard let failure = run(job) else { continue }
+        var failures = [Error?](repeating: nil, count: group.count)
+        let writes = group.prefix { $0.write != nil }
+        if !writes.isEmpty, let failure = storeWrites(writes, failures: &failures) {
             if let lost = Self.lostConnection(failure) ?? lostIfDisconnected(failure) { return lose(group, lost) }
             connection.rollbackQuietly()
             store.forgetEnsuredApps()
-            return commitInSavepoints(group, failed: index, failure: failure)
+            return commitInSavepoints(group, failed: nil)
         }
-        return finish(group, failures: Array(repeating: nil, count: group.count))
+        for index in writes.count..<group.count {
+            guard let failure = run(group[index]) else { continue }
+            if let lost = Self.lostConnection(failure) ?? lostIfDisconnected(failure) { return lose(group, lost) }
+            connection.rollbackQuietly()
+            store.forgetEnsuredApps()
+            return commitInSavepoints(group, failed: (index, failure))
+        }
+        return finish(group, failures: failures)
+    }
+
+    /// Stores the messages of `writes` in one call; a write refused gets its error in `failures` (at its index in
+    /// the group). Returns the error that fails them all: the group must then be rolled back.
+    private func storeWrites(_ writes: ArraySlice<PGWriter.Job>, failures: inout [Error?]) -> Error? {
+        do {
+            let answers = try store.insertMessages(writes: writes.map { $0.write!.messages }, now: Clock.nowMillis())
+            if let caught = caughtFailure() { return caught }
+            for (index, (job, answer)) in zip(writes.indices, zip(writes, answers)) {
+                failures[index] = job.write!.take(answer)
+            }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// A job alone needs no savepoint: its failure is the transaction's. Rolls it back, and for a deadlock or a
@@ -65,21 +93,22 @@ final class PGGroupCommitter {
         return finish([job], failures: [nil])
     }
 
-    /// The group again after job `failed` met `failure` (and the transaction was rolled back), each job in its own
-    /// savepoint. The jobs before it run again, seeing what they saw the first time. The failed job itself runs
-    /// again only for a deadlock or a serialization failure (its first attempt counted); any other failure it met
-    /// with the same writes before it, and it is answered with that without being run twice.
-    private func commitInSavepoints(_ group: [PGWriter.Job], failed: Int, failure: Error) -> PGError? {
+    /// The group again after job `failed.index` met `failed.failure`, or after the group's writes failed together
+    /// (`failed` nil), and the transaction was rolled back: each job in its own savepoint. The jobs before it run
+    /// again, seeing what they saw the first time. The failed job itself runs again only for a deadlock or a
+    /// serialization failure (its first attempt counted); any other failure it met with the same writes before it,
+    /// and it is answered with that without being run twice.
+    private func commitInSavepoints(_ group: [PGWriter.Job], failed: (index: Int, failure: Error)?) -> PGError? {
         if case .answered(let lost) = start(group) { return lost }
         var failures: [Error?] = []
         failures.reserveCapacity(group.count)
         for (index, job) in group.enumerated() {
-            if index == failed && !Self.isRetryable(failure) {
-                failures.append(failure)
+            if let failed, index == failed.index, !Self.isRetryable(failed.failure) {
+                failures.append(failed.failure)
                 continue
             }
             do {
-                failures.append(try runInSavepoint(job, attempt: index == failed ? 2 : 1))
+                failures.append(try runInSavepoint(job, attempt: index == failed?.index ? 2 : 1))
             } catch {
                 if let lost = Self.lostConnection(error) ?? lostIfDisconnected(error) { return lose(group, lost) }
                 abandon(group, failures: failures, cause: error)
@@ -158,9 +187,10 @@ final class PGGroupCommitter {
         }
     }
 
-    /// BEGIN, with `synchronous_commit = off` for this transaction when no job needs its commit flushed. When the
-    /// connection turns out to have broken while the writer was idle (a server restart, an idle-session timeout),
-    /// nothing of the group has run: one reset and a second BEGIN cost it nothing.
+    /// BEGIN, with `synchronous_commit = off` for this transaction when no job needs its commit flushed; both go out
+    /// with the group's first statement, in its round trip (`begin(sendingAhead:begun:)`). A connection that broke
+    /// while the writer was idle (a server restart, an idle-session timeout: the server's goodbye waits unread on the
+    /// socket) is reset first: nothing of the group has run, so that costs it nothing when the reset works.
     private func begin(durable: Bool) throws {
         if connection.isInTransaction {
             // Only a failed ROLLBACK (or a failed SET after BEGIN) leaves one behind; BEGIN would only warn, and
@@ -168,20 +198,21 @@ final class PGGroupCommitter {
             connection.rollbackQuietly()
             store.forgetEnsuredApps()
         }
-        // A durable group's transaction id comes with its BEGIN (one round trip), so that a COMMIT whose answer is
-        // lost can be settled (`settle`): an answer to ingest must not say "not stored" of a message that was.
-        let sql = durable ? "BEGIN; SELECT txid_current()" : "BEGIN; SET LOCAL synchronous_commit = off"
-        let begun: PGResult
-        do {
-            begun = try connection.execute(sql)
-        } catch let error as PGError where error.isConnectionLost {
+        if !connection.readUnasked() {
             try connection.reset()
             Log.info("reconnected to PostgreSQL (the connection had broken while idle)", [
-                "server": .string(connection.redactedURL), "error": .string(error.message),
+                "server": .string(connection.redactedURL),
             ])
-            begun = try connection.execute(sql)
         }
-        transactionID = durable ? begun.map { $0.int64(0) }.first : nil
+        // A durable group's transaction id comes with its BEGIN, so that a COMMIT whose answer is lost can be
+        // settled (`settle`): an answer to ingest must not say "not stored" of a message that was.
+        transactionID = nil
+        let after = durable ? "SELECT txid_current()" : "SET LOCAL synchronous_commit = off"
+        connection.begin(sendingAhead: [PGStatement(after)]) { [unowned self] begun in
+            if durable, case .success(let results) = begun {
+                transactionID = results.last?.map { $0.int64(0) }.first
+            }
+        }
     }
 
     /// Runs one job inside savepoint `herald_job`, again after a deadlock or serialization failure (`attempt` is the
@@ -209,7 +240,11 @@ final class PGGroupCommitter {
     /// Runs `job`; returns the error it threw, or the one it caught: a job that returned normally although one of
     /// its statements failed has left the transaction (or savepoint) aborted, and its writes cannot be committed.
     private func run(_ job: PGWriter.Job) -> Error? {
-        if let failure = job.run(store) { return failure }
+        job.run(store) ?? caughtFailure()
+    }
+
+    /// The error for a write that returned normally although one of its statements failed (its error caught).
+    private func caughtFailure() -> PGError? {
         guard connection.isInFailedTransaction else { return nil }
         return PGError(
             sqlState: "25P02",

@@ -7,7 +7,7 @@ extension PGQueueStore {
     /// Announces that `apps` have deliveries ready, when the caller's transaction commits (at once outside one).
     /// PostgreSQL folds identical notifications within a transaction, so naming an app many times costs nothing.
     ///
-    /// `insertMessage` does this in its own statement; any other write that queues deliveries (a dead-letter
+    /// `storeMessages` does this in its own statement; any other write that queues deliveries (a dead-letter
     /// requeue) calls this with the apps it touched.
     public func notifyReady(_ apps: [String]) throws {
         guard !apps.isEmpty else { return }

@@ -6,12 +6,14 @@ import Support
 /// PostgreSQL. `serve` runs two, the delivery engine's and ingest's (`ServiceDatabase`).
 ///
 /// The thread takes every job waiting (up to `maxGroup`), runs them in one transaction, commits once, and only then
-/// answers each job: one WAL flush for the group. One failing job does not undo the others: the group is then
-/// rolled back and played again with each job inside its own savepoint (savepoints cost round trips, so only a group
-/// that needs them pays for them). A job that meets a deadlock or a serialization failure is rolled back to its
-/// savepoint and run again (`maxAttempts`). So a job's work may run more than once: it must do nothing but write
-/// through the store it is given, and compute its result. A group of only non-durable jobs (a claim's leases)
-/// commits with `synchronous_commit = off`.
+/// answers each job: one WAL flush for the group. Ingest's writes (`insertMessages`) of a group are stored together,
+/// in a few statements for all their messages, and the group's BEGIN goes out with its first statement in one
+/// pipeline: a group pays round trips, not each message (`PGGroupCommitter`). One failing job does not undo the
+/// others: the group is then rolled back and played again with each job inside its own savepoint (savepoints cost
+/// round trips, so only a group that needs them pays for them). A job that meets a deadlock or a serialization
+/// failure is rolled back to its savepoint and run again (`maxAttempts`). So a job's work may run more than once: it
+/// must do nothing but write through the store it is given, and compute its result. A group of only non-durable jobs
+/// (a claim's leases) commits with `synchronous_commit = off`.
 ///
 /// When the connection breaks during a group, the server rolls the group back: every job of it is answered with a
 /// transient `PGError` (ingest answers 503 with Retry-After), and the thread reconnects with backoff. When it breaks
@@ -34,12 +36,26 @@ public final class PGWriter: StoreWriter {
         let complete: (Error?) -> Void
         /// Whether its commit must wait for the WAL flush (see `enqueue(durable:)`).
         let durable: Bool
+        /// Ingest's messages, when the job is a write of them (`insertMessages`): the committer stores those of
+        /// every such job of a group in one `insertMessages(writes:now:)` call rather than running each job.
+        let write: MessageWrite?
 
-        init(durable: Bool, run: @escaping (PGQueueStore) -> Error?, complete: @escaping (Error?) -> Void) {
+        init(
+            durable: Bool, write: MessageWrite? = nil, run: @escaping (PGQueueStore) -> Error?,
+            complete: @escaping (Error?) -> Void
+        ) {
             self.durable = durable
+            self.write = write
             self.run = run
             self.complete = complete
         }
+    }
+
+    /// A job's messages, and how it takes its answer when they were stored with a group's others.
+    struct MessageWrite {
+        let messages: [NewMessage]
+        /// Keeps the answer as the job's result; returns the error when it is one (the write was refused).
+        let take: (Result<[AcceptedMessage], Error>) -> Error?
     }
 
     private final class Box<T>: @unchecked Sendable { var result: Result<T, Error>? }
@@ -101,9 +117,33 @@ public final class PGWriter: StoreWriter {
         _ work: @escaping @Sendable (PGQueueStore) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
+        push(durable: durable, work, write: nil, completion: completion)
+    }
+
+    /// Queues one write's messages; the committer stores them with those of the group's other writes, in a few
+    /// statements for all of them (`PGGroupCommitter`).
+    public func insertMessages(
+        _ messages: [NewMessage], completion: @escaping @Sendable (Result<[AcceptedMessage], Error>) -> Void
+    ) {
+        push(
+            durable: true, { try $0.insertMessages(messages, now: Clock.nowMillis()) },
+            write: { box in
+                MessageWrite(messages: messages) { result in
+                    box.result = result
+                    if case .failure(let error) = result { return error }
+                    return nil
+                }
+            },
+            completion: completion)
+    }
+
+    private func push<T>(
+        durable: Bool, _ work: @escaping @Sendable (PGQueueStore) throws -> T, write: ((Box<T>) -> MessageWrite)?,
+        completion: @escaping @Sendable (Result<T, Error>) -> Void
+    ) {
         let box = Box<T>()
         let job = Job(
-            durable: durable,
+            durable: durable, write: write?(box),
             run: { store in
                 box.result = Result { try work(store) }
                 if case .failure(let error) = box.result! { return error }

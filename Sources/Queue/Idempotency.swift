@@ -7,17 +7,38 @@ public let idempotencyWindowMillis: Int64 = 24 * 3600 * 1000
 /// be named by its key, so neither `dead purge` nor retention deletes it.
 public func idempotencyHorizon(now: Int64) -> Int64 { now - idempotencyWindowMillis }
 
-/// The message an `Idempotency-Key` already names in its app, as an engine reads it (`Store.keyedMessage`).
+/// An `Idempotency-Key` in its scope: the app's (the backend's for `NewMessage.everyApp`).
+public struct MessageKey: Sendable, Hashable {
+    public var app: String
+    public var key: String
+
+    public init(app: String, key: String) {
+        (self.app, self.key) = (app, key)
+    }
+}
+
+extension NewMessage {
+    /// Its idempotency key in the key's scope; nil without one.
+    public var key: MessageKey? { idempotencyKey.map { MessageKey(app: app, key: $0) } }
+}
+
+/// The message an `Idempotency-Key` already names in its app, as an engine reads it (`Store.keyedMessages`).
 public struct KeyedMessage: Sendable, Equatable {
     public var id: String
     public var rowID: Int64
     public var createdAt: Int64
     /// `NewMessage.fingerprint` of the message stored; nil for rows stored before fingerprints existed.
     public var fingerprint: Int64?
+    /// How many deliveries it has: what a repeat answers.
+    public var deliveries: Int
 
-    public init(id: String, rowID: Int64, createdAt: Int64, fingerprint: Int64?) {
+    public init(id: String, rowID: Int64, createdAt: Int64, fingerprint: Int64?, deliveries: Int = 0) {
         (self.id, self.rowID, self.createdAt, self.fingerprint) = (id, rowID, createdAt, fingerprint)
+        self.deliveries = deliveries
     }
+
+    /// The answer to a repeat of it.
+    var answer: AcceptedMessage { AcceptedMessage(id: id, rowID: rowID, deliveries: deliveries, isRepeat: true) }
 
     /// What the key means for a new message with `fingerprint` at `now`.
     public func verdict(fingerprint: Int64, now: Int64) -> IdempotencyVerdict {

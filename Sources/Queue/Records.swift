@@ -98,6 +98,13 @@ public struct AcceptedMessage: Sendable, Equatable {
         self.deliveries = deliveries
         self.isRepeat = isRepeat
     }
+
+    /// The answer to a later message that repeats this one's key.
+    var asRepeat: AcceptedMessage {
+        var answer = self
+        answer.isRepeat = true
+        return answer
+    }
 }
 
 public struct MessageRecord: Sendable, Equatable {

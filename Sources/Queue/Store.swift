@@ -21,17 +21,16 @@ public protocol Store: QueueStore {
 
     // Ingest's rule is `insertMessage` (`Store+Ingest.swift`); these are its operations.
 
-    /// The app's message that `key` names (`messages.idempotency_key`), if any.
-    func keyedMessage(app: String, key: String) throws -> KeyedMessage?
+    /// The messages these keys name (`messages.idempotency_key`), those that name one.
+    func keyedMessages(_ keys: [MessageKey]) throws -> [MessageKey: KeyedMessage]
     /// Frees an expired key: its message keeps its rows, and the key may name a new one.
     func releaseIdempotencyKey(messageID: String) throws
-    /// How many deliveries the message has.
-    func deliveryCount(messageID: String) throws -> Int
-    /// Writes the message, one queued delivery per target in `insert.lane` (a `users` target expanded as
-    /// `MessageInsert` says), and with `collapseHeadKey` each delivery as its target's collapse head; PostgreSQL also
-    /// wakes the apps' claimers at commit. Nil, with nothing written, when the message's key was taken by another
-    /// transaction since `keyedMessage` looked (only where writers run concurrently).
-    func storeMessage(_ insert: MessageInsert) throws -> StoredMessage?
+    /// Writes each message, one queued delivery per target in `insert.lane` (a `users` target expanded as
+    /// `MessageInsert` says), and with `collapseHeadKey` each delivery as its target's collapse head (a later one in
+    /// `inserts` heading the same target and key wins); PostgreSQL also wakes the apps' claimers at commit. Answers
+    /// in order; nil, with nothing written for that message, when its key was taken by another transaction since
+    /// `keyedMessages` looked (only where writers run concurrently).
+    func storeMessages(_ inserts: [MessageInsert]) throws -> [StoredMessage?]
     func message(id: String) throws -> MessageRecord?
     func messageExists(id: String) throws -> Bool
 
@@ -145,6 +144,11 @@ public protocol StoreWriter: Sendable {
         durable: Bool,
         _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void)
+    /// Stores one write's messages (`Store.insertMessages`: all of them, or none, when one is refused) in the next
+    /// group commit; `completion` as `enqueue`'s. A writer may store the messages of a group's writes together:
+    /// PostgreSQL's writes them in a few statements (`insertMessages(writes:now:)`) instead of one each.
+    func insertMessages(
+        _ messages: [NewMessage], completion: @escaping @Sendable (Result<[AcceptedMessage], Error>) -> Void)
     /// Writes queued and not yet taken by the writer thread: how far the writer is behind.
     var backlog: Int { get }
     /// Finishes queued writes and closes the connection.
@@ -152,6 +156,13 @@ public protocol StoreWriter: Sendable {
 }
 
 extension StoreWriter {
+    /// A job of its own, as any other write.
+    public func insertMessages(
+        _ messages: [NewMessage], completion: @escaping @Sendable (Result<[AcceptedMessage], Error>) -> Void
+    ) {
+        enqueue({ try $0.insertMessages(messages, now: Clock.nowMillis()) }, completion: completion)
+    }
+
     public func enqueue<T>(
         _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void

@@ -18,8 +18,11 @@ import Synchronization
 ///
 /// HTTP/1.1 only, over TLS too (ALPN offers `http/1.1` alone): HTTP/2 is `HTTP2ClientPool`'s. Connections are kept
 /// alive and reused, one request on a connection at a time. At most `maxConnectionsPerHost` connections go to one
-/// host; requests beyond them wait inside curl, and their wait counts against their timeout. Size it with
-/// `connectionsNeeded(inFlight:multiplexed: false)`: one connection per request in flight.
+/// host (`maxConnections` to all), and they open gradually: a request goes to curl when a connection to its host is
+/// idle, or when fewer are opening than the host has shown it takes (`ConnectionRamp`); the others wait, and their
+/// wait counts against their timeout. Size it with `connectionsNeeded(inFlight:multiplexed: false)`: one connection
+/// per request in flight. A response is read up to `maxResponseBytes` (header lines up to 64 KiB): a longer one fails
+/// its request as `responseTooLarge`.
 ///
 /// Every request goes on the wire at most once: libcurl's own re-sends (after a reused connection closes
 /// before the answer) are refused and reported as `.failure(.reset)`, so the caller's retry policy, which
@@ -35,6 +38,13 @@ public final class HTTPClientPool: Sendable {
     /// beside `connectionsNeeded`, which sizes both pools.
     public static let streamsPerConnection = 100
 
+    /// The most a push answer is read up to, in both pools (SPEC §19): FCM v1's, APNs' and push services' answers
+    /// are a few hundred bytes, an error with details a few KiB.
+    public static let pushResponseBytes = 64 << 10
+
+    /// The header fields of a response, at most, in both pools.
+    static let maxResponseHeaderBytes = 64 << 10
+
     /// The connections `inFlight` concurrent requests need: ⌈inFlight ÷ 100⌉ + 1 over HTTP/2 (`HTTP2ClientPool`;
     /// the one spare lets a new connection open while the others are full), one per request over HTTP/1.1 (this
     /// pool).
@@ -44,19 +54,24 @@ public final class HTTPClientPool: Sendable {
     }
 
     /// - Parameters:
+    ///   - maxConnections: connections to all hosts together at most (nil: no limit but the one per host).
+    ///   - maxResponseBytes: the largest response body read.
     ///   - caFile: the CA certificates (PEM) that HTTPS servers are checked against instead of the system's; by
     ///     default `$SSL_CERT_FILE` when set (OpenSSL's own convention), for a private FCM gateway or a stand-in.
     ///   - addressPolicy: as `HTTP2ClientPool`'s: for hosts Herald does not choose, the addresses a socket may
     ///     connect to; nil: hosts the operator named.
     public init(
-        maxConnectionsPerHost: Int = 64, name: String = "sender",
+        maxConnectionsPerHost: Int = 64, maxConnections: Int? = nil, maxResponseBytes: Int = pushResponseBytes,
+        name: String = "sender",
         caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 },
         addressPolicy: AddressPolicy? = nil
     ) {
         precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
+        precondition((maxConnections ?? 1) >= 1, "maxConnections must be at least 1")
         Curl.initializeOnce()
         let core = PoolCore(
-            name: name, maxConnectionsPerHost: maxConnectionsPerHost, caFile: caFile, addressPolicy: addressPolicy)
+            name: name, maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
+            maxResponseBytes: maxResponseBytes, caFile: caFile, addressPolicy: addressPolicy)
         self.core = core
         thread = Mutex(PosixThread(name: "herald-\(name)") {
             do {

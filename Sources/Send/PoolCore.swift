@@ -19,25 +19,37 @@ final class PoolCore: Sendable {
     /// libcurl's pool posts nothing but submissions.
     let shell: PoolShell<Never>
     let maxConnectionsPerHost: Int
+    /// Connections to all hosts together at most (nil: no limit but the one per host).
+    let maxConnections: Int?
+    let maxResponseBytes: Int
     let multi: MultiHandle
     let connectionCounter: Counter
     let caFile: String?
     /// Where its sockets may connect to (`HTTPClientPool.init`); nil: anywhere.
     let addressPolicy: AddressPolicy?
 
-    init(name: String, maxConnectionsPerHost: Int, caFile: String?, addressPolicy: AddressPolicy?) {
+    init(
+        name: String, maxConnectionsPerHost: Int, maxConnections: Int?, maxResponseBytes: Int, caFile: String?,
+        addressPolicy: AddressPolicy?
+    ) {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
         shell = PoolShell(name: name)
         self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.maxConnections = maxConnections
+        self.maxResponseBytes = maxResponseBytes
         self.caFile = caFile
         self.addressPolicy = addressPolicy
         multi = MultiHandle(pointer: pointer)
         let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
         counter.initialize(to: 0)
         connectionCounter = Counter(pointer: counter)
-        // One request per connection (HTTP/1.1): requests beyond the limit wait inside curl for a connection to
-        // come free, rather than each opening one of its own.
+        // One request per connection (HTTP/1.1). The loop hands curl no more than these (requests beyond them wait
+        // in the loop, `TransferOrigin`); the limits are curl's too, which closes an idle connection to another host
+        // rather than pass the total.
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
+        if let maxConnections {
+            _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections)
+        }
         // Room for every connection to the FCM host plus as many to a second host (the OAuth token endpoint)
         // before the cache starts closing idle connections that are about to be reused.
         _ = herald_curl_multi_setopt_long(pointer, CURLMOPT_MAXCONNECTS, 2 * maxConnectionsPerHost)

@@ -166,7 +166,7 @@ protocol PoolTransport: AnyObject {
     /// Timers and queued work, before each wait; returns how long the loop may then wait (ms; ≤ 0: not at all).
     func turn(now: Double) -> Int32
     /// A watched socket is ready.
-    func ready(_ fd: Int32, _ readiness: Poller.Readiness)
+    func ready(_ event: Poller.Event)
     /// After the ready sockets of one wait were handled.
     func afterEvents(now: Double)
     /// Nothing is in flight: a draining pool may stop.
@@ -200,11 +200,11 @@ enum PoolLoop {
             }
             // Completions may have submitted more without signalling the wake-up (see `PoolShell.submit`).
             if waitMillis <= 0 || shell.hasMail { continue }
-            for (fd, readiness) in transport.poller.wait(timeoutMillis: waitMillis) {
-                if fd == shell.wakeUp.fd {
+            for event in transport.poller.events(timeoutMillis: waitMillis) {
+                if event.fd == shell.wakeUp.fd {
                     shell.wakeUp.drain()
                 } else {
-                    transport.ready(fd, readiness)
+                    transport.ready(event)
                 }
             }
             transport.afterEvents(now: Clock.monotonicSeconds())

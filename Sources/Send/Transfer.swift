@@ -7,15 +7,16 @@ import Support
 ///
 /// Owned by the pool's loop thread; curl calls the callbacks below on that same thread.
 final class Transfer {
-    /// The largest response body accepted; a peer that sends more gets the transfer aborted.
-    static let maxResponseBytes = 8 << 20
-
     let easy: UnsafeMutableRawPointer
 
     // MARK: - The request in flight
 
     var completion: (@Sendable (TransportResult, Double) -> Void)?
     var submittedAt: Double = 0
+    /// Where the request goes, while it is in curl.
+    var origin: TransferOrigin?
+    /// It found no idle connection when it was handed to curl, and no answer has come yet: one of `origin.opening`.
+    var opening = false
 
     /// `CURLOPT_POSTFIELDS` points here: curl reads it during the transfer, not when the option is set.
     private var requestBody: UnsafeMutableRawPointer
@@ -26,7 +27,7 @@ final class Transfer {
     private(set) var refusedResend = false
     /// Where this request's sockets may connect to, and the pool's count they join (`openSocket`).
     private var addressPolicy: AddressPolicy?
-    private var connectionCounter: UnsafeMutablePointer<Int>?
+    private var counter: UnsafeMutablePointer<herald_socket_counter>?
     /// Addresses the policy refused to this request, and sockets it opened: every address refused and none opened
     /// is a `forbiddenAddress` failure.
     private var addressesRefused = 0
@@ -47,7 +48,11 @@ final class Transfer {
     private var keptNamesSource: [String]?
     /// The last header line was one not kept: its folded continuation lines are not kept either.
     private var skippingHeader = false
-    /// The write callback refused more body; the transfer ends with `CURLE_WRITE_ERROR`.
+    /// The largest response body accepted (the pool's); a peer that sends more gets the transfer aborted.
+    private var maxResponseBytes = 0
+    /// Bytes of the response's header lines so far, bounded by `HTTPClientPool.maxResponseHeaderBytes`.
+    private var headerBytes = 0
+    /// The header or write callback refused more; the transfer ends with `CURLE_WRITE_ERROR`.
     var responseTooLarge = false
 
     init?() {
@@ -63,22 +68,25 @@ final class Transfer {
         requestBody.deallocate()
     }
 
-    /// Resets the handle and sets every option for `request`. Returns `false` when curl refused an option
-    /// (an out-of-memory copy of the URL, in practice); the handle is then not added to the multi.
+    /// Resets the handle and sets every option for `request`, which has `timeoutMillis` left. Returns `false` when
+    /// curl refused an option (an out-of-memory copy of the URL, in practice); the handle is then not added to the
+    /// multi.
     ///
-    /// `connectionCounter` is the pool's count of open connections, which the sockets of this handle keep;
-    /// `addressPolicy`, where they may connect to (nil: anywhere).
+    /// `counter` is the count of open sockets of the request's origin (and the pool's), which the sockets of this
+    /// handle keep; `addressPolicy`, where they may connect to (nil: anywhere).
     func prepare(
-        _ request: OutboundRequest, caFile: String?, connectionCounter: UnsafeMutablePointer<Int>,
-        addressPolicy: AddressPolicy?
+        _ request: OutboundRequest, timeoutMillis: Int, maxResponseBytes: Int, caFile: String?,
+        counter: UnsafeMutablePointer<herald_socket_counter>, addressPolicy: AddressPolicy?
     ) -> Bool {
         curl_easy_reset(easy)
         self.addressPolicy = addressPolicy
-        self.connectionCounter = connectionCounter
+        self.counter = counter
         addressesRefused = 0
         socketsOpened = 0
         responseBody.removeAll(keepingCapacity: true)
         responseHeaders.removeAll(keepingCapacity: true)
+        self.maxResponseBytes = maxResponseBytes
+        headerBytes = 0
         responseTooLarge = false
         requestsStarted = 0
         refusedResend = false
@@ -107,7 +115,7 @@ final class Transfer {
         // HTTP/1.1 only, over TLS too (ALPN offers http/1.1 alone): HTTP/2 is Herald's own client's (Send/HTTP2).
         check(herald_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
-        check(herald_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMillis)))
+        check(herald_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeoutMillis)))
         check(herald_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.connectTimeoutMillis)))
         // curl allocates an upload buffer for each request and frees it when the request is done, 64 KiB by
         // default: a malloc/free of that size per request (and the heap growing and trimmed around it) for bodies
@@ -117,7 +125,7 @@ final class Transfer {
         check(herald_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, requestBody))
         check(herald_curl_easy_setopt_prereq_function(easy, startingRequest))
         check(herald_curl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context))
-        check(herald_curl_easy_count_sockets(easy, connectionCounter))
+        check(herald_curl_easy_count_sockets(easy, counter))
         if addressPolicy != nil { check(herald_curl_easy_open_sockets_through(easy, openPermittedSocket, context)) }
         if let caFile { check(herald_curl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)) }
         check(herald_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList(for: request.headers)))
@@ -157,6 +165,8 @@ final class Transfer {
     /// Clears the request's references so a recycled transfer keeps nothing of it but its buffers.
     func finish() {
         completion = nil
+        origin = nil
+        opening = false
         responseBody = []
         responseHeaders = []
     }
@@ -164,13 +174,31 @@ final class Transfer {
     // MARK: - Response headers
 
     /// Called once per header line, status lines included. A status line starts a new response (after a
-    /// `100 Continue`), so the headers collected so far are dropped.
-    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+    /// `100 Continue`), so the headers collected so far are dropped; the first proves that the server took the
+    /// connection. False (the transfer is aborted) once the lines pass `HTTPClientPool.maxResponseHeaderBytes`.
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         if line.starts(with: Self.statusLinePrefix) {
             responseHeaders.removeAll(keepingCapacity: true)
             skippingHeader = false
-            return
+            headerBytes = 0
+            if opening, let origin {
+                opening = false
+                origin.opening -= 1
+                origin.ramp.opened()
+            }
+            return true
         }
+        headerBytes += line.count
+        guard headerBytes <= HTTPClientPool.maxResponseHeaderBytes else {
+            responseTooLarge = true
+            return false
+        }
+        keepHeader(line)
+        return true
+    }
+
+    /// A header line of the final response (or its folded continuation), kept if the request reads it.
+    private func keepHeader(_ line: UnsafeRawBufferPointer) {
         var end = line.count
         while end > 0 && Self.isWhitespace(line[end - 1]) { end -= 1 }
         guard end > 0 else { return }
@@ -244,14 +272,14 @@ final class Transfer {
             return CURL_SOCKET_BAD
         }
         socketsOpened += 1
-        return herald_curl_open_counted_socket(connectionCounter, purpose, address)
+        return herald_curl_open_counted_socket(counter, purpose, address)
     }
 
     // MARK: - Response body
 
     /// Appends body bytes, or refuses them once the body would pass `maxResponseBytes`.
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard responseBody.count + bytes.count <= Self.maxResponseBytes else {
+        guard responseBody.count + bytes.count <= maxResponseBytes else {
             responseTooLarge = true
             return false
         }
@@ -286,6 +314,5 @@ private let openPermittedSocket: herald_curl_opensocket_callback = { context, pu
 private let writeResponseHeader: herald_curl_data_callback = { buffer, size, count, context in
     let byteCount = size * count
     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-    transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: byteCount))
-    return byteCount
+    return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: byteCount)) ? byteCount : 0
 }

@@ -11,7 +11,11 @@ import Support
 /// visit every transfer on every turn, and libcurl 7.88 then polls each transfer's socket once more with a
 /// zero timeout: with a thousand requests in flight, thousands of system calls per turn.
 ///
-/// One turn: take new submissions → run curl's timeout if due → `curl_multi_info_read` for finished transfers →
+/// Requests wait here, per origin, until curl may have them (`TransferOrigin`): curl itself would open a connection
+/// for each at once.
+///
+/// One turn: take new submissions → time out requests that waited too long (every `sweepSeconds`) → run curl's
+/// timeout if due → `curl_multi_info_read` for finished transfers → hand curl the waiting requests it may have →
 /// `epoll_wait` until a socket is ready, curl's timer is due, or a submitter signals the wake-up eventfd → hand
 /// each ready socket to `curl_multi_socket_action`.
 final class TransferLoop: PoolTransport {
@@ -28,6 +32,16 @@ final class TransferLoop: PoolTransport {
     private var idle: [Transfer] = []
     /// Beyond this many, a finished transfer is freed rather than kept.
     private let maxIdle: Int
+    private var origins: [String: TransferOrigin] = [:]
+    /// The origins with requests waiting, each once.
+    private var waitingOrigins: [TransferOrigin] = []
+    /// The last URL's origin: an app sends every request to one URL.
+    private var lastURL = ""
+    private var lastOrigin: TransferOrigin?
+    private var nextSweep = 0.0
+
+    /// How often waiting requests' deadlines are looked at, and origins left with nothing forgotten.
+    private static let sweepSeconds = 0.25
 
     init(core: PoolCore) throws(IOError) {
         self.core = core
@@ -51,27 +65,35 @@ final class TransferLoop: PoolTransport {
 
     func receive(_ note: Never) {}
 
-    /// Runs curl's timeout if it is due, and completes what finished; the wait lasts until curl's next timeout.
+    /// Deadlines of waiting requests, curl's timeout if it is due, completes what finished and hands curl what it may
+    /// have; the wait lasts until curl's next timeout (or the next sweep, while requests wait).
     func turn(now: Double) -> Int32 {
+        if now >= nextSweep {
+            sweep(now: now)
+            nextSweep = now + Self.sweepSeconds
+        }
         if let due = timerDue, due <= now {
             timerDue = nil
             curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
         }
         collectFinished()
-        guard let due = timerDue else { return 1_000 }
-        return Int32(min(1_000, ((due - Clock.monotonicSeconds()) * 1_000).rounded(.up)))
+        dispatch(now: now)
+        var until = waitingOrigins.isEmpty ? 1 : nextSweep - now
+        if let due = timerDue { until = min(until, due - Clock.monotonicSeconds()) }
+        return Int32((until * 1_000).rounded(.up))
     }
 
     /// Only the transfers of a socket that is ready run (see the type's comment).
-    func ready(_ fd: Int32, _ readiness: Poller.Readiness) {
-        curl_multi_socket_action(multi, fd, readiness.rawValue, &running)
+    func ready(_ event: Poller.Event) {
+        curl_multi_socket_action(multi, event.fd, event.readiness.rawValue, &running)
     }
 
     func afterEvents(now: Double) {
         collectFinished()
+        dispatch(now: now)
     }
 
-    var isIdle: Bool { active.isEmpty }
+    var isIdle: Bool { active.isEmpty && waitingOrigins.isEmpty }
 
     // MARK: - curl's socket interface
 
@@ -93,14 +115,62 @@ final class TransferLoop: PoolTransport {
 
     // MARK: - Starting and finishing requests
 
+    /// Queues the request behind those of its origin; `dispatch` hands it to curl.
     func start(_ submission: PoolSubmission) {
+        let url = submission.request.url
+        if url != lastURL || lastOrigin == nil {
+            lastURL = url
+            let key = TransferOrigin.key(of: url)
+            let origin = origins[key] ?? TransferOrigin(
+                key: key, maxConnections: core.maxConnectionsPerHost, poolCounter: core.connectionCounter.pointer)
+            origins[key] = origin
+            lastOrigin = origin
+        }
+        let origin = lastOrigin!
+        if origin.waiting.isEmpty { waitingOrigins.append(origin) }
+        origin.waiting.append(submission)
+    }
+
+    /// Hands curl, origin by origin and oldest first, the requests it may have: one for each idle connection of the
+    /// origin, and more while the origin's ramp lets another connection be opening; never more than the pool's
+    /// connections per host and in all.
+    private func dispatch(now: Double) {
+        var index = 0
+        while index < waitingOrigins.count {
+            let origin = waitingOrigins[index]
+            // No connection left to the origin: what it took before says nothing about now.
+            if origin.busy == 0 && origin.sockets == 0 { origin.ramp.restart() }
+            while let submission = origin.waiting.first, origin.busy < core.maxConnectionsPerHost,
+                active.count < core.maxConnections ?? .max
+            {
+                let opening = !origin.hasIdleConnection
+                guard !opening || origin.ramp.allows(opening: origin.opening) else { break }
+                _ = origin.waiting.popFirst()
+                hand(submission, to: origin, opening: opening, now: now)
+            }
+            if origin.waiting.isEmpty {
+                waitingOrigins.remove(at: index)
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    /// Puts the request into curl, with what is left of its timeout.
+    private func hand(_ submission: PoolSubmission, to origin: TransferOrigin, opening: Bool, now: Double) {
+        let request = submission.request
+        let timeoutMillis = request.timeoutMillis - Int(((now - submission.submittedAt) * 1_000).rounded(.down))
+        guard timeoutMillis > 0 else {
+            complete(submission.completion, .failure(.timeout), since: submission.submittedAt)
+            return
+        }
         guard let transfer = idle.popLast() ?? Transfer() else {
             complete(submission.completion, .failure(.other("out of memory")), since: submission.submittedAt)
             return
         }
-        let counter = core.connectionCounter.pointer
         guard transfer.prepare(
-            submission.request, caFile: core.caFile, connectionCounter: counter, addressPolicy: core.addressPolicy)
+            request, timeoutMillis: timeoutMillis, maxResponseBytes: core.maxResponseBytes, caFile: core.caFile,
+            counter: origin.counter, addressPolicy: core.addressPolicy)
         else {
             idle.append(transfer)
             complete(submission.completion, .failure(.other("invalid request")), since: submission.submittedAt)
@@ -116,7 +186,28 @@ final class TransferLoop: PoolTransport {
             complete(submission.completion, .failure(.other(reason)), since: submission.submittedAt)
             return
         }
+        transfer.origin = origin
+        transfer.opening = opening
+        origin.busy += 1
+        if opening { origin.opening += 1 }
         active[ObjectIdentifier(transfer)] = transfer
+    }
+
+    /// Requests that waited past their timeout fail as `timeout`; origins left with nothing are forgotten.
+    private func sweep(now: Double) {
+        for origin in waitingOrigins {
+            let expired = origin.waiting.removeAll {
+                now - $0.submittedAt >= Double(max(1, $0.request.timeoutMillis)) / 1_000
+            }
+            for submission in expired {
+                complete(submission.completion, .failure(.timeout), since: submission.submittedAt)
+            }
+        }
+        waitingOrigins.removeAll { $0.waiting.isEmpty }
+        for (key, origin) in origins where origin.isForgettable {
+            origins[key] = nil
+            if lastOrigin === origin { lastOrigin = nil }
+        }
     }
 
     private func collectFinished() {
@@ -151,10 +242,18 @@ final class TransferLoop: PoolTransport {
     }
 
     /// Takes the transfer out of the multi, recycles it, then runs the completion: by then the request no
-    /// longer counts in `inFlight`, and the completion holds the only reference to the response buffers.
+    /// longer counts in `inFlight`, and the completion holds the only reference to the response buffers. A
+    /// transfer that was opening a connection and ended without an answer sets its origin's ramp back.
     private func release(_ transfer: Transfer, result: TransportResult) {
         curl_multi_remove_handle(multi, transfer.easy)
         active[ObjectIdentifier(transfer)] = nil
+        if let origin = transfer.origin {
+            origin.busy -= 1
+            if transfer.opening {
+                origin.opening -= 1
+                origin.ramp.restart()
+            }
+        }
         let completion = transfer.completion
         let submittedAt = transfer.submittedAt
         transfer.finish()
@@ -174,10 +273,20 @@ final class TransferLoop: PoolTransport {
     /// Cancels what is left and frees every handle; `PoolLoop` then marks the pool stopped, after which no one
     /// wakes the multi handle.
     func stop() {
-        let cancelled = active.count
+        var cancelled = active.count
+        for origin in waitingOrigins {
+            while let submission = origin.waiting.popFirst() {
+                complete(submission.completion, .failure(.cancelled), since: submission.submittedAt)
+                cancelled += 1
+            }
+        }
+        waitingOrigins.removeAll()
         for transfer in Array(active.values) { release(transfer, result: .failure(.cancelled)) }
         idle.removeAll()
         curl_multi_cleanup(multi)
+        // Only now: closing the cached connections counted their sockets in their origins' counters.
+        origins.removeAll()
+        lastOrigin = nil
         Log.info("sender pool stopped", ["pool": .string(shell.name), "cancelled": .int(Int64(cancelled))])
     }
 }

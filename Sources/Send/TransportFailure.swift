@@ -1,9 +1,9 @@
-/// Why a request got no complete response. Its `description` is the text Herald has always stored and counted
+/// Why a request got no complete response. Its `description` is the text Herald stores and counts
 /// (`deliveries.reason`, `herald_fcm_requests_total{code}`): users script against it, so a case's text never
-/// changes.
+/// changes once SPEC names it.
 ///
 /// ```swift
-/// TransportFailure.responseTooLarge.description        // "response too large"
+/// TransportFailure.responseTooLarge.description        // "ResponseTooLarge"
 /// TransportFailure(describing: "timeout")              // .timeout
 /// ```
 public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
@@ -15,7 +15,7 @@ public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
     case reset
     /// The pool shut down, or was already shut down at submit: never charged to the delivery.
     case cancelled
-    /// The answer was larger than a response may be.
+    /// The answer (its header fields or its body) was larger than the pool reads: not delivered, and retried.
     case responseTooLarge
     /// Every address of the host is one the pool's `AddressPolicy` refuses (SPEC §19): nothing was connected to. Its
     /// text is the delivery's reason as stored.
@@ -31,7 +31,8 @@ public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
         case "connect": .connect
         case "reset": .reset
         case "cancelled": .cancelled
-        case "response too large": .responseTooLarge
+        // Its text before SPEC §19 named it, still in rows stored then.
+        case "ResponseTooLarge", "response too large": .responseTooLarge
         case "ForbiddenAddress": .forbiddenAddress
         default: .other(text)
         }
@@ -47,7 +48,7 @@ public enum TransportFailure: Hashable, Sendable, CustomStringConvertible {
         case .connect: "connect"
         case .reset: "reset"
         case .cancelled: "cancelled"
-        case .responseTooLarge: "response too large"
+        case .responseTooLarge: "ResponseTooLarge"
         case .forbiddenAddress: "ForbiddenAddress"
         case .other(let text): text
         }

@@ -2,29 +2,37 @@ import Queue
 import Support
 
 extension SQLiteQueueStore {
-    public func keyedMessage(app: String, key: String) throws -> KeyedMessage? {
-        try connection.queryOne(
-            """
-            SELECT id, rowid, created_at, idempotency_fingerprint FROM messages
-            WHERE app = ? AND idempotency_key = ?
-            """, [.text(app), .text(key)]
-        ) {
-            KeyedMessage(id: $0.string(0), rowID: $0.int64(1), createdAt: $0.int64(2), fingerprint: $0.optionalInt64(3))
+    /// A look-up per key: SQLite's statements cost no round trip.
+    public func keyedMessages(_ keys: [MessageKey]) throws -> [MessageKey: KeyedMessage] {
+        var found: [MessageKey: KeyedMessage] = [:]
+        for key in keys {
+            found[key] = try connection.queryOne(
+                """
+                SELECT id, rowid, created_at, idempotency_fingerprint,
+                       (SELECT count(*) FROM deliveries WHERE message_id = messages.id)
+                FROM messages WHERE app = ? AND idempotency_key = ?
+                """, [.text(key.app), .text(key.key)]
+            ) {
+                KeyedMessage(
+                    id: $0.string(0), rowID: $0.int64(1), createdAt: $0.int64(2), fingerprint: $0.optionalInt64(3),
+                    deliveries: $0.int(4))
+            }
         }
+        return found
     }
 
     public func releaseIdempotencyKey(messageID: String) throws {
         try connection.run("UPDATE messages SET idempotency_key = NULL WHERE id = ?", .text(messageID))
     }
 
-    public func deliveryCount(messageID: String) throws -> Int {
-        try connection.queryOne(
-            "SELECT count(*) FROM deliveries WHERE message_id = ?", [.text(messageID)]) { $0.int(0) } ?? 0
+    /// One message after the other (SQLite's statements cost no round trip). SQLite has one writer, so a key is
+    /// never taken meanwhile: never nil.
+    public func storeMessages(_ inserts: [MessageInsert]) throws -> [StoredMessage?] {
+        try inserts.map(storeMessage)
     }
 
-    /// The message row, its deliveries (a statement each), and its collapse heads (one statement). SQLite has one
-    /// writer, so the key is never taken meanwhile: never nil.
-    public func storeMessage(_ insert: MessageInsert) throws -> StoredMessage? {
+    /// The message row, its deliveries (a statement each), and its collapse heads (one statement).
+    private func storeMessage(_ insert: MessageInsert) throws -> StoredMessage {
         let message = insert.message
         try connection.run(
             """

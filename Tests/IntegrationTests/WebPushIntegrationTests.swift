@@ -24,8 +24,10 @@ import Testing
     /// On SQLite, or on `database` (PostgreSQL). `twoOrigins`: a second stand-in, a push service of its own origin.
     /// `fcm`: app `default` sends to a real `herald fcm-sim` instead of nowhere, once resumed (it starts paused).
     /// The stand-ins are on loopback: the app allows private endpoints unless `privateEndpoints` is false.
+    /// `trusting`: more stand-ins whose certificates Herald trusts; `arguments`: more `serve` flags.
     func start(
-        on database: TestDatabase? = nil, twoOrigins: Bool = false, fcm: Bool = false, privateEndpoints: Bool = true
+        on database: TestDatabase? = nil, twoOrigins: Bool = false, fcm: Bool = false, privateEndpoints: Bool = true,
+        trusting: [H2StandIn] = [], arguments: [String] = []
     ) throws -> Rig {
         let key = try P256PrivateKey.generate()
         let directory = HeraldProcess.makeDirectory()
@@ -44,10 +46,11 @@ import Testing
             """.write(toFile: config, atomically: true, encoding: .utf8)
         // Both stand-ins' certificates, trusted as one bundle.
         let bundle = directory.appendingPathComponent("ca.pem").path
-        let certificates = try [standIn.caFile, other?.caFile].compactMap { $0 }.map { try String(contentsOfFile: $0) }
+        let certificates = try ([standIn.caFile, other?.caFile].compactMap { $0 } + trusting.map(\.caFile))
+            .map { try String(contentsOfFile: $0) }
         try certificates.joined(separator: "\n").write(toFile: bundle, atomically: true, encoding: .utf8)
         let herald = try HeraldProcess(
-            directory: directory, database: database?.url, arguments: ["--config", config], paused: fcm,
+            directory: directory, database: database?.url, arguments: ["--config", config] + arguments, paused: fcm,
             environment: ["SSL_CERT_FILE": bundle])
         return Rig(standIn: standIn, herald: herald, database: database, other: other, simulator: simulator)
     }
@@ -225,6 +228,67 @@ import Testing
         #expect(resumed.stdout.contains("web: resumed"), "\(resumed.stdout) \(resumed.stderr)")
         let after = try runHerald(["status", "--json", "--db", rig.herald.databasePath]).stdout
         #expect(!after.contains(other.baseURL), "resuming the app resumed its origin: \(after)")
+    }
+
+    /// SPEC §19 and §10's hostile row: beside a good push service, five hostile origins (403, 429 with a day's
+    /// `Retry-After`, 400, never answering, 8 MiB answers). Every good delivery is delivered, the app is never paused
+    /// or gated, and each hostile delivery ends, or waits for its own origin, alone.
+    @Test func hostilePushServicesHurtOnlyThemselves() async throws {
+        let hostile = try H2StandIn([], script: "scripts/hostile-push-standin.js")
+        let rig = try start(trusting: [hostile], arguments: ["--request-timeout", "2s"])
+        defer { rig.herald.stop() }
+        let modes = ["forbidden", "toomany", "bad", "hang", "huge"]
+        let good = (1...40).map { "ok-\($0)" }
+        let subscriptions = try await subscribe(rig, good + ["keys"])
+        // The stand-in's keys (a point on P-256 and an auth secret) with the hostile origins' endpoints.
+        let made = try #require(subscriptions["keys"])
+        let keys = made[try #require(made.range(of: #""keys""#)).lowerBound...]
+        var bodies = good.map { subscriptions[$0] ?? "" }
+        for mode in modes {
+            let port = try #require(hostile.ports[mode])
+            bodies += (1...2).map { #"{"endpoint":"https://127.0.0.1:\#(port)/push/\#(mode)-\#($0)",\#(keys)"# }
+        }
+        for body in bodies {
+            let reply = try await rig.herald.request(
+                "PUT", "/v1/subscriptions", body: #"{"app":"web","user":"u1","subscription":\#(body)}"#)
+            #expect(reply.status == 201, "\(reply.text)")
+        }
+        let id = try accepted(try await rig.herald.request(
+            "POST", "/v1/messages", body: #"{"app":"web","users":["u1"],"data":{"a":"b"}}"#))
+
+        // What each delivery comes to: the good ones delivered; a refused message dead for that delivery alone; the
+        // others back in the queue (uncharged for 403) until their origin's gate opens; an answer too large retried,
+        // never taken as delivered.
+        var expected = Dictionary(uniqueKeysWithValues: good.map { ($0, "delivered") })
+        for n in 1...2 {
+            expected["bad-\(n)"] = "dead HTTP 400"
+            expected["forbidden-\(n)"] = "queued HTTP 403"
+            expected["toomany-\(n)"] = "queued HTTP 429"
+            expected["hang-\(n)"] = "queued timeout"
+            expected["huge-\(n)"] = "queued ResponseTooLarge"
+        }
+        var rows: [String: String] = [:]
+        for _ in 0..<600 {
+            let status = try runHerald(["status", "--json", "--db", rig.herald.databasePath])
+            let apps = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["apps"]
+            let web = (apps as? [[String: Any]] ?? []).first { $0["app"] as? String == "web" } ?? [:]
+            #expect(web["paused"] as? Bool == false && web["gated"] as? Bool == false, "the app goes on: \(web)")
+            let message = try await rig.herald.request("GET", "/v1/messages/\(id)").json
+            rows = [:]
+            for delivery in message["deliveries"] as? [[String: Any]] ?? [] {
+                let state = [delivery["state"] as? String, delivery["reason"] as? String].compactMap { $0 }
+                rows[Self.name(of: delivery["token"] as? String ?? "")] = state.joined(separator: " ")
+            }
+            if rows == expected { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        for (name, state) in expected.sorted(by: { $0.key < $1.key }) {
+            #expect(rows[name] == state, "\(name): \(rows[name] ?? "-")")
+        }
+        let origins = try runHerald(["status", "--json", "--db", rig.herald.databasePath]).stdout
+        for mode in ["toomany", "hang", "huge"] {
+            #expect(origins.contains("127.0.0.1:\(hostile.ports[mode] ?? 0)"), "\(mode)'s origin is gated: \(origins)")
+        }
     }
 
     /// SPEC §17 and §19: one message to a person reaches their phone (FCM) and their browser (Web Push); the push

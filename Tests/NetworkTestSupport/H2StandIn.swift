@@ -14,6 +14,8 @@ public final class H2StandIn: @unchecked Sendable {
     private let statsPool = HTTPClientPool(maxConnectionsPerHost: 1, name: "standin-stats", caFile: nil)
 
     public var baseURL: String { "https://127.0.0.1:\(port)" }
+    /// Every port the script named in its first line (`scripts/hostile-push-standin.js`: one per behaviour).
+    public var ports: [String: Int] { node.ports }
     public var sendURL: String { baseURL + "/v1/projects/standin/messages:send" }
 
     /// `script`: the server to run, relative to the repository (`scripts/h2-misbehaving-server.js` for one that breaks

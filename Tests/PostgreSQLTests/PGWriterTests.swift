@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Storage
+import Support
 import Testing
 
 @testable import PostgreSQL
@@ -37,12 +38,24 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
     /// Enqueues `jobs` while the writer is held, so they are committed as one group; returns their results in
     /// order.
     private func group<T: Sendable>(_ jobs: [WriterJob<T>]) -> [Result<T, Error>] {
+        group(jobs.count) { index, completion in writer.enqueue(jobs[index], completion: completion) }
+    }
+
+    /// Ingest's writes of `writes`' messages as one group.
+    private func group(writes: [[NewMessage]]) -> [Result<[AcceptedMessage], Error>] {
+        group(writes.count) { index, completion in writer.insertMessages(writes[index], completion: completion) }
+    }
+
+    /// Calls `enqueue` `count` times while the writer is held; returns the results in order.
+    private func group<T: Sendable>(
+        _ count: Int, _ enqueue: (Int, @escaping @Sendable (Result<T, Error>) -> Void) -> Void
+    ) -> [Result<T, Error>] {
         let gate = WriterGate(writer)
         let results = Collected<(Int, Result<T, Error>)>()
         let done = DispatchGroup()
-        for (index, job) in jobs.enumerated() {
+        for index in 0..<count {
             done.enter()
-            writer.enqueue(job) { result in
+            enqueue(index) { result in
                 results.append((index, result))
                 done.leave()
             }
@@ -51,6 +64,9 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
         done.wait()
         return results.all.sorted { $0.0 < $1.0 }.map(\.1)
     }
+
+    /// The writer connection's round trips so far.
+    private func roundTrips() throws -> Int { try writer.write { $0.connection.roundTrips } }
 
     // MARK: - Group commit
 
@@ -116,6 +132,104 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
             "SELECT id FROM messages WHERE app = 'before' ORDER BY idempotency_key") { $0.string(0) }
         #expect(before == [try results[0].get(), try results[1].get()])
         #expect(try messageCount(app: "refused") == 0 && messageCount(app: "after") == 1)
+    }
+
+    // MARK: - Ingest's writes
+
+    /// A group of writes pays round trips per group, not per message: its BEGIN and the statement storing every
+    /// message of it in one pipeline, then COMMIT; a look-up of their idempotency keys one more.
+    @Test func aGroupOfWritesCostsTheSameRoundTripsWhateverItsSize() throws {
+        defer { writer.close() }
+        // Statements are prepared once per session: the first writes pay for that.
+        _ = try writer.write { try $0.insertMessage(Self.message(key: "warm-up"), now: t0) }
+        for (keyed, expected) in [(false, 2), (true, 3)] {
+            for size in [1, 40] {
+                let before = try roundTrips()
+                let writes = (0..<size).map { index in
+                    [Self.message(key: keyed ? "k\(size)-\(index)" : nil, tokens: ["t\(index)"])]
+                } + [(0..<100).map { Self.message(tokens: ["batch\($0)"]) }]
+                let answers = try group(writes: writes).map { try $0.get() }
+                #expect(try roundTrips() - before == expected, "\(size) writes, keyed: \(keyed)")
+                #expect(answers.joined().allSatisfy { $0.deliveries == 1 && !$0.isRepeat })
+                #expect(Set(answers.joined().map(\.id)).count == size + 100)
+            }
+        }
+        #expect(try messageCount() == 1 + 2 * (1 + 40 + 200))
+    }
+
+    /// The third write of a group fails in the statement that stores them all (a TTL the schema refuses): the group
+    /// is rolled back and played again one write at a time, and only that write fails.
+    @Test func aGroupWhoseThirdWriteFailsStoresTheOthersAndFailsOnlyIt() throws {
+        defer { writer.close() }
+        var refused = Self.message("refused")
+        refused.ttlSeconds = 99_999_999
+        let writes = [
+            [Self.message("one")], [Self.message("two", key: "k2")], [refused, Self.message("refused")],
+            [Self.message("four")], (0..<10).map { Self.message("five", tokens: ["f\($0)"]) },
+        ]
+        let results = group(writes: writes)
+        #expect((results[2].failureError as? PGError)?.sqlState == "23514")
+        for index in [0, 1, 3, 4] { #expect(try results[index].get().count == writes[index].count) }
+        #expect(try messageCount(app: "refused") == 0)
+        #expect(try database.count("SELECT count(*) FROM apps WHERE name = 'refused'") == 0)
+        #expect(try messageCount() == 1 + 1 + 1 + 10)
+    }
+
+    /// A write refused by ingest's rules (an idempotency conflict) is refused before anything of it is written: it
+    /// fails alone, and the group is not played again.
+    @Test func aWriteWithAConflictingKeyFailsAloneWithoutReplayingTheGroup() throws {
+        defer { writer.close() }
+        _ = try writer.write { store in
+            // The apps' rows too, whose first insert is a round trip of its own.
+            try ["one", "two", "five"].forEach { try store.ensureApp($0) }
+            // Now, as the writes' own: a key answers for a day.
+            return try store.insertMessage(Self.message(key: "taken", tokens: ["x"]), now: Clock.nowMillis())
+        }
+        let before = try roundTrips()
+        let results = group(writes: [
+            [Self.message("one")], [Self.message("two")],
+            [Self.message("three"), Self.message(key: "taken", tokens: ["other"])],
+            [Self.message(key: "taken", tokens: ["x"])], [Self.message("five")],
+        ])
+        #expect(try roundTrips() - before == 3)
+        #expect(throws: IdempotencyConflict.self) { try results[2].get() }
+        #expect(try results[3].get().first?.isRepeat == true)
+        for index in [0, 1, 4] { #expect(try results[index].get().first?.isRepeat == false) }
+        #expect(try messageCount(app: "three") == 0)
+        #expect(try messageCount() == 4)
+    }
+
+    /// The connection breaks in the middle of the group's pipeline (the server ends the session while it stores the
+    /// third write's message): every write of the group is answered with a transient error, none is stored, and the
+    /// writer reconnects.
+    @Test func aConnectionLostMidPipelineAnswersEveryWriteWithAnErrorAndStoresNone() throws {
+        defer { writer.close() }
+        _ = try database.connect().execute("""
+            CREATE FUNCTION herald_test_end_session() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.app = 'doomed' THEN
+                    PERFORM pg_terminate_backend(pg_backend_pid());
+                    PERFORM pg_sleep(30);
+                END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER end_session BEFORE INSERT ON messages
+                FOR EACH ROW EXECUTE FUNCTION herald_test_end_session();
+            """)
+        let results = group(writes: [
+            [Self.message("one")], [Self.message("two")], [Self.message("doomed")], [Self.message("four")],
+        ])
+        for result in results {
+            let error = result.failureError as? PGError
+            #expect(error?.isConnectionLost == true && error?.isTransient == true, "\(result)")
+        }
+        #expect(try messageCount() == 0)
+
+        _ = try database.connect().execute("DROP TRIGGER end_session ON messages")
+        eventually("the writer reconnects and writes again") {
+            (try? writer.write { try $0.insertMessage(Self.message("later"), now: t0) }) != nil
+        }
+        #expect(try messageCount() == 1)
     }
 
     /// A deferred constraint is checked at COMMIT: the whole group is rolled back then, and every job that did

@@ -755,6 +755,98 @@ private let t0: Int64 = 1_700_000_000_000
 
     // MARK: - Ingest
 
+    /// The writes of a group commit stored together (`insertMessages(writes:)`, PostgreSQL's set-based statement)
+    /// leave the rows, and give the answers, that the same messages stored one at a time do: repeats of a key
+    /// within a write, across writes and from before; a conflict; an expired key taken again; collapse heads
+    /// replaced within the call; a `users` fan-out; a dry run. A write with a conflict anywhere in it stores
+    /// nothing, and the others are kept.
+    @Test(arguments: Engine.allCases) func aGroupOfWritesStoresWhatOneMessageAtATimeStores(_ engine: Engine) throws {
+        func message(
+            _ tokens: [String], key: String? = nil, payload: String = "{}", collapseKey: String? = "score",
+            dryRun: Bool = false
+        ) -> NewMessage {
+            NewMessage(
+                app: "default", idempotencyKey: key, payload: payload, target: .tokens(tokens),
+                collapseKey: collapseKey, ttlSeconds: 3600, dryRun: dryRun)
+        }
+        let writes: [[NewMessage]] = [
+            [message(["a", "b"], key: "k1"), message(["b"]), message(["a", "b"], key: "k1")],
+            [message(["a", "b"], key: "k1")],
+            [message(["a", "b"], key: "k1", payload: #"{"other":1}"#)],
+            [message(["x"], key: "old", collapseKey: nil)],
+            [
+                message(["c"], key: "stale", payload: #"{"new":1}"#),
+                NewMessage(app: "default", payload: "{}", target: .users(["ann"]), collapseKey: "score"),
+            ],
+            [message(["a"], dryRun: true)],
+        ]
+        let refused = [message(["d"], key: "k2"), message(["d"], key: "k2", payload: #"{"other":2}"#)]
+        let now = t0 + idempotencyWindowMillis
+
+        /// A store with a message keyed "old" (still answering), one keyed "stale" (expired), and ann's token "a".
+        func prepared() throws -> Queue {
+            let queue = try Queue(engine)
+            try queue.insert(["x"], key: "stale", at: t0)
+            try queue.insert(["x"], key: "old", at: now - 1)
+            try queue.store.register("a", app: "default", user: "ann", now: t0)
+            return queue
+        }
+        /// Messages, deliveries and collapse heads, each message id written as its place in id order.
+        func contents(_ queue: Queue) throws -> [String] {
+            let rows = try queue.store.strings(
+                """
+                SELECT id || ' ' || coalesce(idempotency_key, '-') || ' ' || payload || ' '
+                       || coalesce(collapse_key, '-') || ' ' || CAST(dry_run AS TEXT) FROM messages ORDER BY id
+                """)
+                + queue.store.strings("SELECT message_id || ' ' || token || ' ' || state FROM deliveries ORDER BY id")
+                + queue.store.strings(
+                    """
+                    SELECT h.collapse_key || ' ' || h.token || ' ' || h.message_id || ' ' || d.message_id
+                    FROM collapse_heads AS h JOIN deliveries AS d ON d.id = h.delivery_id
+                    ORDER BY h.collapse_key, h.token
+                    """)
+            return try renumbered(rows, queue)
+        }
+        func renumbered(_ lines: [String], _ queue: Queue) throws -> [String] {
+            let ids = try queue.store.strings("SELECT id FROM messages ORDER BY id")
+            return lines.map { line in
+                ids.enumerated().reduce(line) { $0.replacingOccurrences(of: $1.element, with: "m\($1.offset)") }
+            }
+        }
+        func answer(_ result: Result<AcceptedMessage, Error>) -> String {
+            switch result {
+            case .success(let accepted): "\(accepted.id) \(accepted.deliveries) \(accepted.isRepeat)"
+            case .failure(let error): "\(type(of: error))"
+            }
+        }
+
+        let alone = try prepared()
+        let store = alone.store.database
+        let aloneAnswers = writes.joined().map { message in
+            answer(Result { try store.transaction { try store.insertMessage(message, now: now) } })
+        }
+
+        let together = try prepared()
+        let results = try together.store.database.transaction {
+            try together.store.database.insertMessages(writes: writes + [refused], now: now)
+        }
+        #expect(throws: IdempotencyConflict.self) { try results[writes.count].get() }
+        let togetherAnswers = zip(writes, results).flatMap { write, result in
+            switch result {
+            case .success(let accepted): accepted.map { answer(.success($0)) }
+            case .failure(let error): write.map { _ in answer(.failure(error)) }
+            }
+        }
+
+        #expect(try contents(together) == contents(alone))
+        #expect(try renumbered(togetherAnswers, together) == renumbered(aloneAnswers, alone))
+        // What the writes were: repeats, a conflict, a key taken again, each with its deliveries.
+        #expect(try renumbered(aloneAnswers, alone) == [
+            "m2 2 false", "m3 1 false", "m2 2 true", "m2 2 true", "IdempotencyConflict", "m1 1 true", "m4 1 false",
+            "m5 1 false", "m6 1 false",
+        ])
+    }
+
     @Test(arguments: Engine.allCases) func usersExpandToTheirRegisteredTokensOnce(_ engine: Engine) throws {
         let queue = try Queue(engine)
         try queue.store.register("t-ann-1", app: "default", user: "ann", now: t0)

@@ -102,6 +102,41 @@ import Testing
         #expect(try await server.statsObject()["requests"] as? Int == 0)
     }
 
+    /// A fatal error may come in the same read as answers (here nghttp2's PING flood limit, tripped after three
+    /// answers): every request still gets its end — the answered ones their answers, the others `reset` — and none
+    /// is left holding its place in the pool.
+    @Test func answersReadBeforeAFatalErrorCompleteAndTheRestFail() async throws {
+        let (server, pool) = try misbehaving("answers-then-ping-flood")
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let results = Locked<[TransportResult]>([])
+        for index in 0..<5 {
+            pool.submit(request(to: server, path: "/\(index)")) { result, _ in results.withLock { $0.append(result) } }
+        }
+        // Bounded, so that a request left without an end fails the test rather than hangs it.
+        for _ in 0..<400 where results.withLock({ $0.count }) < 5 { try await Task.sleep(for: .milliseconds(25)) }
+
+        let ended = results.withLock { $0 }
+        #expect(ended.count == 5)
+        #expect(ended.filter { $0.status == 200 }.count == 3, "\(ended)")
+        #expect(ended.filter { $0.failureReason == "reset" }.count == 2, "\(ended)")
+        #expect(pool.inFlight == 0)
+        #expect(pool.statistics.closed["protocol_error"] == 1)
+    }
+
+    /// Header fields past 64 KiB fail that request as `ResponseTooLarge` (not `reset`), and the connection carries on.
+    @Test func oversizedResponseHeadersFailTheirRequestAlone() async throws {
+        let (server, pool) = try misbehaving("oversized-headers")
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let (oversized, _) = await send(pool, request(to: server))
+        let (next, _) = await send(pool, request(to: server))
+
+        #expect(oversized.failureReason == "ResponseTooLarge", "\(oversized)")
+        #expect(next.status == 200)
+        #expect(try await server.statsObject()["sessions"] as? Int == 1)
+    }
+
     // MARK: - Liveness
 
     /// A path that went dead (nothing read, PINGs unanswered) is found by a PING long before the request's own

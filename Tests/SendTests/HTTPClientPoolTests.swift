@@ -45,7 +45,7 @@ import Testing
     @Test func largeBodyGoesWithoutExpectContinue() async throws {
         let (server, port) = try startServer(.echo)
         defer { server.shutdown(gracePeriod: 0) }
-        let pool = HTTPClientPool(maxConnectionsPerHost: 2)
+        let pool = HTTPClientPool(maxConnectionsPerHost: 2, maxResponseBytes: 2 << 20)
         defer { pool.shutdown(gracePeriod: 0) }
 
         // Past the 1 MiB from which curl would otherwise ask for `100 Continue` and wait for it.
@@ -107,6 +107,44 @@ import Testing
         #expect(some.body == #"{"error":"Unavailable"}"#)
         #expect(all.header("retry-after") == "120")
         #expect(all.header("content-type") == "application/json")
+    }
+
+    /// A push answer is read up to 64 KiB (SPEC §19): one byte more, or 9 MiB, fails that request as
+    /// `ResponseTooLarge` — never `reset`, never taken as an answer.
+    @Test(arguments: [HTTPClientPool.pushResponseBytes + 1, 9 << 20])
+    func aResponseOverTheLimitFails(_ size: Int) async throws {
+        // Answers a body of the size the path names.
+        let handler = TestHandler { request, responder in
+            let size = Int(request.target.dropFirst()) ?? 0
+            responder.respond(HTTPResponse(status: 201, body: [UInt8](repeating: 7, count: size)))
+        }
+        let (server, port) = try startServer(handler)
+        defer { server.shutdown(gracePeriod: 0) }
+        let pool = HTTPClientPool(maxConnectionsPerHost: 1)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let url = "http://127.0.0.1:\(port)/"
+        let (large, _) = await send(pool, OutboundRequest(url: url + "\(size)"))
+        let (fits, _) = await send(pool, OutboundRequest(url: url + "\(HTTPClientPool.pushResponseBytes)"))
+
+        #expect(large.failureReason == "ResponseTooLarge", "\(large)")
+        #expect(fits.status == 201)
+        #expect(fits.body?.utf8.count == HTTPClientPool.pushResponseBytes)
+    }
+
+    @Test func oversizedResponseHeadersFailTheRequest() async throws {
+        let handler = TestHandler { _, responder in
+            let padding = (0..<80).map { ("X-Pad-\($0)", String(repeating: "a", count: 1_024)) }
+            responder.respond(HTTPResponse(status: 201, headers: padding, body: []))
+        }
+        let (server, port) = try startServer(handler)
+        defer { server.shutdown(gracePeriod: 0) }
+        let pool = HTTPClientPool(maxConnectionsPerHost: 1)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let (result, _) = await send(pool, OutboundRequest(url: "http://127.0.0.1:\(port)/"))
+
+        #expect(result.failureReason == "ResponseTooLarge", "\(result)")
     }
 
     @Test func eachRequestSendsItsOwnHeadersOnAReusedHandle() async throws {

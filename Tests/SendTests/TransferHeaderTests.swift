@@ -6,13 +6,16 @@ import Testing
         Curl.initializeOnce()
         let transfer = try #require(Transfer())
         if let kept {
-            let counter = UnsafeMutablePointer<Int>.allocate(capacity: 1)
-            defer { counter.deallocate() }
+            let pool = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+            defer { pool.deallocate() }
+            let origin = TransferOrigin(key: "http://127.0.0.1:1", maxConnections: 1, poolCounter: pool)
             let request = OutboundRequest(url: "http://127.0.0.1:1/", keptResponseHeaders: kept)
-            #expect(transfer.prepare(request, caFile: nil, connectionCounter: counter, addressPolicy: nil))
+            #expect(transfer.prepare(
+                request, timeoutMillis: 1_000, maxResponseBytes: 1_000, caFile: nil, counter: origin.counter,
+                addressPolicy: nil))
         }
         for line in lines {
-            Array(line.utf8).withUnsafeBytes { transfer.receiveHeaderLine($0) }
+            #expect(Array(line.utf8).withUnsafeBytes { transfer.receiveHeaderLine($0) })
         }
         return transfer.responseHeaders.map { "\($0.name)=\($0.value)" }
     }

@@ -9,12 +9,17 @@ import Testing
         (.connect, "connect"),
         (.reset, "reset"),
         (.cancelled, "cancelled"),
-        (.responseTooLarge, "response too large"),
+        (.responseTooLarge, "ResponseTooLarge"),
         (.forbiddenAddress, "ForbiddenAddress"),
         (.other("Couldn't resolve host name"), "Couldn't resolve host name"),
     ])
     func describesItselfAsHeraldAlwaysHas(failure: TransportFailure, text: String) {
         #expect(failure.description == text)
         #expect(TransportFailure(describing: text) == failure)
+    }
+
+    /// Rows stored before SPEC §19 named it hold its old text.
+    @Test func readsResponseTooLargesOldText() {
+        #expect(TransportFailure(describing: "response too large") == .responseTooLarge)
     }
 }

@@ -36,15 +36,21 @@ public final class WebPushProvider: Provider {
     /// Where its connections may go (SPEC §19): public addresses on port 443 unless the app allows private
     /// endpoints (the sandbox, tests).
     let addressPolicy: AddressPolicy
+    /// Connections to all push services together at most (the app's `max_connections`): the origins are the
+    /// browsers' to choose, so the pool keeps no more than this however many there are.
+    public let connectionLimit: Int
+
+    public static let defaultConnectionLimit = 256
 
     public init(
         app: String, vapid: VAPID, redirect: String? = nil, timeoutMillis: Int = 30_000, caFile: String? = nil,
-        allowsPrivateEndpoints: Bool = false
+        allowsPrivateEndpoints: Bool = false, connectionLimit: Int = WebPushProvider.defaultConnectionLimit
     ) {
         self.app = app
         addressPolicy = AddressPolicy(allowsPrivate: allowsPrivateEndpoints)
         self.vapid = vapid
         self.caFile = caFile
+        self.connectionLimit = connectionLimit
         self.redirect = redirect.map { var base = $0; while base.hasSuffix("/") { base.removeLast() }; return base }
         self.timeoutMillis = timeoutMillis
     }
@@ -130,7 +136,8 @@ public final class WebPushProvider: Provider {
 
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
         http2Transport(
-            concurrency: concurrency, name: name, liveness: liveness, caFile: caFile, addressPolicy: addressPolicy)
+            concurrency: concurrency, name: name, liveness: liveness, caFile: caFile, totalConnections: connectionLimit,
+            addressPolicy: addressPolicy)
     }
 
     // MARK: - Helpers

@@ -22,7 +22,10 @@ import Synchronization
 /// Here an answer costs its frames, and everything a loop turn submits to a connection leaves in one TLS write.
 ///
 /// Connections open only as the requests waiting for a stream need them (at most `maxConnectionsPerHost` to one
-/// host), are kept alive, and stop taking new streams after a `GOAWAY`. A request the server refused unprocessed (a
+/// host, `maxConnections` in all, a few opening at once per host and more as they succeed: `ConnectionRamp`), are
+/// kept alive, and stop taking new streams after a `GOAWAY`. A host left with no connection and nothing waiting is
+/// forgotten. A response is read up to `maxResponseBytes` (its header fields up to 64 KiB): a longer one fails its
+/// request as `responseTooLarge`, and the stream is reset while the connection carries on. A request the server refused unprocessed (a
 /// stream above a `GOAWAY`'s last stream id, or reset with `REFUSED_STREAM`) is sent again at once, a few times at
 /// most, without the caller seeing it: the server never acted on it. Any other request goes on the wire once; a
 /// connection lost with requests on it (reset, or silent: see `HTTP2Liveness`) fails them as `reset`, for the
@@ -39,7 +42,11 @@ public final class HTTP2ClientPool: RequestTransport {
     /// - Parameters:
     ///   - maxConnectionsPerHost: HTTP/2 connections to one host at most; size it with
     ///     `HTTPClientPool.connectionsNeeded(inFlight:multiplexed: true)`.
-    ///   - http1Connections: the HTTP/1.1 pool's connections, for a server without HTTP/2.
+    ///   - maxConnections: connections to all hosts together at most, HTTP/1.1 ones included (nil: no limit but
+    ///     the one per host, for a pool that talks to one host). When they are all open, the one idle longest is
+    ///     closed for a host that needs one; without an idle one, requests wait.
+    ///   - maxResponseBytes: the largest response body read.
+    ///   - http1Connections: the HTTP/1.1 pool's connections per host, for a server without HTTP/2.
     ///   - caFile: the CA certificates (PEM) servers are checked against instead of the system's; by default
     ///     `$SSL_CERT_FILE` when set.
     ///   - liveness: when a quiet connection gets a PING, and how long its ACK may take.
@@ -47,14 +54,17 @@ public final class HTTP2ClientPool: RequestTransport {
     ///     are connected to (none: the request fails `forbiddenAddress`), and a failed TLS handshake is told as
     ///     `tlsHandshakeFailed` alone. Nil: hosts the operator named.
     public init(
-        maxConnectionsPerHost: Int, http1Connections: Int, name: String = "sender",
+        maxConnectionsPerHost: Int, maxConnections: Int? = nil,
+        maxResponseBytes: Int = HTTPClientPool.pushResponseBytes, http1Connections: Int, name: String = "sender",
         caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 },
         liveness: HTTP2Liveness = .standard, addressPolicy: AddressPolicy? = nil
     ) {
         precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
+        precondition((maxConnections ?? 1) >= 1, "maxConnections must be at least 1")
         let core = HTTP2PoolCore(
-            name: name, maxConnectionsPerHost: maxConnectionsPerHost, http1Connections: max(1, http1Connections),
-            caFile: caFile, liveness: liveness, addressPolicy: addressPolicy)
+            name: name, maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
+            maxResponseBytes: maxResponseBytes, http1Connections: max(1, http1Connections), caFile: caFile,
+            liveness: liveness, addressPolicy: addressPolicy)
         self.core = core
         thread = Mutex(PosixThread(name: "herald-\(name)") {
             do {

@@ -16,7 +16,7 @@ extension HTTP2Connection {
         case refused
         /// Reset or lost: the server may have acted on it.
         case reset
-        /// Its response passed `Transfer.maxResponseBytes`.
+        /// Its response's header fields passed `maxHeaderListSize`, or its body the pool's `maxResponseBytes`.
         case tooLarge
     }
 
@@ -104,7 +104,9 @@ extension HTTP2Connection {
 
     // MARK: - Input
 
-    /// Bytes TLS decrypted, into the session; false when the connection closed on the way.
+    /// Bytes TLS decrypted, into the session; false when the connection closed on the way. A fatal error (a flood
+    /// of PINGs, say) may come after answers read in the same call: `close` completes those with their answers
+    /// before it fails the streams still open.
     func receive(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let session else { return false }
         let used = nghttp2_session_mem_recv(session, bytes.baseAddress, bytes.count)
@@ -118,12 +120,14 @@ extension HTTP2Connection {
     }
 
     /// Acts on what the callbacks recorded: the server's SETTINGS open the connection to requests, a PING's ACK
-    /// clears suspicion, ended streams complete (or go out again, when the server never processed them).
+    /// clears suspicion, ended streams complete (`endStreams`).
     private func afterReceiving() {
         if settingsArrived {
             settingsArrived = false
+            // The first SETTINGS open the connection to requests (and show the server takes connections); later
+            // ones may allow more streams.
+            if !sawServerSettings { origin.ramp.opened() }
             sawServerSettings = true
-            // The first SETTINGS open the connection to requests; later ones may allow more streams.
             loop.connectionOpened(self)
         }
         if pingAcknowledged {
@@ -136,12 +140,19 @@ extension HTTP2Connection {
             goAwayCode = nil
             goingAway = true
             if code != NGHTTP2_NO_ERROR.rawValue {
-                Log.warn("fcm connection going away", [
-                    "pool": .string(loop.core.name), "code": .string(Self.errorName(code)),
-                    "streams": .int(Int64(streams.count)),
+                Log.warn("sender connection going away", [
+                    "pool": .string(loop.core.name), "host": .string(origin.host),
+                    "code": .string(Self.errorName(code)), "streams": .int(Int64(streams.count)),
                 ])
             }
         }
+        endStreams()
+    }
+
+    /// The streams the session ended (while reading, or while sending: a stream the server answered before its
+    /// request's last byte closes when that byte goes) complete, or go out again when the server never processed
+    /// them. Called before the connection closes too, so no ended stream is left without an end.
+    func endStreams() {
         guard !ended.isEmpty else { return }
         // Refused streams go back to the front of the queue one by one: highest id first, so the lowest ends up
         // first and the order they were submitted in is kept. Answers (nearly every read) need no order.
@@ -149,7 +160,7 @@ extension HTTP2Connection {
         let endings = refusals && ended.count > 1 ? ended.sorted { $0.0.id > $1.0.id } : ended
         ended.removeAll(keepingCapacity: true)
         for (stream, end) in endings {
-            if end == .tooLarge, let session {
+            if end == .tooLarge, state == .open, let session {
                 nghttp2_submit_rst_stream(
                     session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
                 loop.markForFlush(self)
@@ -178,10 +189,14 @@ extension HTTP2Connection {
         }
     }
 
-    /// Moves what the session has to send into `output`, up to `outputLimit`; false when the session failed (the
-    /// connection is closed then).
+    /// Moves what the session has to send into `output`, up to `outputLimit` not yet written; false when the
+    /// session failed (the connection is closed then).
     func takeOutput() -> Bool {
         guard let session else { return false }
+        if outputStart > 0 {
+            output.removeFirst(outputStart)
+            outputStart = 0
+        }
         while output.count < Self.outputLimit {
             var chunk: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &chunk)
@@ -192,6 +207,7 @@ extension HTTP2Connection {
             guard length > 0, let chunk else { break }
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
         }
+        endStreams()
         return true
     }
 
@@ -229,14 +245,20 @@ extension HTTP2Connection {
     }()
 
     /// A response header field. `:status` starts a response (a 1xx one is forgotten when the final one comes);
-    /// fields are kept only for the final response, and only those the request keeps.
+    /// fields are kept only for the final response, and only those the request keeps. Past `maxHeaderListSize`
+    /// the stream leaves the connection as too large (nghttp2 resets it).
     private static let onHeader: nghttp2_on_header_callback = {
         _, frame, name, nameLength, value, valueLength, _, context in
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value else { return 0 }
         let connection = connection(context)
-        guard let stream = connection.streams[frame.pointee.hd.stream_id], !stream.headersDone else { return 0 }
+        let id = frame.pointee.hd.stream_id
+        guard let stream = connection.streams[id], !stream.headersDone else { return 0 }
         stream.headerBytes += nameLength + valueLength
-        guard stream.headerBytes <= maxHeaderListSize else { return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue }
+        guard stream.headerBytes <= maxHeaderListSize else {
+            connection.streams[id] = nil
+            connection.ended.append((stream, .tooLarge))
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
         let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
         if nameLength == 7 && nameBytes.elementsEqual(":status".utf8) {
             // nghttp2 has checked it: three digits, once per response, before the other fields.
@@ -276,12 +298,12 @@ extension HTTP2Connection {
         return 0
     }
 
-    /// Body bytes, up to `Transfer.maxResponseBytes`; a stream past it leaves the connection at once (it is reset
-    /// once `mem_recv` returns).
+    /// Body bytes, up to the pool's `maxResponseBytes`; a stream past it leaves the connection at once (it is
+    /// reset once `mem_recv` returns).
     private static let onData: nghttp2_on_data_chunk_recv_callback = { _, _, id, data, length, context in
         let connection = connection(context)
         guard let stream = connection.streams[id], let data else { return 0 }
-        guard stream.body.count + length <= Transfer.maxResponseBytes else {
+        guard stream.body.count + length <= connection.loop.core.maxResponseBytes else {
             connection.streams[id] = nil
             connection.ended.append((stream, .tooLarge))
             return 0

@@ -19,6 +19,8 @@ final class HTTP2Connection {
     unowned let loop: HTTP2Loop
     private(set) var state = State.resolving
     private(set) var fd: Int32 = -1
+    /// The loop's tag for `fd` in epoll (see `Poller`): events are routed by it, never by the descriptor's number.
+    private var tag: UInt32 = 0
     /// Monotonic seconds by which it must be open.
     let connectDeadline: Double
     /// A GOAWAY arrived (or stream ids ran out): it takes no new stream, and closes once its streams are done.
@@ -34,8 +36,9 @@ final class HTTP2Connection {
 
     /// nghttp2's client session, from the moment TLS chose h2.
     var session: OpaquePointer?
-    /// Bytes taken from the session and not yet taken by TLS.
+    /// Bytes taken from the session; those from `outputStart` on are not yet taken by TLS.
     var output: [UInt8] = []
+    var outputStart = 0
     /// The server's SETTINGS frame has arrived (its connection preface).
     var sawServerSettings = false
     /// What the session's callbacks recorded during one `mem_recv`, for `afterReceiving` to act on.
@@ -74,7 +77,7 @@ final class HTTP2Connection {
     /// Sockets connecting at once, one per address tried so far: the next address gets its turn after `raceDelay`
     /// or when every earlier attempt has failed, whichever comes first (RFC 8305's racing), all within the one
     /// connect deadline. The first to connect is kept.
-    private var attempts: [Int32] = []
+    private var attempts: [(fd: Int32, tag: UInt32)] = []
     /// Monotonic seconds at which the next address joins the race.
     private(set) var nextAttemptAt = Double.infinity
     static let raceDelay = 0.25
@@ -105,7 +108,12 @@ final class HTTP2Connection {
 
     var hasRoom: Bool {
         state == .open && sawServerSettings && !goingAway && !suspect && streams.count < capacity
-            && output.count < Self.outputLimit
+            && pendingOutput < Self.outputLimit
+    }
+
+    /// Output taken from the session and not yet written.
+    var pendingOutput: Int {
+        output.count - outputStart
     }
 
     // MARK: - Opening
@@ -144,9 +152,9 @@ final class HTTP2Connection {
                 Glibc.close(socket)
                 continue
             }
-            attempts.append(socket)
-            loop.socketOpened(self, fd: socket)
-            if !loop.poller.watch(socket, .write) {
+            let tag = loop.socketOpened(self)
+            attempts.append((socket, tag))
+            if !loop.poller.watch(socket, .write, tag: tag) {
                 Log.warn("epoll_ctl failed", ["pool": .string(loop.core.name), "errno": .int(Int64(errno))])
             }
             if nextAddress < addresses.count { nextAttemptAt = now + Self.raceDelay }
@@ -174,18 +182,18 @@ final class HTTP2Connection {
 
     /// An attempt's socket is writable (or failed) while connecting: the first that connected wins the race, the
     /// others are closed; a failed one lets the next address try at once.
-    private func finishConnect(_ socket: Int32) {
+    private func finishConnect(_ attempt: (fd: Int32, tag: UInt32)) {
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0 {
-            closeAttempt(socket)
+        if getsockopt(attempt.fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0 {
+            closeAttempt(attempt.tag)
             connectNext(now: Clock.monotonicSeconds())
             return
         }
-        for other in attempts where other != socket { closeAttempt(other) }
+        for other in attempts where other.tag != attempt.tag { closeAttempt(other.tag) }
         attempts.removeAll()
         nextAttemptAt = .infinity
-        fd = socket
+        (fd, tag) = attempt
         watching = .write
         loop.core.statistics.opened()
         guard let context = loop.tls, let ssl = SSL_new(context.pointer) else {
@@ -195,11 +203,13 @@ final class HTTP2Connection {
         self.ssl = ssl
         SSL_set_fd(ssl, fd)
         let host = origin.host
-        if SocketAddress.isIPAddress(host) {
-            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
-        } else {
-            _ = herald_ssl_set_server_name(ssl, host)
-            SSL_set1_host(ssl, host)
+        // The name (or address) the certificate must carry: without it any valid certificate would pass.
+        let nameSet = SocketAddress.isIPAddress(host)
+            ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1
+            : herald_ssl_set_server_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1
+        guard nameSet else {
+            fail(opening: .other(TLSError.last("the name to check, \(host)").description))
+            return
         }
         SSL_set_connect_state(ssl)
         state = .handshaking
@@ -250,11 +260,11 @@ final class HTTP2Connection {
 
     // MARK: - I/O
 
-    /// epoll reported `readiness` for `socket`.
-    func handle(_ socket: Int32, _ readiness: Poller.Readiness) {
+    /// epoll reported `readiness` for the socket it tagged `tag`.
+    func handle(_ tag: UInt32, _ readiness: Poller.Readiness) {
         switch state {
         case .connecting:
-            finishConnect(socket)
+            if let attempt = attempts.first(where: { $0.tag == tag }) { finishConnect(attempt) }
         case .handshaking:
             handshake()
         case .open:
@@ -316,18 +326,19 @@ final class HTTP2Connection {
 
     private func writeOutput() {
         guard let ssl else { return }
-        while !output.isEmpty {
-            let length = blockedWriteLength > 0 ? blockedWriteLength : min(output.count, 1 << 20)
-            let written = output.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(length)) }
+        while pendingOutput > 0 {
+            let length = blockedWriteLength > 0 ? blockedWriteLength : min(pendingOutput, 1 << 20)
+            let start = outputStart
+            let written = output.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + start, Int32(length)) }
             if written > 0 {
                 blockedWriteLength = 0
-                if Int(written) == output.count {
+                outputStart += Int(written)
+                if outputStart == output.count {
                     output.removeAll(keepingCapacity: true)
-                } else {
-                    output.removeFirst(Int(written))
+                    outputStart = 0
                 }
                 // What the session kept back while the output was full may go now.
-                if output.count < Self.outputLimit / 2 && !takeOutput() { return }
+                if pendingOutput < Self.outputLimit / 2 && !takeOutput() { return }
                 continue
             }
             switch SSL_get_error(ssl, written) {
@@ -351,7 +362,7 @@ final class HTTP2Connection {
     private func watch(_ interest: Poller.Interest) {
         guard fd >= 0, interest != watching else { return }
         watching = interest
-        if !loop.poller.watch(fd, interest) {
+        if !loop.poller.watch(fd, interest, tag: tag) {
             Log.warn("epoll_ctl failed", ["pool": .string(loop.core.name), "errno": .int(Int64(errno))])
         }
     }
@@ -369,11 +380,14 @@ final class HTTP2Connection {
     /// lost with a connection may have reached the server: they are counted as requests retried after a loss.
     func close(_ cause: HTTP2CloseCause, failing failure: TransportFailure = .reset, reason: String?) {
         guard state != .closed else { return }
+        // Streams the session ended before this (answers read before a fatal error) end as they ended.
+        endStreams()
         let unanswered = streams.values.filter { !$0.finished }
         streams.removeAll()
         if let reason, !unanswered.isEmpty || cause == .protocolError || cause == .pingTimeout {
-            Log.warn("fcm connection lost with requests on it", [
-                "pool": .string(loop.core.name), "reason": .string(reason), "requests": .int(Int64(unanswered.count)),
+            Log.warn("sender connection lost with requests on it", [
+                "pool": .string(loop.core.name), "host": .string(origin.host), "reason": .string(reason),
+                "requests": .int(Int64(unanswered.count)),
             ])
         }
         loop.core.statistics.closed(cause)
@@ -398,26 +412,26 @@ final class HTTP2Connection {
         ssl = nil
         closeSocket()
         output = []
-        ended.removeAll()
+        outputStart = 0
         if let session { nghttp2_session_del(session) }
         session = nil
     }
 
     private func closeSocket() {
-        for attempt in attempts { closeAttempt(attempt) }
-        attempts.removeAll()
+        for attempt in attempts { closeAttempt(attempt.tag) }
         nextAttemptAt = .infinity
         guard fd >= 0 else { return }
-        loop.socketClosed(fd: fd)
+        loop.socketClosed(tag: tag)
         Glibc.close(fd)
         fd = -1
         watching = nil
     }
 
-    private func closeAttempt(_ socket: Int32) {
-        attempts.removeAll { $0 == socket }
-        loop.socketClosed(fd: socket)
-        Glibc.close(socket)
+    private func closeAttempt(_ tag: UInt32) {
+        guard let index = attempts.firstIndex(where: { $0.tag == tag }) else { return }
+        let attempt = attempts.remove(at: index)
+        loop.socketClosed(tag: tag)
+        Glibc.close(attempt.fd)
     }
 }
 

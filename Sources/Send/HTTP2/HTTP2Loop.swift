@@ -6,11 +6,12 @@ import Support
 /// them, writes what a turn produced once per connection, and completes each request once. Created and used on
 /// that thread only.
 ///
-/// One turn (`PoolLoop` drives it): take the mailbox → time out what waited too long and look at each connection's
-/// liveness (every `sweepSeconds`) → put waiting requests on connections with room (opening more if needed) → flush
-/// every connection with frames to send → `epoll_wait` until a socket is ready, the sweep is due or a submitter
-/// signals → read what arrived, which finishes requests and frees streams → dispatch and flush again → run the
-/// completions of every request finished on the way, together.
+/// One turn (`PoolLoop` drives it): take the mailbox → time out what waited too long, look at each connection's
+/// liveness and forget origins left with nothing (every `sweepSeconds`) → put waiting requests on connections with
+/// room (opening more if needed, a few at a time per origin: `ConnectionRamp`) → flush every connection with frames
+/// to send → `epoll_wait` until a socket is ready, the sweep is due or a submitter signals → read what arrived, which
+/// finishes requests and frees streams → dispatch and flush again → run the completions of every request finished
+/// on the way, together.
 final class HTTP2Loop: PoolTransport {
     let core: HTTP2PoolCore
     let shell: PoolShell<HTTP2PoolCore.Resolution>
@@ -22,9 +23,14 @@ final class HTTP2Loop: PoolTransport {
     let readBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 << 10)
 
     private var origins: [String: HTTP2Origin] = [:]
-    private var byFD: [Int32: HTTP2Connection] = [:]
+    /// Every socket open (connecting included) by the tag it is watched with: a descriptor number may be reused while
+    /// events for its old socket are still being handled, a tag never is.
+    private var bySocket: [UInt32: HTTP2Connection] = [:]
+    private var lastTag: UInt32 = 0
     private var byID: [Int: HTTP2Connection] = [:]
     private var nextConnectionID = 0
+    /// Origins with requests waiting for a connection that the pool's `maxConnections` did not let open.
+    private var starved: [HTTP2Origin] = []
     private var toFlush: [HTTP2Connection] = []
     private var toDispatch: [HTTP2Origin] = []
     /// Requests finished this turn whose completion has not run yet (see `runCompletions`), and the list being run.
@@ -85,8 +91,8 @@ final class HTTP2Loop: PoolTransport {
         return toDispatch.isEmpty ? Int32(((nextSweep - now) * 1_000).rounded(.up)) : 0
     }
 
-    func ready(_ fd: Int32, _ readiness: Poller.Readiness) {
-        byFD[fd]?.handle(fd, readiness)
+    func ready(_ event: Poller.Event) {
+        bySocket[event.tag]?.handle(event.tag, event.readiness)
     }
 
     func afterEvents(now: Double) {
@@ -116,9 +122,8 @@ final class HTTP2Loop: PoolTransport {
         if let known = lastOrigin {
             origin = known
         } else {
-            let key = target.origin
-            origin = origins[key] ?? HTTP2Origin(host: target.host, port: target.port)
-            origins[key] = origin
+            origin = origins[target.origin] ?? HTTP2Origin(target, maxConnections: core.maxConnectionsPerHost)
+            origins[origin.key] = origin
             lastOrigin = origin
         }
         if submission.request.keptResponseHeaders != lastKept {
@@ -167,17 +172,41 @@ final class HTTP2Loop: PoolTransport {
             }
             return
         }
-        // Each connection still opening will take up to 100 of those left waiting; open more only for the rest.
-        var uncovered = origin.waiting.count - origin.opening * HTTPClientPool.streamsPerConnection
+        // Each connection still opening will take up to 100 of those left waiting; open more only for the rest, as
+        // many at once as the origin's ramp allows.
+        var opening = origin.opening
+        var uncovered = origin.waiting.count - opening * HTTPClientPool.streamsPerConnection
         while uncovered > 0 && origin.connections.count < core.maxConnectionsPerHost
-            && now >= origin.noConnectionsBefore
+            && now >= origin.noConnectionsBefore && origin.ramp.allows(opening: opening)
         {
+            guard makeRoom(now: now) else {
+                if !starved.contains(where: { $0 === origin }) { starved.append(origin) }
+                return
+            }
             open(origin, for: origin.waiting.first!, now: now)
+            opening += 1
             uncovered -= HTTPClientPool.streamsPerConnection
         }
     }
 
+    /// Whether one more connection fits under the pool's `maxConnections` (HTTP/1.1 ones count too), if need be once
+    /// the connection idle longest, to any origin, is closed for it.
+    private func makeRoom(now: Double) -> Bool {
+        guard let limit = core.maxConnections else { return true }
+        func total() -> Int { byID.count + (core.fallback.withLock { $0 }?.connections ?? 0) }
+        if total() < limit { return true }
+        var idlest: HTTP2Connection?
+        for connection in byID.values where connection.streams.isEmpty && !connection.isOpening {
+            if (connection.idleSince ?? now) < (idlest?.idleSince ?? .infinity) { idlest = connection }
+        }
+        guard let idlest else { return false }
+        idlest.close(.idle, reason: nil)
+        return total() < limit
+    }
+
     private func open(_ origin: HTTP2Origin, for stream: HTTP2Stream, now: Double) {
+        // No connection left to the origin: what it took before says nothing about now.
+        if origin.connections.isEmpty { origin.ramp.restart() }
         nextConnectionID += 1
         let connection = HTTP2Connection(
             id: nextConnectionID, origin: origin, loop: self,
@@ -216,7 +245,8 @@ final class HTTP2Loop: PoolTransport {
         let pool = core.fallback.withLock { pool in
             if let pool { return pool }
             let made = HTTPClientPool(
-                maxConnectionsPerHost: core.http1Connections, name: core.name + "-h1", caFile: core.caFile,
+                maxConnectionsPerHost: core.http1Connections, maxConnections: core.maxConnections,
+                maxResponseBytes: core.maxResponseBytes, name: core.name + "-h1", caFile: core.caFile,
                 addressPolicy: core.addressPolicy)
             pool = made
             return made
@@ -228,13 +258,17 @@ final class HTTP2Loop: PoolTransport {
 
     // MARK: - From the connections
 
-    func socketOpened(_ connection: HTTP2Connection, fd: Int32) {
-        byFD[fd] = connection
+    /// A socket of `connection`'s: the tag to watch it with.
+    func socketOpened(_ connection: HTTP2Connection) -> UInt32 {
+        lastTag &+= 1
+        if lastTag == 0 { lastTag = 1 }
+        bySocket[lastTag] = connection
         core.openConnections.add(1, ordering: .relaxed)
+        return lastTag
     }
 
-    func socketClosed(fd: Int32) {
-        byFD[fd] = nil
+    func socketClosed(tag: UInt32) {
+        bySocket[tag] = nil
         core.openConnections.subtract(1, ordering: .relaxed)
     }
 
@@ -248,11 +282,14 @@ final class HTTP2Loop: PoolTransport {
         needsDispatch(connection.origin)
     }
 
-    /// Gone for good, answered or not: it leaves its origin.
+    /// Gone for good, answered or not: it leaves its origin, and makes room for an origin the pool's
+    /// `maxConnections` held back.
     func closed(_ connection: HTTP2Connection) {
         byID[connection.id] = nil
         connection.origin.connections.removeAll { $0 === connection }
         if !connection.origin.waiting.isEmpty { needsDispatch(connection.origin) }
+        for origin in starved { needsDispatch(origin) }
+        starved.removeAll()
     }
 
     /// A connection could not be opened. The requests waiting fail with `failure` unless another connection is open
@@ -261,7 +298,10 @@ final class HTTP2Loop: PoolTransport {
         let origin = connection.origin
         closed(connection)
         origin.noConnectionsBefore = Clock.monotonicSeconds() + 1
-        Log.warn("fcm connection failed", ["pool": .string(core.name), "reason": .string(failure.description)])
+        origin.ramp.restart()
+        Log.warn("sender connection failed", [
+            "pool": .string(core.name), "host": .string(origin.host), "reason": .string(failure.description),
+        ])
         guard origin.connections.isEmpty else { return }
         while let stream = origin.waiting.popFirst() { finish(stream, .failure(failure)) }
     }
@@ -273,7 +313,7 @@ final class HTTP2Loop: PoolTransport {
         let origin = connection.origin
         let now = Clock.monotonicSeconds()
         if origin.http1Until <= now {
-            Log.warn("fcm endpoint did not offer HTTP/2: sending over HTTP/1.1, one connection per request", [
+            Log.warn("endpoint did not offer HTTP/2: sending over HTTP/1.1, one connection per request", [
                 "pool": .string(core.name), "host": .string(origin.host),
                 "retry_h2_after_seconds": .int(Int64(HTTP2Origin.http1Seconds)),
             ])
@@ -307,7 +347,17 @@ final class HTTP2Loop: PoolTransport {
     // MARK: - Deadlines
 
     private func sweep(now: Double) {
+        var forgettable: [String] = []
+        defer {
+            for key in forgettable {
+                if origins.removeValue(forKey: key) === lastOrigin { lastOrigin = nil }
+            }
+        }
         for origin in origins.values {
+            if origin.isForgettable(now: now) {
+                forgettable.append(origin.key)
+                continue
+            }
             for stream in origin.waiting.removeAll(where: { $0.finished || $0.deadline <= now }) {
                 finish(stream, .failure(.timeout))
             }

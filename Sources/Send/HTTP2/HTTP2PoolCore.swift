@@ -13,6 +13,10 @@ final class HTTP2PoolCore: Sendable {
 
     let shell: PoolShell<Resolution>
     let maxConnectionsPerHost: Int
+    /// Connections to every origin together, HTTP/1.1 ones included, at most (nil: only `maxConnectionsPerHost`).
+    let maxConnections: Int?
+    /// The largest response body read; a longer one fails its request as `responseTooLarge`.
+    let maxResponseBytes: Int
     let http1Connections: Int
     let caFile: String?
     let liveness: HTTP2Liveness
@@ -29,13 +33,15 @@ final class HTTP2PoolCore: Sendable {
     var name: String { shell.name }
 
     init(
-        name: String, maxConnectionsPerHost: Int, http1Connections: Int, caFile: String?, liveness: HTTP2Liveness,
-        addressPolicy: AddressPolicy?
+        name: String, maxConnectionsPerHost: Int, maxConnections: Int?, maxResponseBytes: Int, http1Connections: Int,
+        caFile: String?, liveness: HTTP2Liveness, addressPolicy: AddressPolicy?
     ) {
         shell = PoolShell(name: name)
         resolver = Resolver(name: name)
         self.addressPolicy = addressPolicy
         self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.maxConnections = maxConnections
+        self.maxResponseBytes = maxResponseBytes
         self.http1Connections = http1Connections
         self.caFile = caFile
         self.liveness = liveness
