@@ -15,13 +15,13 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // TLS and HTTP/2 (framing, HPACK, flow control) for Herald's own HTTP/2 client (Send/HTTP2, FCM v1), and for
-        // the HTTPS server in front of the simulator (HTTP/TLS).
+        // TLS and HTTP/2 (framing, HPACK, flow control) for Herald's own HTTP/2 client (Send/HTTP2: FCM v1, APNs,
+        // Web Push), and for the HTTPS server in front of the simulator (HTTP/TLS).
         .systemLibrary(name: "CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        // epoll, eventfd and accept4, which the Glibc module leaves out: for Posix (the server's loops and the
+        // sender pools' `Poller`).
         .systemLibrary(name: "CLinux"),
-        // epoll and an eventfd for the sender pools' loops (poller.c): libcurl's socket interface, and Send/HTTP2's.
-        // (Named when it also patched libcurl's HTTP/2, which Herald no longer uses.)
 
         // MARK: - Pipeline stages
         .target(name: "Support"),

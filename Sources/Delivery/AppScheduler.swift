@@ -87,6 +87,12 @@ struct AppScheduler {
     private(set) var origins: [String: OriginState] = [:]
     /// Origins with requests waiting for their share to free.
     private var waitingOrigins = Set<String>()
+    /// Requests waiting behind their origin's share, all origins together: they count in the app's window.
+    private var parked = 0
+    /// How long a request may wait behind its origin's share before it goes back to the queue: long enough for a busy
+    /// origin that answers (a push service's one host) to take it, short enough that a slow one does not hold the
+    /// app's window.
+    static let parkMillis: Int64 = 1_000
     /// The wake-up asked for and not yet fired; only the earliest is kept.
     private var wakeAt: Int64?
     /// The provider is getting ready; nothing is claimed or sent meanwhile.
@@ -302,7 +308,9 @@ struct AppScheduler {
                      into: &actions)
             if state.paused || state.gate.until > now {
                 // Its claimed requests go back to the queue until it can take them: not on their leases.
-                updates += Self.deferrals(state.waiting.removeAll(), until: reopening(state, now: now))
+                let waited = state.waiting.removeAll()
+                parked -= waited.count
+                updates += Self.deferrals(waited.map(\.request), until: reopening(state, now: now))
                 waitingOrigins.remove(origin)
             }
             origins[origin] = state
@@ -446,6 +454,7 @@ struct AppScheduler {
             return
         }
         var settled: [DeliveryUpdate] = []
+        deferLongParked(now: now, settling: &settled, into: &actions)
         while inFlight < app.concurrency, pending.count > 0 || !waitingOrigins.isEmpty {
             if rate != nil, !rate!.take(now: now) {
                 schedule(at: rate!.nextTokenAt(now: now), into: &actions)
@@ -463,12 +472,12 @@ struct AppScheduler {
             actions.append(.send(request))
         }
         if !settled.isEmpty { write(settled, plan: nil, into: &actions) }
-        if claimLimit == nil, mayHaveReady, pending.count * 2 < claimBelow {
+        if claimLimit == nil, mayHaveReady, (pending.count + parked) * 2 < claimBelow {
             // Claim once fewer than half of `claimBelow` wait (one window without a rate limit), up to `claimBelow`:
             // claims come in large steps rather than one per turn of answers, rows wait for a slot about two rounds
             // of answers at most (their leases renewed while they do), and a window is still there to send while
             // the claim waits its turn at the writer.
-            let slots = max(1, claimBelow - pending.count)
+            let slots = max(1, claimBelow - pending.count - parked)
             let targets = slots.multipliedReportingOverflow(by: app.provider.maxTargetsPerRequest).partialValue
             let limit = min(options.claimLimit, targets)
             claimLimit = limit
@@ -482,7 +491,8 @@ struct AppScheduler {
     /// over its origin's share parked behind it (up to a share's worth) or deferred.
     private mutating func nextToSend(now: Int64, settling settled: inout [DeliveryUpdate]) -> PreparedRequest? {
         for origin in waitingOrigins where (origins[origin]?.inFlight ?? 0) < app.originConcurrency {
-            guard let request = origins[origin]?.waiting.popFirst() else { continue }
+            guard let request = origins[origin]?.waiting.popFirst()?.request else { continue }
+            parked -= 1
             if origins[origin]?.waiting.isEmpty != false { waitingOrigins.remove(origin) }
             if request.message.expiresAt <= now {
                 settled += request.deliveries.map { .expired(id: $0.id) }
@@ -506,17 +516,39 @@ struct AppScheduler {
                 continue
             }
             guard state.inFlight >= app.originConcurrency else { return request }
-            if state.waiting.count < app.originConcurrency {
-                state.waiting.append(contentsOf: [request])
-                waitingOrigins.insert(origin)
-            } else {
-                // As long as its share has been taken: how long the origin takes to answer, within bounds.
-                let busy = now - (state.fullSince ?? now)
-                settled += Self.deferrals([request], until: now + min(max(busy, 1_000), options.gateCapMillis))
-            }
+            state.waiting.append(contentsOf: [OriginState.Parked(request: request, since: now)])
+            parked += 1
+            waitingOrigins.insert(origin)
             origins[origin] = state
         }
         return nil
+    }
+
+    /// Requests that waited behind their origin's share for `parkMillis` go back to the queue, uncharged, for as long
+    /// as its share has been taken (how long the origin takes to answer, within bounds): a slow origin's claimed rows
+    /// do not hold the app's window. The oldest left waiting asks for a wake-up when its time comes.
+    private mutating func deferLongParked(
+        now: Int64, settling settled: inout [DeliveryUpdate], into actions: inout [Action]
+    ) {
+        for origin in waitingOrigins {
+            guard var state = origins[origin] else { continue }
+            var aged: [PreparedRequest] = []
+            while let first = state.waiting.first, first.since + Self.parkMillis <= now {
+                _ = state.waiting.popFirst()
+                aged.append(first.request)
+            }
+            if !aged.isEmpty {
+                parked -= aged.count
+                let busy = now - (state.fullSince ?? now)
+                settled += Self.deferrals(aged, until: now + min(max(busy, 1_000), options.gateCapMillis))
+            }
+            if let first = state.waiting.first {
+                schedule(at: first.since + Self.parkMillis, into: &actions)
+            } else {
+                waitingOrigins.remove(origin)
+            }
+            origins[origin] = state
+        }
     }
 
     /// When a gated or paused origin may be asked again: its gate's end, or for a pause a look now and then (a resume
@@ -568,8 +600,9 @@ struct AppScheduler {
     /// Every claimed request not sent, the origins' waiting ones too, back to the queue as they were.
     private mutating func releasePending() -> [DeliveryUpdate] {
         var requests = Array(pending.removeAll())
-        for origin in waitingOrigins { requests += origins[origin]?.waiting.removeAll() ?? [] }
+        for origin in waitingOrigins { requests += origins[origin]?.waiting.removeAll().map(\.request) ?? [] }
         waitingOrigins.removeAll()
+        parked = 0
         return requests.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
     }
 

@@ -11,10 +11,16 @@ struct OriginState {
     /// after others were accepted is singled out (`AppScheduler.singledOut`).
     private(set) var refusedBefore: [String] = []
     static let refusedKept = 256
-    /// Claimed requests over the origin's share, waiting for one of its requests to end.
-    var waiting = PendingQueue<PreparedRequest>()
+    /// A claimed request over the origin's share, and since when it waits for one of the origin's requests to end.
+    struct Parked {
+        let request: PreparedRequest
+        let since: Int64
+    }
+
+    /// Claimed requests over the origin's share, oldest first.
+    var waiting = PendingQueue<Parked>()
     /// Since when its share has been taken; nil while it has room. How long its requests take to end is how long
-    /// the requests over its share that cannot wait are deferred.
+    /// the requests that waited too long behind its share are deferred.
     var fullSince: Int64?
 
     /// Nothing here that sending needs to remember once its gate has been open a while: it may be forgotten.

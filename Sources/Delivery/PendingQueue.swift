@@ -15,6 +15,7 @@ struct PendingQueue<Element> {
 
     var count: Int { storage.count - head }
     var isEmpty: Bool { head == storage.count }
+    var first: Element? { isEmpty ? nil : storage[head] }
 
     /// Elements the storage still holds, taken ones included: what the queue costs in memory.
     var storedCount: Int { storage.count }

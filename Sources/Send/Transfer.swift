@@ -15,8 +15,9 @@ final class Transfer {
     var submittedAt: Double = 0
     /// Where the request goes, while it is in curl.
     var origin: TransferOrigin?
-    /// It found no idle connection when it was handed to curl, and no answer has come yet: one of `origin.opening`.
-    var opening = false
+    /// It found no idle connection when it was handed to curl, and no answer has come yet: one of `origin.opening`
+    /// (and of `origin.connecting` until its connection is ready).
+    var opening = TransferOrigin.Opening.none
 
     /// `CURLOPT_POSTFIELDS` points here: curl reads it during the transfer, not when the option is set.
     private var requestBody: UnsafeMutableRawPointer
@@ -166,7 +167,7 @@ final class Transfer {
     func finish() {
         completion = nil
         origin = nil
-        opening = false
+        opening = .none
         responseBody = []
         responseHeaders = []
     }
@@ -181,11 +182,7 @@ final class Transfer {
             responseHeaders.removeAll(keepingCapacity: true)
             skippingHeader = false
             headerBytes = 0
-            if opening, let origin {
-                opening = false
-                origin.opening -= 1
-                origin.ramp.opened()
-            }
+            if opening != .none { origin?.answered(&opening) }
             return true
         }
         headerBytes += line.count
@@ -254,6 +251,7 @@ final class Transfer {
     /// attempt counted.
     fileprivate func mayStartRequest() -> Bool {
         requestsStarted += 1
+        if opening == .connecting { origin?.connected(&opening) }
         if requestsStarted == 1 { return true }
         refusedResend = true
         return false

@@ -144,7 +144,7 @@ final class TransferLoop: PoolTransport {
                 active.count < core.maxConnections ?? .max
             {
                 let opening = !origin.hasIdleConnection
-                guard !opening || origin.ramp.allows(opening: origin.opening) else { break }
+                guard !opening || origin.mayOpen else { break }
                 _ = origin.waiting.popFirst()
                 hand(submission, to: origin, opening: opening, now: now)
             }
@@ -187,9 +187,7 @@ final class TransferLoop: PoolTransport {
             return
         }
         transfer.origin = origin
-        transfer.opening = opening
-        origin.busy += 1
-        if opening { origin.opening += 1 }
+        transfer.opening = origin.handed(opening: opening)
         active[ObjectIdentifier(transfer)] = transfer
     }
 
@@ -247,13 +245,7 @@ final class TransferLoop: PoolTransport {
     private func release(_ transfer: Transfer, result: TransportResult) {
         curl_multi_remove_handle(multi, transfer.easy)
         active[ObjectIdentifier(transfer)] = nil
-        if let origin = transfer.origin {
-            origin.busy -= 1
-            if transfer.opening {
-                origin.opening -= 1
-                origin.ramp.restart()
-            }
-        }
+        transfer.origin?.finished(transfer.opening)
         let completion = transfer.completion
         let submittedAt = transfer.submittedAt
         transfer.finish()

@@ -59,10 +59,13 @@ import Testing
         #expect(body(requests[0]) == #"{"to":"t0","time_to_live":0}"#)
     }
 
-    @Test func transportFailuresRetryEveryToken() {
+    /// An answer too large to read is no answer: retried, never taken as delivered (SPEC §19).
+    @Test(arguments: [TransportFailure.timeout, .responseTooLarge])
+    func transportFailuresRetryEveryToken(_ failure: TransportFailure) {
         let request = provider.requests(for: message(), deliveries: deliveries(3), now: now)[0]
-        let classification = provider.classify(.failure(.timeout), of: request, now: now)
-        #expect(classification.outcomes == Array(repeating: .retry(reason: .other("timeout")), count: 3))
+        let classification = provider.classify(.failure(failure), of: request, now: now)
+        #expect(classification.outcomes == Array(
+            repeating: .retry(reason: .other(failure.description)), count: 3))
         #expect(classification.closesGate)
     }
 }

@@ -82,4 +82,19 @@ private let now: Int64 = 1_700_000_000_000
         #expect(requests[0].outbound.url == "https://127.0.0.1:8443/push/laptop-1")
         #expect(requests[1].refusal == .invalidRegistration)
     }
+
+    /// A push service's answer past 64 KiB is not read: the delivery is retried as `ResponseTooLarge`, whatever the
+    /// status was going to be (SPEC §19).
+    @Test func anAnswerTooLargeToReadIsRetried() throws {
+        let provider = WebPushProvider(app: "web", vapid: vapid)
+        let (_, token) = try subscription("laptop-1")
+        let delivery = ClaimedDelivery(id: 1, messageID: "m1", token: token, attempts: 0)
+        let request = provider.requests(
+            for: message("m1", data: "x"), deliveries: [delivery], credential: nil, now: now)[0]
+
+        let classification = provider.classify(.failure(.responseTooLarge), of: request, now: now)
+
+        #expect(classification.outcomes == [.retry(reason: .other("ResponseTooLarge"))])
+        #expect(provider.maxResponseBytes == HTTPClientPool.pushResponseBytes)
+    }
 }

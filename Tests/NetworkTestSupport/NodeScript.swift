@@ -1,7 +1,7 @@
 import Foundation
 
-/// A node script of `scripts/` started for a test: it prints one JSON line of ports once listening, and is stopped
-/// (SIGTERM) when the test lets go of it.
+/// A script of `scripts/` started for a test (under node, or the `interpreter` given): it prints one JSON line of
+/// ports once listening, and is stopped (SIGTERM) when the test lets go of it.
 final class NodeScript: @unchecked Sendable {
     private let process: Process
     /// The script's first line, `{"port": P, …}`.
@@ -12,12 +12,12 @@ final class NodeScript: @unchecked Sendable {
     }
 
     /// `script` relative to the repository; `arguments` after it.
-    init(_ script: String, _ arguments: [String]) throws {
+    init(_ script: String, _ arguments: [String], interpreter: String = "node") throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["node", repository.appendingPathComponent(script).path] + arguments
+        process.arguments = [interpreter, repository.appendingPathComponent(script).path] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.standardError

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import HTTP
 import NetworkTestSupport
@@ -144,6 +145,36 @@ import Testing
         #expect(oneBody == body)
         #expect(twoBody == Array(body.reversed()))
         #expect(try await standIn.stats().sessions == 1)
+    }
+
+    // MARK: - Bounds
+
+    /// A pool keeps at most `maxConnections` to all hosts together: a host that needs one gets the place of the
+    /// connection idle longest, elsewhere.
+    @Test func theConnectionIdleLongestMakesRoomForAnotherHost() async throws {
+        let first = try H2StandIn()
+        let second = try H2StandIn()
+        // Each stand-in has a certificate of its own: the pool trusts both.
+        let ca = FileManager.default.temporaryDirectory.appendingPathComponent("herald-ca-\(UUID().uuidString).pem")
+        let certificates = try [first, second].map { try String(contentsOfFile: $0.caFile, encoding: .utf8) }
+        try certificates.joined().write(to: ca, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: ca) }
+        let pool = HTTP2ClientPool(
+            maxConnectionsPerHost: 2, maxConnections: 1, http1Connections: 1, name: "h2-test", caFile: ca.path)
+        defer { pool.shutdown(gracePeriod: 0) }
+
+        let (one, _) = await send(pool, message(first, 1))
+        let (two, _) = await send(pool, message(second, 2))
+
+        #expect(one.status == 200 && two.status == 200)
+        #expect(pool.connections == 1)
+        var open = -1
+        for _ in 0..<100 {
+            open = try await first.statsObject()["open_sessions"] as? Int ?? -1
+            if open == 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(open == 0, "the first host's connection was closed for the second's")
     }
 
     // MARK: - GOAWAY and lost connections

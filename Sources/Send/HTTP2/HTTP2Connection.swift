@@ -41,8 +41,9 @@ final class HTTP2Connection {
     private(set) var tls: TLSStream?
     /// The server's SETTINGS frame has arrived (its connection preface).
     var sawServerSettings = false
-    /// What the session's callbacks recorded during one `mem_recv`, for `afterReceiving` to act on.
+    /// Streams the session ended during a `mem_recv` or `mem_send`, for `endStreams` to act on.
     var ended: [(HTTP2Stream, StreamEnd)] = []
+    /// What the session's callbacks recorded during one `mem_recv`, for `afterReceiving` to act on.
     var settingsArrived = false
     var pingAcknowledged = false
     var goAwayCode: UInt32?
