@@ -42,6 +42,18 @@ extension ServerContext: LoopContext {
     var server: ServerContext { self }
 }
 
+/// What reaches a `ServerLoop` from other threads (and from its own, for a handler that answers inside `handle`).
+/// Not nested in the generic loop: a responder, called through `any HTTPResponder`, stays free of generic code.
+enum LoopTask: Sendable {
+    case adopt(fd: CInt)
+    /// `stream` is an HTTP/2 stream id, the number of an HTTP/1.1 request over TLS, or 0.
+    case respond(fd: CInt, connectionID: UInt64, stream: Int32, response: HTTPResponse)
+    /// Graceful shutdown has begun: stop accepting, close idle connections, close after each response.
+    case drain
+    /// Close whatever is left and leave the thread.
+    case stop
+}
+
 /// One thread, one epoll set, and the connections assigned to it: the shell every `HTTPServer` and `HTTPSServer`
 /// loop is, whatever its connections speak.
 ///
@@ -51,19 +63,12 @@ extension ServerContext: LoopContext {
 /// Cleartext connections watch their sockets edge-triggered, once (`watchEdges`); TLS ones level-triggered, for
 /// what OpenSSL needs next (`watch`).
 final class ServerLoop<Connection: LoopConnection>: @unchecked Sendable {
-    enum Task: Sendable {
-        case adopt(fd: CInt)
-        case respond(fd: CInt, connectionID: UInt64, stream: Int32, response: HTTPResponse)
-        /// Graceful shutdown has begun: stop accepting, close idle connections, close after each response.
-        case drain
-        /// Close whatever is left and leave the thread.
-        case stop
-    }
+    typealias Task = LoopTask
 
     let index: Int
     let context: Connection.Context
     private let epoll: CInt
-    private let inbox: LoopInbox<Task>
+    let inbox: LoopInbox<Task>
     private let finished = DispatchSemaphore(value: 0)
 
     init(index: Int, context: Connection.Context) throws(IOError) {
@@ -79,7 +84,7 @@ final class ServerLoop<Connection: LoopConnection>: @unchecked Sendable {
         }
     }
 
-    /// The epoll set lives as long as any responder can still `post` here (the inbox keeps the wake-up as long).
+    /// Responders post to the inbox, which keeps the wake-up open as long as they can.
     deinit {
         close(epoll)
     }
@@ -231,7 +236,7 @@ final class ServerLoop<Connection: LoopConnection>: @unchecked Sendable {
     /// the handler answers.
     func dispatch(_ request: HTTPRequest, stream: Int32, reservedBodyBytes: Int, on connection: Connection) {
         let responder = LoopResponder(
-            loop: self, fd: connection.fd, connectionID: connection.id, stream: stream,
+            inbox: inbox, server: context.server, fd: connection.fd, connectionID: connection.id, stream: stream,
             reservedBodyBytes: reservedBodyBytes)
         context.server.handler.handle(request, responder: responder)
     }
