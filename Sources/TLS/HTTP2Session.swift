@@ -21,7 +21,9 @@ public enum HTTP2Session {
         public var maxHeaderListSize: Int
         public var maxConcurrentStreams: Int?
 
-        public init(streamWindow: Int, connectionWindow: Int, maxHeaderListSize: Int, maxConcurrentStreams: Int? = nil) {
+        public init(
+            streamWindow: Int, connectionWindow: Int, maxHeaderListSize: Int, maxConcurrentStreams: Int? = nil
+        ) {
             self.streamWindow = streamWindow
             self.connectionWindow = connectionWindow
             self.maxHeaderListSize = maxHeaderListSize

@@ -21,9 +21,7 @@ public enum OpenSSLError {
         guard let first = drain().first else { return step }
         return step + ": " + first
     }
-}
 
-extension OpenSSLError {
     /// Forgets what is queued (a failure whose text is not wanted: the peer went away).
     public static func clear() {
         ERR_clear_error()

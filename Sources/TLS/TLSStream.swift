@@ -7,8 +7,8 @@ import Posix
 /// nothing here blocks.
 ///
 /// ```swift
-/// let stream = try TLSStream(context: context, fd: fd, role: .client)
-/// switch stream.handshake() { case .established: … case .inProgress: … case .failed(let reason): … }
+/// guard let stream = TLSStream(context: context, fd: fd, role: .client) else { … OpenSSLError.reason("SSL_new") … }
+/// switch stream.handshake() { case .established: … case .inProgress: poller.watch(fd, …) case .failed(let reason): … }
 /// stream.output.append(contentsOf: bytes)
 /// _ = stream.write(limit: 1 << 20) { true }
 /// ```
@@ -135,7 +135,9 @@ public final class TLSStream {
 
     /// Whether `readiness` lets a write go on (the socket is writable, or readable for a write that waited on it).
     public func shouldWrite(_ readiness: Poller.Readiness) -> Bool {
-        guard readiness.contains(.writable) || (readiness.contains(.readable) && writeWaitsForRead) else { return false }
+        guard readiness.contains(.writable) || (readiness.contains(.readable) && writeWaitsForRead) else {
+            return false
+        }
         writeWaitsForRead = false
         return true
     }

@@ -3,8 +3,8 @@ import Posix
 import Support
 import TLS
 
-/// One client connection of an `HTTPSServer`: the socket, the TLS stream on it (`TLSStream`), and, once the handshake is
-/// done, the protocol ALPN chose: HTTP/2 (`HTTP2ServerSession`) or HTTP/1.1 (`HTTP1OverTLS`, through the same
+/// One client connection of an `HTTPSServer`: the socket, the TLS stream on it (`TLSStream`), and, once the handshake
+/// is done, the protocol ALPN chose: HTTP/2 (`HTTP2ServerSession`) or HTTP/1.1 (`HTTP1OverTLS`, through the same
 /// `HTTPRequestParser` as the cleartext server). Driven by its loop's thread only.
 ///
 /// handshaking → http2 | http1 → closed. A failed handshake, a protocol error or a broken socket closes this

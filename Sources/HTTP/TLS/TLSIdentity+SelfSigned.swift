@@ -12,7 +12,9 @@ extension TLSIdentity {
     /// it connected to against the alternative names as for any server.
     public static func selfSigned(names: [String], days: Int = 365) throws(HTTPServerError) -> TLSIdentity {
         guard !names.isEmpty else { throw HTTPServerError("a self-signed certificate needs at least one name") }
-        guard let key = generateP256() else { throw HTTPServerError(OpenSSLError.reason("TLS: generating a P-256 key")) }
+        guard let key = generateP256() else {
+            throw HTTPServerError(OpenSSLError.reason("TLS: generating a P-256 key"))
+        }
         defer { EVP_PKEY_free(key) }
         guard let certificate = X509_new() else { throw HTTPServerError(OpenSSLError.reason("TLS: X509_new")) }
         defer { X509_free(certificate) }

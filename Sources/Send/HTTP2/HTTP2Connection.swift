@@ -227,8 +227,8 @@ final class HTTP2Connection {
 
     /// TLS is up: HTTP/2 if ALPN chose it, else the origin goes to HTTP/1.1 for a while. The session's preface,
     /// SETTINGS and connection window go out at once (RFC 9113 §3.4); requests follow the server's SETTINGS. What the
-    /// server sent with its last handshake flight (its SETTINGS, often) may already sit in OpenSSL's buffer, where no
-    /// readiness would report it, so it is read now.
+    /// server sent with its last handshake flight may already sit in OpenSSL's buffer, where no readiness would report
+    /// it, so it is read now.
     private func established() {
         guard let tls, tls.speaksHTTP2 else {
             loop.speaksHTTP1(self)
@@ -241,8 +241,9 @@ final class HTTP2Connection {
         state = .open
         quietSince = Clock.monotonicSeconds()
         watch(.read)
-        loop.markForFlush(self)
-        read()
+        // The preface, SETTINGS and window go out before the server's frames are read (and acknowledged).
+        flush()
+        if state == .open { read() }
     }
 
     // MARK: - I/O
