@@ -27,8 +27,11 @@ let package = Package(
         .target(name: "Support"),
         // epoll, eventfd, getaddrinfo and system calls, wrapped once for the server (HTTP) and the clients (Send).
         .target(name: "Posix", dependencies: ["CLinux"]),
+        // A non-blocking TLS stream (OpenSSL's handshake, reads, writes, close_notify, error texts) and the libnghttp2
+        // session setup, written once for the HTTP/2 client (Send) and the HTTPS server (HTTP).
+        .target(name: "TLS", dependencies: ["CNGHTTP2", "CSSL", "Posix"]),
         // The HTTP/1.1 server, and the HTTPS one (TLS, HTTP/2 by libnghttp2 and HTTP/1.1) that serves the simulator.
-        .target(name: "HTTP", dependencies: ["CNGHTTP2", "CSSL", "Posix", "Support"]),
+        .target(name: "HTTP", dependencies: ["CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         // The queue: its types, the storage interface (Store, QueueStore) and the rules written once over it.
         .target(name: "Queue", dependencies: ["Support"]),
         // SQLite: the embedded engine's translation of the storage interface.
@@ -45,9 +48,9 @@ let package = Package(
         .target(name: "Classify", dependencies: ["Queue", "Support"]),
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; ES256 (APNs, VAPID) and
         // Web Push's message encryption (RFC 8291) with its keys.
-        .target(name: "OAuth", dependencies: ["CCrypto", "Support"]),
+        .target(name: "OAuth", dependencies: ["CCrypto", "Support", "TLS"]),
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
-        .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support"]),
+        .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
         .target(
             name: "HeraldCLI",

@@ -1,4 +1,4 @@
-import CCrypto
+import TLS
 
 /// A libcrypto failure: what Herald was doing, and OpenSSL's own text for the error it queued.
 ///
@@ -16,15 +16,6 @@ public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Takes every error libcrypto queued on this thread, so a later failure does not report an earlier one's cause.
     static func drain(_ operation: String) -> CryptoError {
-        var details: [String] = []
-        while true {
-            let code = ERR_get_error()
-            guard code != 0 else { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            let text = buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
-            details.append(String(decoding: text, as: UTF8.self))
-        }
-        return CryptoError(operation, detail: details.last ?? "")
+        CryptoError(operation, detail: OpenSSLError.drain().last ?? "")
     }
 }

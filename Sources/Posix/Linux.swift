@@ -28,6 +28,18 @@ public enum Linux {
         _ = try blockingSyscall("epoll_ctl") { herald_epoll_add(epoll, fd, events) }
     }
 
+    /// Changes what `fd` is watched for, registering it if it was not; its events carry `tag` (see `tag(in:at:)`).
+    /// False, with `errno`, when epoll refuses.
+    @discardableResult
+    public static func epollSet(_ epoll: CInt, _ fd: CInt, events: UInt32, tag: UInt32 = 0) -> Bool {
+        herald_epoll_set(epoll, fd, events, tag) == 0
+    }
+
+    /// Stops watching `fd`. A descriptor already closed left the set by itself; that is not an error.
+    public static func epollRemove(_ epoll: CInt, _ fd: CInt) {
+        _ = herald_epoll_remove(epoll, fd)
+    }
+
     /// Waits for events into `buffer` (room for `capacity` events); returns how many arrived.
     public static func epollWait(
         _ epoll: CInt, _ buffer: EventBuffer, capacity: Int, timeoutMillis: CInt

@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 
 /// A level-triggered epoll set for a client pool's loop: each socket is watched for reading, writing or both, and
@@ -30,7 +29,8 @@ public final class Poller {
             }
         }
 
-        var events: UInt32 {
+        /// The epoll events it stands for, level-triggered.
+        public var events: UInt32 {
             switch self {
             case .read: Linux.epollIn
             case .write: Linux.epollOut
@@ -46,6 +46,16 @@ public final class Poller {
         public static let readable = Readiness(rawValue: 1)
         public static let writable = Readiness(rawValue: 2)
         public static let error = Readiness(rawValue: 4)
+
+        /// What epoll's `events` say: a hang-up reads as readable, where the next read finds it.
+        @inline(__always)
+        public init(epollEvents flags: UInt32) {
+            var readiness: Readiness = []
+            if flags & (Linux.epollIn | Linux.epollHup | Linux.epollRdHup) != 0 { readiness.insert(.readable) }
+            if flags & Linux.epollOut != 0 { readiness.insert(.writable) }
+            if flags & Linux.epollErr != 0 { readiness.insert(.error) }
+            self = readiness
+        }
     }
 
     /// A descriptor that is ready, with the tag it was watched with.
@@ -59,7 +69,6 @@ public final class Poller {
     private let capacity = 256
     private let buffer: Linux.EventBuffer
     private var ready: [Event] = []
-    private var readyPairs: [(fd: Int32, readiness: Readiness)] = []
 
     public init() throws(IOError) {
         epoll = try Linux.epollCreate()
@@ -75,12 +84,12 @@ public final class Poller {
     /// later call for the same descriptor must repeat. False, with `errno`, when epoll refuses.
     @discardableResult
     public func watch(_ fd: Int32, _ interest: Interest, tag: UInt32 = 0) -> Bool {
-        herald_epoll_set(epoll, fd, interest.events, tag) == 0
+        Linux.epollSet(epoll, fd, events: interest.events, tag: tag)
     }
 
     /// Stops watching `fd`. A descriptor already closed left the set by itself; that is not an error.
     public func remove(_ fd: Int32) {
-        _ = herald_epoll_remove(epoll, fd)
+        Linux.epollRemove(epoll, fd)
     }
 
     /// Waits up to `timeoutMillis` (at least 1) for sockets to be ready. The array is reused by the next call.
@@ -90,20 +99,8 @@ public final class Poller {
         else { return ready }
         for index in 0..<count {
             let (flags, fd) = Linux.event(in: buffer, at: index)
-            var readiness: Readiness = []
-            if flags & (Linux.epollIn | Linux.epollHup | Linux.epollRdHup) != 0 { readiness.insert(.readable) }
-            if flags & Linux.epollOut != 0 { readiness.insert(.writable) }
-            if flags & Linux.epollErr != 0 { readiness.insert(.error) }
-            ready.append(Event(fd: fd, tag: Linux.tag(in: buffer, at: index), readiness: readiness))
+            ready.append(Event(fd: fd, tag: Linux.tag(in: buffer, at: index), readiness: Readiness(epollEvents: flags)))
         }
         return ready
-    }
-
-    /// `events` without the tags, for an owner that routes by descriptor (the HTTPS server's loop). Reused by the
-    /// next call.
-    public func wait(timeoutMillis: Int32) -> [(fd: Int32, readiness: Readiness)] {
-        readyPairs.removeAll(keepingCapacity: true)
-        for event in events(timeoutMillis: timeoutMillis) { readyPairs.append((event.fd, event.readiness)) }
-        return readyPairs
     }
 }

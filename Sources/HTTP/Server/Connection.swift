@@ -1,11 +1,12 @@
 import Glibc
 import Posix
+import Support
 
 /// One client connection, driven by its event loop's thread only.
 ///
 /// A connection handles one request at a time: the next buffered (pipelined) request is parsed only once
 /// the current response is queued, so responses leave in request order whatever thread answers them.
-final class Connection {
+final class Connection: LoopConnection {
     enum State {
         /// Waiting for the first byte of the next request; closed silently after the idle timeout.
         case idle(since: Double)
@@ -32,7 +33,7 @@ final class Connection {
     /// False for a connection over `maxConnections` that is only told 503.
     let counted: Bool
     /// The loop owns its connections and outlives them.
-    private unowned(unsafe) let loop: EventLoop
+    private unowned(unsafe) let loop: ServerLoop<Connection>
     private(set) var state: State
     private var parser: HTTPRequestParser
     private var output: [UInt8] = []
@@ -58,7 +59,11 @@ final class Connection {
     private static let lingerSeconds = 2.0
     private static let lingerMaxBytes = 1 << 20
 
-    init(fd: CInt, id: UInt64, loop: EventLoop, counted: Bool) {
+    typealias Context = ServerContext
+    static var protocolName: String { "http" }
+    static var answersOverLimit: Bool { true }
+
+    init(fd: CInt, id: UInt64, loop: ServerLoop<Connection>, counted: Bool) {
         self.fd = fd
         self.id = id
         self.loop = loop
@@ -70,9 +75,17 @@ final class Connection {
 
     // MARK: - Events from the loop
 
-    /// Answers `error` and closes, without reading a request; used for connections over the limit.
-    func reject(with error: HTTPRequestError) {
-        fail(error)
+    /// Bytes that arrived before registration are reported by the first edge, so there is nothing to read yet. A
+    /// connection over the limit is answered 503 and closed, without reading a request.
+    func start() {
+        do {
+            try loop.watchEdges(fd)
+        } catch {
+            Log.warn("http cannot watch a connection", ["error": .string("\(error)")])
+            close()
+            return
+        }
+        if !counted { fail(.tooManyConnections) }
     }
 
     func handle(events: UInt32) {
@@ -92,8 +105,8 @@ final class Connection {
         }
     }
 
-    /// The handler's response for the request in `.handling`.
-    func deliver(_ response: HTTPResponse) {
+    /// The handler's response for the request in `.handling` (`stream` is always 0 here).
+    func deliver(_ response: HTTPResponse, to stream: Int32) {
         guard case .handling(let pending) = state else { return }
         let keepAlive = pending.keepAlive && !loop.draining
         let header: ConnectionHeader = keepAlive ? (pending.isHTTP10 ? .keepAlive : .none) : .close
@@ -247,7 +260,7 @@ final class Connection {
                     isHead: parsed.request.method == "HEAD"))
                 let reserved = reservedBodyBytes
                 reservedBodyBytes = 0
-                loop.dispatch(parsed.request, reservedBodyBytes: reserved, on: self)
+                loop.dispatch(parsed.request, stream: 0, reservedBodyBytes: reserved, on: self)
                 return
             case .refused(let response):
                 response.encode(into: &output, connection: .close, omitBody: refusingHEAD)

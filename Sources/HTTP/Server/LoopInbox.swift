@@ -2,7 +2,7 @@ import Glibc
 import Posix
 import Synchronization
 
-/// How tasks reach one loop thread (`EventLoop`, `TLSLoop`): from other threads through a locked mailbox and the
+/// How tasks reach one loop thread (a `ServerLoop`): from other threads through a locked mailbox and the
 /// loop's `WakeUp`, written once per burst of posts; from the loop's own thread (a handler answering inside
 /// `handle`) through a local queue that needs neither, whose tasks wait until the event in hand is done, so a
 /// connection never sees a response arrive in the middle of reading.

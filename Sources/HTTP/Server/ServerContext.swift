@@ -6,6 +6,8 @@ final class ServerContext: Sendable {
     let configuration: HTTPServerConfiguration
     let handler: any HTTPHandler
     let isTCP: Bool
+    /// Connections accepted since the start.
+    let accepted = Atomic<Int>(0)
     /// Open client connections, counted from accept to close (lingering closes included).
     let openConnections = Atomic<Int>(0)
     /// Of those, connections whose last response is written and that only wait for the client to close.

@@ -51,7 +51,7 @@ final class HTTP1OverTLS {
         }
         let staysOpen = keepAlive && !connection.loop.draining
         let header: ConnectionHeader = staysOpen ? (isHTTP10 ? .keepAlive : .none) : .close
-        response.encode(into: &connection.output, connection: header, omitBody: isHead)
+        response.encode(into: &connection.tls.output, connection: header, omitBody: isHead)
         connection.markDirty()
         if staysOpen {
             state = .idle(since: connection.loop.now)
@@ -66,7 +66,7 @@ final class HTTP1OverTLS {
     func tick(now: Double) {
         let configuration = connection.loop.context.server.configuration
         switch state {
-        case .idle(let since) where now - since > configuration.idleTimeout && connection.output.isEmpty:
+        case .idle(let since) where now - since > configuration.idleTimeout && connection.tls.pendingOutput == 0:
             connection.close()
         case .readingHead(let since) where now - since > configuration.headerTimeout:
             fail(.headTimeout)
@@ -104,7 +104,7 @@ final class HTTP1OverTLS {
                 waitForInput()
                 return
             case .continueExpected:
-                connection.output.append(contentsOf: HTTPResponse.continueBytes)
+                connection.tls.output.append(contentsOf: HTTPResponse.continueBytes)
                 connection.markDirty()
                 state = .readingBody(since: connection.loop.now)
             case .request(let parsed):
@@ -120,7 +120,7 @@ final class HTTP1OverTLS {
                 connection.loop.dispatch(request, stream: number, reservedBodyBytes: reserved, on: connection)
                 return
             case .refused(let response):
-                response.encode(into: &connection.output, connection: .close, omitBody: refusingHEAD)
+                response.encode(into: &connection.tls.output, connection: .close, omitBody: refusingHEAD)
                 state = .closing
                 connection.closeAfterWrite()
                 return
@@ -158,7 +158,7 @@ final class HTTP1OverTLS {
     private func fail(_ error: HTTPRequestError) {
         parser = HTTPRequestParser(maxHeaderBytes: parser.maxHeaderBytes)
         release()
-        error.response.encode(into: &connection.output, connection: .close, omitBody: false)
+        error.response.encode(into: &connection.tls.output, connection: .close, omitBody: false)
         state = .closing
         connection.closeAfterWrite()
     }

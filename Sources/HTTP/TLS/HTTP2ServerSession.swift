@@ -1,5 +1,6 @@
 import CNGHTTP2
 import Support
+import TLS
 
 /// The server side of HTTP/2 on one TLS connection, done by libnghttp2 (`nghttp2_session_server_new`: the client's
 /// preface, framing, HPACK, flow control, SETTINGS, GOAWAY, the checks of RFC 9113 §8 on every request, flood
@@ -35,26 +36,14 @@ final class HTTP2ServerSession {
     init?(connection: TLSConnection, maxConcurrentStreams: Int, maxHeaderBytes: Int) {
         self.connection = connection
         self.maxHeaderBytes = maxHeaderBytes
-        var made: OpaquePointer?
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_server_new2(&made, Self.callbacks, context, Self.options) == 0, let made else {
-            return nil
-        }
-        session = made
-        var settings = [
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                value: UInt32(clamping: maxConcurrentStreams)),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(Self.streamWindow)),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
-                value: UInt32(clamping: maxHeaderBytes)),
-        ]
-        guard nghttp2_submit_settings(made, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count) == 0,
-              nghttp2_session_set_local_window_size(
-                made, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(Self.connectionWindow)) == 0
+        let settings = HTTP2Session.Settings(
+            streamWindow: Self.streamWindow, connectionWindow: Self.connectionWindow, maxHeaderListSize: maxHeaderBytes,
+            maxConcurrentStreams: maxConcurrentStreams)
+        guard let made = HTTP2Session.make(
+            .server, callbacks: Self.callbacks, options: Self.options,
+            context: Unmanaged.passUnretained(self).toOpaque(), settings: settings)
         else { return nil }
+        session = made
     }
 
     deinit {
@@ -68,7 +57,7 @@ final class HTTP2ServerSession {
     /// and no stream is left.
     var ended: Bool {
         guard let session else { return true }
-        return nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
+        return HTTP2Session.hasEnded(session)
     }
 
     // MARK: - Input
@@ -146,18 +135,13 @@ final class HTTP2ServerSession {
         if result != 0 { lastError = String(cString: nghttp2_strerror(result)) }
     }
 
-    /// Moves what the session has to send into `output`, up to `limit` bytes in it; false when the session failed.
-    func takeOutput(into output: inout [UInt8], limit: Int) -> Bool {
+    /// Moves what the session has to send into `stream`'s output, up to `limit` bytes waiting there; false when the
+    /// session failed.
+    func takeOutput(into stream: TLSStream, limit: Int) -> Bool {
         guard let session else { return false }
-        while output.count < limit {
-            var chunk: UnsafePointer<UInt8>?
-            let length = nghttp2_session_mem_send(session, &chunk)
-            if length < 0 {
-                lastError = String(cString: nghttp2_strerror(Int32(length)))
-                return false
-            }
-            guard length > 0, let chunk else { break }
-            output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+        if let failure = stream.takeOutput(from: session, limit: limit) {
+            lastError = failure
+            return false
         }
         return true
     }
@@ -268,9 +252,7 @@ final class HTTP2ServerSession {
     }
 
     /// Set once: callbacks and options are copied into each session made with them.
-    nonisolated(unsafe) private static let callbacks: OpaquePointer = {
-        var made: OpaquePointer?
-        precondition(nghttp2_session_callbacks_new(&made) == 0, "nghttp2_session_callbacks_new failed")
+    nonisolated(unsafe) private static let callbacks = HTTP2Session.callbacks { made in
         nghttp2_session_callbacks_set_on_begin_headers_callback(made, onBeginHeaders)
         nghttp2_session_callbacks_set_on_header_callback(made, onHeader)
         nghttp2_session_callbacks_set_on_frame_recv_callback(made, onFrame)
@@ -278,16 +260,9 @@ final class HTTP2ServerSession {
         nghttp2_session_callbacks_set_on_stream_close_callback(made, onStreamClose)
         nghttp2_session_callbacks_set_on_frame_send_callback(made, onFrameSend)
         nghttp2_session_callbacks_set_error_callback2(made, onError)
-        return made!
-    }()
+    }
 
-    nonisolated(unsafe) private static let options: OpaquePointer = {
-        var made: OpaquePointer?
-        precondition(nghttp2_option_new(&made) == 0, "nghttp2_option_new failed")
-        // Closed streams are not kept for the priority tree: the server answers in arrival order.
-        nghttp2_option_set_no_closed_streams(made, 1)
-        return made!
-    }()
+    nonisolated(unsafe) private static let options = HTTP2Session.options()
 
     /// A request's HEADERS begin a stream (trailers, a second HEADERS, do not).
     private static let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, context in

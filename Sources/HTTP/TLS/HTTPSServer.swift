@@ -1,4 +1,3 @@
-import Foundation
 import Support
 import Synchronization
 
@@ -21,14 +20,6 @@ import Synchronization
 /// advertises `maxConcurrentStreams`. It exists for the simulator (Apple's APNs speaks only HTTP/2 over TLS), so it
 /// keeps to what a test server needs: no client certificates, no server push, no TLS session resumption tuning.
 public final class HTTPSServer: Sendable {
-    private enum State {
-        case idle
-        case starting
-        case running(loops: [TLSLoop], context: HTTPSServerContext)
-        case shuttingDown
-        case stopped
-    }
-
     /// What the server has seen since it started.
     public struct Statistics: Sendable, Equatable {
         /// TCP connections accepted.
@@ -46,7 +37,7 @@ public final class HTTPSServer: Sendable {
 
     private let configuration: HTTPSServerConfiguration
     private let handler: any HTTPHandler
-    private let state = Mutex(State.idle)
+    private let shell = ServerShell<TLSConnection>()
     /// Kept after the shutdown, for `statistics`.
     private let started = Mutex<HTTPSServerContext?>(nil)
 
@@ -65,75 +56,29 @@ public final class HTTPSServer: Sendable {
     /// together), binds, listens and starts the loops. Returns the bound address, with the kernel's port when port 0
     /// was asked for.
     public func start() throws -> ListenAddress {
-        try state.withLock { state in
-            guard case .idle = state else { throw HTTPServerError("the server has already been started") }
-            state = .starting
-        }
-        do {
-            let server = configuration.server
-            guard server.eventLoops >= 1 else { throw HTTPServerError("eventLoops must be at least 1") }
+        let configuration = configuration
+        let handler = handler
+        let running = try shell.start(configuration.server) { () throws(HTTPServerError) in
             guard (1...HTTPSServerConfiguration.streamLimit).contains(configuration.maxConcurrentStreams) else {
                 throw HTTPServerError(
                     "maxConcurrentStreams must be from 1 to \(HTTPSServerConfiguration.streamLimit)")
             }
-            guard case .tcp = server.address else { throw HTTPServerError("HTTPS listens on TCP only") }
-            let context = try HTTPSServerContext(configuration: configuration, handler: handler)
-            let (listener, bound) = try Socket.listen(on: server.address, backlog: server.backlog)
-            let loops: [TLSLoop]
-            do {
-                loops = try (0..<server.eventLoops).map { try TLSLoop(index: $0, context: context) }
-                try loops[0].own(listener: listener, peers: loops)
-            } catch {
-                close(listener)
-                throw error
-            }
-            for loop in loops {
-                let thread = Thread {
-                    Thread.current.name = "herald-https-\(loop.index)"
-                    loop.run()
-                }
-                thread.start()
-            }
-            state.withLock { $0 = .running(loops: loops, context: context) }
-            started.withLock { $0 = context }
-            Log.info("https listening", [
-                "address": .string(bound.description), "loops": .int(Int64(loops.count)),
-                "max_concurrent_streams": .int(Int64(configuration.maxConcurrentStreams)),
-            ])
-            return bound
-        } catch {
-            state.withLock { $0 = .idle }
-            throw error
+            guard case .tcp = configuration.server.address else { throw HTTPServerError("HTTPS listens on TCP only") }
+            return try HTTPSServerContext(configuration: configuration, handler: handler)
         }
+        started.withLock { $0 = running.context }
+        Log.info("https listening", [
+            "address": .string(running.address.description), "loops": .int(Int64(running.loops)),
+            "max_concurrent_streams": .int(Int64(configuration.maxConcurrentStreams)),
+        ])
+        return running.address
     }
 
     /// Stops accepting, sends GOAWAY on HTTP/2 connections and closes idle HTTP/1.1 ones, lets requests in hand be
     /// answered, then closes everything when nothing is left or `gracePeriod` seconds have passed. Blocks until the
     /// loop threads have ended; never call it from inside `handle`.
     public func shutdown(gracePeriod: Double) {
-        let running: (loops: [TLSLoop], context: HTTPSServerContext)? = state.withLock { state in
-            switch state {
-            case .running(let loops, let context):
-                state = .shuttingDown
-                return (loops, context)
-            case .idle:
-                state = .stopped
-                return nil
-            case .starting, .shuttingDown, .stopped:
-                return nil
-            }
-        }
-        guard let running else { return }
-        for loop in running.loops { loop.post(.drain) }
-        let deadline = Clock.monotonicSeconds() + max(0, gracePeriod)
-        let server = running.context.server
-        while server.openConnections.load(ordering: .relaxed) > 0 && Clock.monotonicSeconds() < deadline {
-            usleep(5_000)
-        }
-        let abandoned = server.openConnections.load(ordering: .relaxed)
-        for loop in running.loops { loop.post(.stop) }
-        for loop in running.loops { loop.waitUntilFinished() }
-        state.withLock { $0 = .stopped }
+        guard let abandoned = shell.shutdown(gracePeriod: gracePeriod) else { return }
         Log.info("https stopped", ["closed_unfinished": .int(Int64(abandoned))])
     }
 }

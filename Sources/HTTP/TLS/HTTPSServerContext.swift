@@ -2,12 +2,11 @@ import Synchronization
 
 /// What every loop of one `HTTPSServer` shares: the HTTP server's context (handler, limits, connection count, body
 /// budget), the TLS context, the HTTP/2 settings, and the counters `HTTPSServer.statistics` reads.
-final class HTTPSServerContext: Sendable {
+final class HTTPSServerContext: LoopContext {
     let server: ServerContext
     let tls: TLSServerContext
     let maxConcurrentStreams: Int
 
-    let accepted = Atomic<Int>(0)
     let handshakeFailures = Atomic<Int>(0)
     let http2Connections = Atomic<Int>(0)
     let http1Connections = Atomic<Int>(0)
@@ -22,7 +21,7 @@ final class HTTPSServerContext: Sendable {
 
     var statistics: HTTPSServer.Statistics {
         HTTPSServer.Statistics(
-            accepted: accepted.load(ordering: .relaxed),
+            accepted: server.accepted.load(ordering: .relaxed),
             handshakeFailures: handshakeFailures.load(ordering: .relaxed),
             http2Connections: http2Connections.load(ordering: .relaxed),
             http1Connections: http1Connections.load(ordering: .relaxed),

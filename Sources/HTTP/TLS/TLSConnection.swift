@@ -1,18 +1,18 @@
-import CSSL
 import Glibc
 import Posix
 import Support
+import TLS
 
-/// One client connection of an `HTTPSServer`: the socket, OpenSSL's server session on it, and, once the handshake is
-/// done, the protocol ALPN chose: HTTP/2 (`HTTP2ServerSession`) or HTTP/1.1 (`HTTP1OverTLS`, through the same
+/// One client connection of an `HTTPSServer`: the socket, the TLS stream on it (`TLSStream`), and, once the handshake
+/// is done, the protocol ALPN chose: HTTP/2 (`HTTP2ServerSession`) or HTTP/1.1 (`HTTP1OverTLS`, through the same
 /// `HTTPRequestParser` as the cleartext server). Driven by its loop's thread only.
 ///
 /// handshaking → http2 | http1 → closed. A failed handshake, a protocol error or a broken socket closes this
 /// connection and nothing else.
 ///
-/// Output is plaintext gathered in `output` until the loop's turn ends, then written in as few `SSL_write`s as it
-/// fits in (a write that would block is repeated with the same length, as OpenSSL requires).
-final class TLSConnection {
+/// Output is plaintext gathered in the stream's `output` until the loop's turn ends, then written in as few
+/// `SSL_write`s as it fits in.
+final class TLSConnection: LoopConnection {
     enum Phase {
         case handshaking(since: Double)
         case http2(HTTP2ServerSession)
@@ -23,12 +23,10 @@ final class TLSConnection {
     let fd: CInt
     let id: UInt64
     /// The loop owns its connections and outlives them.
-    unowned(unsafe) let loop: TLSLoop
+    unowned(unsafe) let loop: ServerLoop<TLSConnection>
     private(set) var phase: Phase
-    private var ssl: OpaquePointer?
-
-    /// Plaintext waiting for `SSL_write`.
-    var output: [UInt8] = []
+    /// TLS over the socket; its `output` is what the protocol has to send.
+    let tls: TLSStream
     /// Close once `output` is written (HTTP/1.1 `Connection: close`, an error answered).
     private var closesAfterWrite = false
     private var isDirty = false
@@ -36,9 +34,6 @@ final class TLSConnection {
     /// hand and enough buffered behind it (its answer reads again). The socket is not watched for reading meanwhile,
     /// or level-triggered epoll would wake the loop for it over and over.
     private var readPaused = false
-    private var blockedWriteLength = 0
-    private var writeWaitsForRead = false
-    private var readWaitsForWrite = false
     private var watching: Poller.Interest?
     /// Monotonic seconds of the last bytes read or written.
     private(set) var lastActivity: Double
@@ -47,20 +42,25 @@ final class TLSConnection {
     /// Output beyond this stops reading (and, for HTTP/2, taking frames from the session) until the client reads.
     static let outputLimit = 1 << 20
 
-    init?(fd: CInt, id: UInt64, loop: TLSLoop) {
-        guard let ssl = SSL_new(loop.context.tls.pointer) else { return nil }
+    typealias Context = HTTPSServerContext
+    static var protocolName: String { "https" }
+    static var answersOverLimit: Bool { false }
+    var counted: Bool { true }
+
+    init?(fd: CInt, id: UInt64, loop: ServerLoop<TLSConnection>, counted: Bool) {
+        guard let tls = TLSStream(context: loop.context.tls.pointer, fd: fd, role: .server) else {
+            Log.warn("https cannot start TLS on a connection", ["reason": .string(OpenSSLError.reason("SSL_new"))])
+            return nil
+        }
         self.fd = fd
         self.id = id
         self.loop = loop
-        self.ssl = ssl
+        self.tls = tls
         phase = .handshaking(since: loop.now)
         lastActivity = loop.now
-        SSL_set_fd(ssl, fd)
-        SSL_set_accept_state(ssl)
     }
 
     func start() {
-        watch(.read)
         handshake()
     }
 
@@ -71,19 +71,14 @@ final class TLSConnection {
 
     // MARK: - Events from the loop
 
-    func handle(_ readiness: Poller.Readiness) {
+    func handle(events: UInt32) {
+        let readiness = Poller.Readiness(epollEvents: events)
         switch phase {
         case .handshaking:
             handshake()
         case .http2, .http1:
-            if readiness.contains(.writable) || (readiness.contains(.readable) && writeWaitsForRead) {
-                writeWaitsForRead = false
-                flush()
-            }
-            if !isClosed && (!readiness.isDisjoint(with: [.readable, .error]) || readWaitsForWrite) {
-                readWaitsForWrite = false
-                read()
-            }
+            if tls.shouldWrite(readiness) { flush() }
+            if !isClosed && tls.shouldRead(readiness) { read() }
         case .closed:
             break
         }
@@ -111,7 +106,7 @@ final class TLSConnection {
             Log.debug("https handshake timed out", ["connection": .int(Int64(id))])
             close()
         case .http2(let session):
-            if session.openStreams == 0 && output.isEmpty && now - lastActivity > configuration.idleTimeout {
+            if session.openStreams == 0 && tls.pendingOutput == 0 && now - lastActivity > configuration.idleTimeout {
                 session.terminate()
                 markDirty()
             } else {
@@ -138,22 +133,15 @@ final class TLSConnection {
     }
 
     func close() {
-        guard let ssl else { return }
         switch phase {
         case .http2(let session): session.release()
         case .http1(let exchange): exchange.release()
-        case .handshaking, .closed: break
+        case .handshaking: break
+        case .closed: return
         }
-        if SSL_is_init_finished(ssl) == 1 {
-            // close_notify, best effort: one try, never waiting for the client's.
-            _ = SSL_shutdown(ssl)
-        }
-        ERR_clear_error()
-        SSL_free(ssl)
-        self.ssl = nil
+        tls.close()
         phase = .closed
-        output = []
-        loop.poller.remove(fd)
+        loop.watch(fd, nil)
         Glibc.close(fd)
         loop.forget(self)
     }
@@ -161,21 +149,15 @@ final class TLSConnection {
     // MARK: - Handshake
 
     private func handshake() {
-        guard let ssl else { return }
-        let result = SSL_do_handshake(ssl)
-        if result == 1 {
+        switch tls.handshake() {
+        case .established:
             established()
-            return
-        }
-        switch SSL_get_error(ssl, result) {
-        case SSL_ERROR_WANT_READ: watch(.read)
-        case SSL_ERROR_WANT_WRITE: watch(.readWrite)
-        default:
+        case .inProgress:
+            watch(tls.interest(reading: true))
+        case .failed(let reason):
             // A client that does not trust the certificate, speaks no TLS, or went away: only this connection ends.
             loop.context.handshakeFailures.add(1, ordering: .relaxed)
-            Log.debug("https handshake failed", [
-                "connection": .int(Int64(id)), "reason": .string(openSSLFailure("TLS handshake")),
-            ])
+            Log.debug("https handshake failed", ["connection": .int(Int64(id)), "reason": .string(reason)])
             close()
         }
     }
@@ -183,12 +165,8 @@ final class TLSConnection {
     /// TLS is up: HTTP/2 when ALPN chose `h2` (the server's SETTINGS go out at once, RFC 9113 §3.4), else HTTP/1.1.
     /// What the client sent with its last handshake flight may already sit in OpenSSL's buffer, so it is read now.
     private func established() {
-        guard let ssl else { return }
-        var selected: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &selected, &length)
         let configuration = loop.context.server.configuration
-        if let selected, length == 2, selected[0] == UInt8(ascii: "h"), selected[1] == UInt8(ascii: "2") {
+        if tls.speaksHTTP2 {
             guard let session = HTTP2ServerSession(
                 connection: self, maxConcurrentStreams: loop.context.maxConcurrentStreams,
                 maxHeaderBytes: configuration.maxHeaderBytes)
@@ -213,18 +191,17 @@ final class TLSConnection {
 
     /// Everything TLS has decrypted, into the protocol, until OpenSSL needs the socket again.
     private func read() {
-        guard let ssl else { return }
         let buffer = loop.readBuffer
         while !isClosed {
-            guard output.count < Self.outputLimit, wantsInput else {
+            guard tls.pendingOutput < Self.outputLimit, wantsInput else {
                 readPaused = true
-                watch(output.isEmpty ? nil : .write)
+                // Output still to write is written at the end of the turn, or when the socket is writable again.
+                watch(tls.pendingOutput == 0 ? nil : .write)
                 return
             }
-            let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-            if count > 0 {
+            switch tls.read(into: buffer) {
+            case .bytes(let bytes):
                 lastActivity = loop.now
-                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<Int(count)])
                 switch phase {
                 case .http2(let session):
                     if !session.receive(bytes) {
@@ -243,18 +220,11 @@ final class TLSConnection {
                 case .handshaking, .closed:
                     return
                 }
-                continue
-            }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ:
+            case .drained:
+                watch(tls.interest(reading: true))
                 return
-            case SSL_ERROR_WANT_WRITE:
-                readWaitsForWrite = true
-                watch(.readWrite)
-                return
-            default:
+            case .closed:
                 // The client closed (close_notify or end of stream) or the connection broke.
-                ERR_clear_error()
                 close()
                 return
             }
@@ -273,7 +243,6 @@ final class TLSConnection {
     func resumeReading() {
         guard readPaused, !isClosed else { return }
         readPaused = false
-        watch(output.isEmpty ? .read : .readWrite)
         read()
     }
 
@@ -299,73 +268,51 @@ final class TLSConnection {
     /// Takes what HTTP/2 has to send, writes it, then closes when the protocol is done.
     private func flush() {
         guard !isClosed else { return }
-        if blockedWriteLength == 0, case .http2(let session) = phase,
-           !session.takeOutput(into: &output, limit: Self.outputLimit) {
-            closesAfterWrite = true
-        }
+        if !tls.isWriteBlocked { takeSessionOutput() }
         writeOutput()
         guard !isClosed else { return }
-        if case .http2(let session) = phase, session.ended, output.isEmpty {
+        if case .http2(let session) = phase, session.ended, tls.pendingOutput == 0 {
             close()
             return
         }
-        if closesAfterWrite && output.isEmpty {
+        if closesAfterWrite && tls.pendingOutput == 0 {
             close()
             return
         }
-        if readPaused && output.count < Self.outputLimit / 2 { resumeReading() }
+        if readPaused && tls.pendingOutput < Self.outputLimit / 2 { resumeReading() }
+    }
+
+    /// What HTTP/2 has to send, into the stream's output; a failed session closes the connection after the write.
+    private func takeSessionOutput() {
+        if case .http2(let session) = phase, !session.takeOutput(into: tls, limit: Self.outputLimit) {
+            closesAfterWrite = true
+        }
     }
 
     private func writeOutput() {
-        guard let ssl else { return }
-        while !output.isEmpty {
-            let length = blockedWriteLength > 0 ? blockedWriteLength : min(output.count, Self.outputLimit)
-            let written = output.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32(length)) }
-            if written > 0 {
-                blockedWriteLength = 0
+        let result = tls.write(limit: Self.outputLimit) {
+            takeSessionOutput()
+            return true
+        }
+        switch result {
+        case .drained(let wrote), .blocked(let wrote):
+            if wrote {
                 writeBlockedSince = nil
                 lastActivity = loop.now
-                if Int(written) == output.count {
-                    output.removeAll(keepingCapacity: output.capacity <= 4 * Self.outputLimit)
-                } else {
-                    output.removeFirst(Int(written))
-                }
-                // What the session kept back while the output was full may go now.
-                if output.count < Self.outputLimit / 2, case .http2(let session) = phase,
-                   !session.takeOutput(into: &output, limit: Self.outputLimit) {
-                    closesAfterWrite = true
-                }
-                continue
             }
-            switch SSL_get_error(ssl, written) {
-            case SSL_ERROR_WANT_WRITE:
-                blockedWriteLength = length
-                if writeBlockedSince == nil { writeBlockedSince = loop.now }
-                watch(readPaused ? .write : .readWrite)
-                return
-            case SSL_ERROR_WANT_READ:
-                blockedWriteLength = length
-                writeWaitsForRead = true
-                return
-            default:
-                ERR_clear_error()
-                close()
-                return
-            }
+            if case .blocked = result, writeBlockedSince == nil { writeBlockedSince = loop.now }
+            watch(tls.interest(reading: !readPaused))
+        case .stopped:
+            break
+        case .failed:
+            close()
         }
-        if !readWaitsForWrite { watch(readPaused ? nil : .read) }
     }
 
     /// What epoll watches the socket for; nil takes it out of the set.
     private func watch(_ interest: Poller.Interest?) {
         guard interest != watching, !isClosed else { return }
         watching = interest
-        guard let interest else {
-            loop.poller.remove(fd)
-            return
-        }
-        if !loop.poller.watch(fd, interest) {
-            Log.warn("https epoll_ctl failed", ["errno": .int(Int64(errno))])
-        }
+        loop.watch(fd, interest)
     }
 }

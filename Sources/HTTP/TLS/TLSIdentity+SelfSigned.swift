@@ -1,4 +1,5 @@
 import CSSL
+import TLS
 import Posix
 
 extension TLSIdentity {
@@ -11,9 +12,11 @@ extension TLSIdentity {
     /// it connected to against the alternative names as for any server.
     public static func selfSigned(names: [String], days: Int = 365) throws(HTTPServerError) -> TLSIdentity {
         guard !names.isEmpty else { throw HTTPServerError("a self-signed certificate needs at least one name") }
-        guard let key = generateP256() else { throw HTTPServerError(openSSLFailure("TLS: generating a P-256 key")) }
+        guard let key = generateP256() else {
+            throw HTTPServerError(OpenSSLError.reason("TLS: generating a P-256 key"))
+        }
         defer { EVP_PKEY_free(key) }
-        guard let certificate = X509_new() else { throw HTTPServerError(openSSLFailure("TLS: X509_new")) }
+        guard let certificate = X509_new() else { throw HTTPServerError(OpenSSLError.reason("TLS: X509_new")) }
         defer { X509_free(certificate) }
 
         let alternativeNames = names.map { SocketAddress.isIPAddress($0) ? "IP:" + $0 : "DNS:" + $0 }
@@ -27,7 +30,7 @@ extension TLSIdentity {
             built = X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, "Herald simulator", -1, -1, 0) == 1
                 && X509_set_issuer_name(certificate, name) == 1
         }
-        guard built else { throw HTTPServerError(openSSLFailure("TLS: building the certificate")) }
+        guard built else { throw HTTPServerError(OpenSSLError.reason("TLS: building the certificate")) }
 
         var context = X509V3_CTX()
         X509V3_set_ctx(&context, certificate, certificate, nil, nil, 0)
@@ -39,20 +42,20 @@ extension TLSIdentity {
         ]
         for (nid, value) in extensions {
             guard let made = X509V3_EXT_conf_nid(nil, &context, nid, value) else {
-                throw HTTPServerError(openSSLFailure("TLS: certificate extension \(value)"))
+                throw HTTPServerError(OpenSSLError.reason("TLS: certificate extension \(value)"))
             }
             defer { X509_EXTENSION_free(made) }
             guard X509_add_ext(certificate, made, -1) == 1 else {
-                throw HTTPServerError(openSSLFailure("TLS: adding certificate extension \(value)"))
+                throw HTTPServerError(OpenSSLError.reason("TLS: adding certificate extension \(value)"))
             }
         }
         guard X509_sign(certificate, key, EVP_sha256()) > 0 else {
-            throw HTTPServerError(openSSLFailure("TLS: signing the certificate"))
+            throw HTTPServerError(OpenSSLError.reason("TLS: signing the certificate"))
         }
 
         let certificatePEM = pem { PEM_write_bio_X509($0, certificate) }
         let keyPEM = pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
-        guard let certificatePEM, let keyPEM else { throw HTTPServerError(openSSLFailure("TLS: writing PEM")) }
+        guard let certificatePEM, let keyPEM else { throw HTTPServerError(OpenSSLError.reason("TLS: writing PEM")) }
         return TLSIdentity(certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
     }
 

@@ -1,4 +1,3 @@
-import CSSL
 import Foundation
 
 /// What an HTTPS server proves itself with: its certificate chain (the server's own certificate first, then any
@@ -36,17 +35,4 @@ public struct TLSIdentity: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "TLSIdentity(certificate: \(certificatePEM.utf8.count) bytes of PEM, key: hidden)"
     }
-}
-
-/// OpenSSL's reason for the last failure on this thread, after `step`; its error queue is emptied.
-func openSSLFailure(_ step: String) -> String {
-    var text = step
-    let code = ERR_get_error()
-    if code != 0 {
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        text += ": " + String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-    ERR_clear_error()
-    return text
 }

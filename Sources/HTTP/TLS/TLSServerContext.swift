@@ -1,4 +1,5 @@
 import CSSL
+import TLS
 
 /// One `SSL_CTX` per HTTPS server: TLS 1.2 or newer, the identity's certificate chain and key (checked to belong
 /// together), and ALPN choosing `h2` when the client offers it, else `http/1.1`. A client that offers neither, or
@@ -9,17 +10,17 @@ final class TLSServerContext: @unchecked Sendable {
 
     init(identity: TLSIdentity) throws(HTTPServerError) {
         guard let context = SSL_CTX_new(TLS_server_method()) else {
-            throw HTTPServerError(openSSLFailure("TLS: SSL_CTX_new"))
+            throw HTTPServerError(OpenSSLError.reason("TLS: SSL_CTX_new"))
         }
         pointer = context
         guard herald_ssl_ctx_set_min_tls12(context) == 1 else {
-            throw HTTPServerError(openSSLFailure("TLS: TLS 1.2 minimum"))
+            throw HTTPServerError(OpenSSLError.reason("TLS: TLS 1.2 minimum"))
         }
         herald_ssl_ctx_set_server_modes(context)
         try Self.useCertificates(identity.certificatePEM, in: context)
         try Self.usePrivateKey(identity.privateKeyPEM, in: context)
         guard SSL_CTX_check_private_key(context) == 1 else {
-            throw HTTPServerError(openSSLFailure("TLS: the private key does not belong to the certificate"))
+            throw HTTPServerError(OpenSSLError.reason("TLS: the private key does not belong to the certificate"))
         }
         SSL_CTX_set_alpn_select_cb(context, Self.selectProtocol, nil)
     }
@@ -32,16 +33,16 @@ final class TLSServerContext: @unchecked Sendable {
     private static func useCertificates(_ pem: String, in context: OpaquePointer) throws(HTTPServerError) {
         try withMemoryBIO(pem, failure: "TLS: reading the certificate") { bio throws(HTTPServerError) in
             guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
-                throw HTTPServerError(openSSLFailure("TLS: the certificate file holds no PEM certificate"))
+                throw HTTPServerError(OpenSSLError.reason("TLS: the certificate file holds no PEM certificate"))
             }
             defer { X509_free(leaf) }
             guard SSL_CTX_use_certificate(context, leaf) == 1 else {
-                throw HTTPServerError(openSSLFailure("TLS: using the certificate"))
+                throw HTTPServerError(OpenSSLError.reason("TLS: using the certificate"))
             }
             while let intermediate = PEM_read_bio_X509(bio, nil, nil, nil) {
                 guard herald_ssl_ctx_add0_chain_cert(context, intermediate) == 1 else {
                     X509_free(intermediate)
-                    throw HTTPServerError(openSSLFailure("TLS: adding a chain certificate"))
+                    throw HTTPServerError(OpenSSLError.reason("TLS: adding a chain certificate"))
                 }
             }
             // The loop ends on "no start line" past the last certificate: not an error.
@@ -55,12 +56,12 @@ final class TLSServerContext: @unchecked Sendable {
             PEM_read_bio_PrivateKey(bio, nil, Self.noPassphrase, nil)
         }
         guard let key else {
-            throw HTTPServerError(openSSLFailure("TLS: the key file holds no unencrypted PEM private key"))
+            throw HTTPServerError(OpenSSLError.reason("TLS: the key file holds no unencrypted PEM private key"))
         }
         defer { EVP_PKEY_free(key) }
         // OpenSSL checks here already that the key is the certificate's ("key values mismatch").
         guard SSL_CTX_use_PrivateKey(context, key) == 1 else {
-            throw HTTPServerError(openSSLFailure(
+            throw HTTPServerError(OpenSSLError.reason(
                 "TLS: the private key does not belong to the certificate, or cannot be used with it"))
         }
     }
@@ -73,7 +74,7 @@ final class TLSServerContext: @unchecked Sendable {
         var pem = pem
         return try pem.withUTF8 { bytes in
             guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else {
-                return Result<Value, HTTPServerError>.failure(HTTPServerError(openSSLFailure(failure)))
+                return Result<Value, HTTPServerError>.failure(HTTPServerError(OpenSSLError.reason(failure)))
             }
             defer { BIO_free(bio) }
             return Result { () throws(HTTPServerError) in try body(bio) }

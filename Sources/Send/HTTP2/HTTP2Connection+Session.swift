@@ -1,5 +1,6 @@
 import CNGHTTP2
 import Support
+import TLS
 
 /// The HTTP/2 protocol of one connection, done by libnghttp2 (framing, HPACK, flow control, SETTINGS, GOAWAY's
 /// last stream id, flood limits) as libcurl's `lib/http2.c` and nghttpx drive it: the session never touches the
@@ -30,25 +31,13 @@ extension HTTP2Connection {
     /// The session, its SETTINGS (no push, the client's windows, the header list limit) and the connection window,
     /// queued to go out first.
     func startSession() -> Bool {
-        var made: OpaquePointer?
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_client_new2(&made, Self.callbacks, context, Self.options) == 0, let made else {
-            return false
-        }
-        session = made
-        var settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(Self.streamWindow)),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
-                value: UInt32(Self.maxHeaderListSize)),
-        ]
-        guard nghttp2_submit_settings(made, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count) == 0,
-            nghttp2_session_set_local_window_size(
-                made, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(Self.connectionWindow)) == 0
-        else { return false }
-        return true
+        let settings = HTTP2Session.Settings(
+            streamWindow: Self.streamWindow, connectionWindow: Self.connectionWindow,
+            maxHeaderListSize: Self.maxHeaderListSize)
+        session = HTTP2Session.make(
+            .client, callbacks: Self.callbacks, options: Self.options,
+            context: Unmanaged.passUnretained(self).toOpaque(), settings: settings)
+        return session != nil
     }
 
     // MARK: - Requests
@@ -111,8 +100,7 @@ extension HTTP2Connection {
         guard let session else { return false }
         let used = nghttp2_session_mem_recv(session, bytes.baseAddress, bytes.count)
         if used < 0 {
-            let reason = String(cString: nghttp2_strerror(Int32(used)))
-            close(.protocolError, reason: "protocol error: " + (lastError ?? reason))
+            close(.protocolError, reason: "protocol error: " + (lastError ?? HTTP2Session.errorText(used)))
             return false
         }
         afterReceiving()
@@ -172,7 +160,7 @@ extension HTTP2Connection {
     /// The session wants nothing more (it ended itself after a protocol error, or a GOAWAY's last streams are done).
     var sessionEnded: Bool {
         guard let session else { return false }
-        return nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
+        return HTTP2Session.hasEnded(session)
     }
 
     /// The session ended: after a GOAWAY from the server once its last streams are done, else because nghttp2 met
@@ -189,23 +177,13 @@ extension HTTP2Connection {
         }
     }
 
-    /// Moves what the session has to send into `output`, up to `outputLimit` not yet written; false when the
-    /// session failed (the connection is closed then).
+    /// Moves what the session has to send into the TLS stream's output, up to `outputLimit` not yet written; false
+    /// when the session failed (the connection is closed then).
     func takeOutput() -> Bool {
-        guard let session else { return false }
-        if outputStart > 0 {
-            output.removeFirst(outputStart)
-            outputStart = 0
-        }
-        while output.count < Self.outputLimit {
-            var chunk: UnsafePointer<UInt8>?
-            let length = nghttp2_session_mem_send(session, &chunk)
-            if length < 0 {
-                close(.protocolError, reason: "HTTP/2 session: " + String(cString: nghttp2_strerror(Int32(length))))
-                return false
-            }
-            guard length > 0, let chunk else { break }
-            output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+        guard let session, let tls else { return false }
+        if let failure = tls.takeOutput(from: session, limit: Self.outputLimit) {
+            close(.protocolError, reason: "HTTP/2 session: " + failure)
+            return false
         }
         endStreams()
         return true
@@ -223,26 +201,18 @@ extension HTTP2Connection {
 
     /// Set once for every session: callbacks and options are copied into each session made with them, and only
     /// read after that.
-    nonisolated(unsafe) private static let callbacks: OpaquePointer = {
-        var made: OpaquePointer?
-        precondition(nghttp2_session_callbacks_new(&made) == 0, "nghttp2_session_callbacks_new failed")
+    nonisolated(unsafe) private static let callbacks = HTTP2Session.callbacks { made in
         nghttp2_session_callbacks_set_on_header_callback(made, onHeader)
         nghttp2_session_callbacks_set_on_frame_recv_callback(made, onFrame)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(made, onData)
         nghttp2_session_callbacks_set_on_stream_close_callback(made, onStreamClose)
         nghttp2_session_callbacks_set_error_callback2(made, onError)
         nghttp2_session_callbacks_set_on_frame_send_callback(made, onFrameSent)
-        return made!
-    }()
+    }
 
-    nonisolated(unsafe) private static let options: OpaquePointer = {
-        var made: OpaquePointer?
-        precondition(nghttp2_option_new(&made) == 0, "nghttp2_option_new failed")
-        // Closed streams are not kept for the priority tree, which a client that sets no priorities never uses.
-        nghttp2_option_set_no_closed_streams(made, 1)
-        nghttp2_option_set_peer_max_concurrent_streams(made, UInt32(HTTPClientPool.streamsPerConnection))
-        return made!
-    }()
+    /// Until the server's SETTINGS say otherwise, FCM's 100 streams at once.
+    nonisolated(unsafe) private static let options = HTTP2Session.options(
+        peerMaxConcurrentStreams: HTTPClientPool.streamsPerConnection)
 
     /// A response header field. `:status` starts a response (a 1xx one is forgotten when the final one comes);
     /// fields are kept only for the final response, and only those the request keeps. Past `maxHeaderListSize`

@@ -3,9 +3,10 @@ import CSSL
 import Glibc
 import Posix
 import Support
+import TLS
 
-/// One TLS connection carrying HTTP/2 streams: the socket, OpenSSL's session over it, and libnghttp2's client
-/// session for the protocol (`HTTP2Connection+Session.swift`). Owned by the loop thread.
+/// One TLS connection carrying HTTP/2 streams: the socket, the TLS stream over it (`TLSStream`, as the HTTPS server's),
+/// and libnghttp2's client session for the protocol (`HTTP2Connection+Session.swift`). Owned by the loop thread.
 ///
 /// resolving → connecting (addresses raced) → handshaking (TLS, ALPN must say `h2`) → open → closed.
 ///
@@ -36,9 +37,8 @@ final class HTTP2Connection {
 
     /// nghttp2's client session, from the moment TLS chose h2.
     var session: OpaquePointer?
-    /// Bytes taken from the session; those from `outputStart` on are not yet taken by TLS.
-    var output: [UInt8] = []
-    var outputStart = 0
+    /// TLS over the socket once connected; its `output` holds what was taken from the session and not yet written.
+    private(set) var tls: TLSStream?
     /// The server's SETTINGS frame has arrived (its connection preface).
     var sawServerSettings = false
     /// Streams the session ended during a `mem_recv` or `mem_send`, for `endStreams` to act on.
@@ -72,7 +72,6 @@ final class HTTP2Connection {
     /// connection takes no new streams) until the socket drains.
     static let outputLimit = 1 << 20
 
-    private var ssl: OpaquePointer?
     private var addresses: [SocketAddress] = []
     private var nextAddress = 0
     /// Sockets connecting at once, one per address tried so far: the next address gets its turn after `raceDelay`
@@ -82,10 +81,6 @@ final class HTTP2Connection {
     /// Monotonic seconds at which the next address joins the race.
     private(set) var nextAttemptAt = Double.infinity
     static let raceDelay = 0.25
-    /// The length of an `SSL_write` that has to be repeated exactly (it returned WANT_WRITE or WANT_READ).
-    private var blockedWriteLength = 0
-    private var writeWaitsForRead = false
-    private var readWaitsForWrite = false
     /// What epoll watches for this socket.
     private var watching: Poller.Interest?
 
@@ -114,7 +109,7 @@ final class HTTP2Connection {
 
     /// Output taken from the session and not yet written.
     var pendingOutput: Int {
-        output.count - outputStart
+        tls?.pendingOutput ?? 0
     }
 
     // MARK: - Opening
@@ -197,55 +192,45 @@ final class HTTP2Connection {
         (fd, tag) = attempt
         watching = .write
         loop.core.statistics.opened()
-        guard let context = loop.tls, let ssl = SSL_new(context.pointer) else {
-            fail(opening: .other(TLSError.last("SSL_new").description))
+        guard let context = loop.tls, let tls = TLSStream(context: context.pointer, fd: fd, role: .client),
+              let ssl = tls.session
+        else {
+            fail(opening: .other(OpenSSLError.reason("TLS: SSL_new")))
             return
         }
-        self.ssl = ssl
-        SSL_set_fd(ssl, fd)
+        self.tls = tls
         let host = origin.host
         // The name (or address) the certificate must carry: without it any valid certificate would pass.
         let nameSet = SocketAddress.isIPAddress(host)
             ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1
             : herald_ssl_set_server_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1
         guard nameSet else {
-            fail(opening: .other(TLSError.last("the name to check, \(host)").description))
+            fail(opening: .other(OpenSSLError.reason("TLS: the name to check, \(host)")))
             return
         }
-        SSL_set_connect_state(ssl)
         state = .handshaking
         handshake()
     }
 
     private func handshake() {
-        guard let ssl else { return }
-        let result = SSL_do_handshake(ssl)
-        if result == 1 {
+        guard let tls else { return }
+        switch tls.handshake() {
+        case .established:
             established()
-            return
-        }
-        switch SSL_get_error(ssl, result) {
-        case SSL_ERROR_WANT_READ: watch(.read)
-        case SSL_ERROR_WANT_WRITE: watch(.readWrite)
-        default:
-            var reason = TLSError.last("handshake").description
-            let verification = SSL_get_verify_result(ssl)
-            if verification != X509_V_OK {
-                reason += " (" + String(cString: X509_verify_cert_error_string(verification)) + ")"
-            }
+        case .inProgress:
+            watch(tls.interest(reading: true))
+        case .failed(let reason):
             // What a stranger's server did in the handshake is not for the caller to learn (SPEC §19).
             fail(opening: loop.core.addressPolicy == nil ? .other(reason) : .tlsHandshakeFailed)
         }
     }
 
     /// TLS is up: HTTP/2 if ALPN chose it, else the origin goes to HTTP/1.1 for a while. The session's preface,
-    /// SETTINGS and connection window go out at once (RFC 9113 §3.4); requests follow the server's SETTINGS.
+    /// SETTINGS and connection window go out at once (RFC 9113 §3.4); requests follow the server's SETTINGS. What the
+    /// server sent with its last handshake flight may already sit in OpenSSL's buffer, where no readiness would report
+    /// it, so it is read now.
     private func established() {
-        guard let ssl else { return }
-        var selected: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &selected, &length)
-        guard let selected, length == 2, selected[0] == UInt8(ascii: "h"), selected[1] == UInt8(ascii: "2") else {
+        guard let tls, tls.speaksHTTP2 else {
             loop.speaksHTTP1(self)
             return
         }
@@ -256,7 +241,9 @@ final class HTTP2Connection {
         state = .open
         quietSince = Clock.monotonicSeconds()
         watch(.read)
-        loop.markForFlush(self)
+        // The preface, SETTINGS and window go out before the server's frames are read (and acknowledged).
+        flush()
+        if state == .open { read() }
     }
 
     // MARK: - I/O
@@ -269,14 +256,9 @@ final class HTTP2Connection {
         case .handshaking:
             handshake()
         case .open:
-            if readiness.contains(.writable) || (readiness.contains(.readable) && writeWaitsForRead) {
-                writeWaitsForRead = false
-                flush()
-            }
-            if state == .open && (!readiness.isDisjoint(with: [.readable, .error]) || readWaitsForWrite) {
-                readWaitsForWrite = false
-                read()
-            }
+            guard let tls else { return }
+            if tls.shouldWrite(readiness) { flush() }
+            if state == .open && tls.shouldRead(readiness) { read() }
         case .resolving, .closed:
             break
         }
@@ -284,26 +266,19 @@ final class HTTP2Connection {
 
     /// Everything TLS has decrypted, into the session; then what its callbacks recorded is acted on.
     private func read() {
-        guard let ssl else { return }
-        let buffer = loop.readBuffer
+        guard let tls else { return }
+        let buffer = UnsafeMutableRawBufferPointer(loop.readBuffer)
         var received = false
         reading: while state == .open {
-            let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-            if count > 0 {
+            switch tls.read(into: buffer) {
+            case .bytes(let bytes):
                 received = true
-                guard receive(UnsafeBufferPointer(start: buffer.baseAddress, count: Int(count))) else { return }
-                continue
-            }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ:
+                guard receive(bytes.assumingMemoryBound(to: UInt8.self)) else { return }
+            case .drained:
+                watch(tls.interest(reading: true))
                 break reading
-            case SSL_ERROR_WANT_WRITE:
-                readWaitsForWrite = true
-                watch(.readWrite)
-                break reading
-            default:
+            case .closed:
                 // The server closed the connection (or it broke): what was still on it is lost with it.
-                ERR_clear_error()
                 close(.reset, reason: streams.isEmpty ? nil : "connection closed")
                 return
             }
@@ -318,50 +293,28 @@ final class HTTP2Connection {
     /// Takes what the session has to send and writes it, with as few TLS records and `send`s as it fits in.
     func flush() {
         needsFlush = false
-        guard state == .open else { return }
-        if blockedWriteLength == 0 && !takeOutput() { return }
+        guard state == .open, let tls else { return }
+        if !tls.isWriteBlocked && !takeOutput() { return }
         writeOutput()
         guard state == .open else { return }
         if sessionEnded { endedBySession() }
     }
 
     private func writeOutput() {
-        guard let ssl else { return }
-        while pendingOutput > 0 {
-            let length = blockedWriteLength > 0 ? blockedWriteLength : min(pendingOutput, 1 << 20)
-            let start = outputStart
-            let written = output.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + start, Int32(length)) }
-            if written > 0 {
-                blockedWriteLength = 0
-                outputStart += Int(written)
-                if outputStart == output.count {
-                    output.removeAll(keepingCapacity: true)
-                    outputStart = 0
-                }
-                // What the session kept back while the output was full may go now.
-                if pendingOutput < Self.outputLimit / 2 && !takeOutput() { return }
-                continue
-            }
-            switch SSL_get_error(ssl, written) {
-            case SSL_ERROR_WANT_WRITE:
-                blockedWriteLength = length
-                watch(.readWrite)
-                return
-            case SSL_ERROR_WANT_READ:
-                blockedWriteLength = length
-                writeWaitsForRead = true
-                return
-            default:
-                ERR_clear_error()
-                close(.reset, reason: "write failed")
-                return
-            }
+        guard let tls else { return }
+        // What the session kept back while the output was full may go as it drains.
+        switch tls.write(limit: Self.outputLimit, refill: takeOutput) {
+        case .drained, .blocked:
+            watch(tls.interest(reading: true))
+        case .stopped:
+            break
+        case .failed:
+            close(.reset, reason: "write failed")
         }
-        if watching != .read && !readWaitsForWrite { watch(.read) }
     }
 
-    private func watch(_ interest: Poller.Interest) {
-        guard fd >= 0, interest != watching else { return }
+    private func watch(_ interest: Poller.Interest?) {
+        guard fd >= 0, let interest, interest != watching else { return }
         watching = interest
         if !loop.poller.watch(fd, interest, tag: tag) {
             Log.warn("epoll_ctl failed", ["pool": .string(loop.core.name), "errno": .int(Int64(errno))])
@@ -398,7 +351,7 @@ final class HTTP2Connection {
             // Closed first, so that a write failing on the way does not close it a second time.
             state = .closed
             nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
-            if blockedWriteLength == 0 && takeOutput() { writeOutput() }
+            if tls?.isWriteBlocked == false && takeOutput() { writeOutput() }
         }
         release()
         loop.closed(self)
@@ -409,11 +362,9 @@ final class HTTP2Connection {
         state = .closed
         lookup?.cancel()
         lookup = nil
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
+        tls?.close()
+        tls = nil
         closeSocket()
-        output = []
-        outputStart = 0
         if let session { nghttp2_session_del(session) }
         session = nil
     }

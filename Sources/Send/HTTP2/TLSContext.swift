@@ -1,4 +1,5 @@
 import CSSL
+import TLS
 
 /// One `SSL_CTX` per pool: TLS 1.2 or newer, the peer's certificate checked against `caFile` (else OpenSSL's
 /// default locations, which honour `$SSL_CERT_FILE` and `$SSL_CERT_DIR`), and ALPN offering `h2` (and `http/1.1`).
@@ -38,14 +39,6 @@ struct TLSError: Error, CustomStringConvertible {
 
     /// `step` and the oldest error on this thread's OpenSSL error queue (which it empties).
     static func last(_ step: String) -> TLSError {
-        var text = "TLS: " + step
-        let code = ERR_get_error()
-        if code != 0 {
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            text += ": " + String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        ERR_clear_error()
-        return TLSError(description: text)
+        TLSError(description: OpenSSLError.reason("TLS: " + step))
     }
 }

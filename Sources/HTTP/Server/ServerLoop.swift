@@ -4,28 +4,74 @@ import Posix
 import Support
 import Synchronization
 
-/// One thread, one epoll set, and the connections assigned to it.
+/// What a `ServerLoop` runs: one accepted socket, HTTP/1.1 in the clear (`Connection`) or over TLS
+/// (`TLSConnection`). Driven by its loop's thread only.
+protocol LoopConnection: AnyObject, SendableMetatype {
+    associatedtype Context: LoopContext
+    /// "http" or "https", for log messages and thread names.
+    static var protocolName: String { get }
+    /// Whether a connection over `maxConnections` is answered (503) before it closes; TLS closes it at once, as an
+    /// answer would need a handshake first.
+    static var answersOverLimit: Bool { get }
+
+    /// A connection for `fd`, or nil (logged) when it cannot start; `counted` is false for one only told 503.
+    init?(fd: CInt, id: UInt64, loop: ServerLoop<Self>, counted: Bool)
+    var fd: CInt { get }
+    var id: UInt64 { get }
+    var counted: Bool { get }
+    /// Registered with the loop: watch the socket and begin (a TLS handshake, or the 503 of one over the limit).
+    func start()
+    /// epoll reported `events` for the socket.
+    func handle(events: UInt32)
+    /// The handler's answer; `stream` is an HTTP/2 stream id or the number of an HTTP/1.1 request over TLS.
+    func deliver(_ response: HTTPResponse, to stream: Int32)
+    func flushIfDirty()
+    func tick(now: Double)
+    /// Graceful shutdown has begun.
+    func drain()
+    /// Closes the socket and calls the loop's `forget`.
+    func close()
+}
+
+/// What every loop of one server shares; `server` holds the handler, limits and connection counts.
+protocol LoopContext: AnyObject, Sendable {
+    var server: ServerContext { get }
+}
+
+extension ServerContext: LoopContext {
+    var server: ServerContext { self }
+}
+
+/// What reaches a `ServerLoop` from other threads (and from its own, for a handler that answers inside `handle`).
+/// Not nested in the generic loop: a responder, called through `any HTTPResponder`, stays free of generic code.
+enum LoopTask: Sendable {
+    case adopt(fd: CInt)
+    /// `stream` is an HTTP/2 stream id, the number of an HTTP/1.1 request over TLS, or 0.
+    case respond(fd: CInt, connectionID: UInt64, stream: Int32, response: HTTPResponse)
+    /// Graceful shutdown has begun: stop accepting, close idle connections, close after each response.
+    case drain
+    /// Close whatever is left and leave the thread.
+    case stop
+}
+
+/// One thread, one epoll set, and the connections assigned to it: the shell every `HTTPServer` and `HTTPSServer`
+/// loop is, whatever its connections speak.
 ///
 /// Everything below `// MARK: - Loop thread only` is touched by the loop's own thread and nothing else;
 /// other threads reach the loop through `post` (its `LoopInbox`: a mailbox, and a wake-up through an `eventfd`).
 /// The first loop also owns the listening socket and hands accepted connections round-robin to all loops.
-final class EventLoop: @unchecked Sendable {
-    enum Task: Sendable {
-        case adopt(fd: CInt)
-        case respond(fd: CInt, connectionID: UInt64, response: HTTPResponse)
-        /// Graceful shutdown has begun: stop accepting, close idle connections, close after each response.
-        case drain
-        /// Close whatever is left and leave the thread.
-        case stop
-    }
+/// Cleartext connections watch their sockets edge-triggered, once (`watchEdges`); TLS ones level-triggered, for
+/// what OpenSSL needs next (`watch`).
+final class ServerLoop<Connection: LoopConnection>: @unchecked Sendable {
+    typealias Task = LoopTask
 
     let index: Int
-    let context: ServerContext
+    let context: Connection.Context
     private let epoll: CInt
-    private let inbox: LoopInbox<Task>
+    let inbox: LoopInbox<Task>
     private let finished = DispatchSemaphore(value: 0)
 
-    init(index: Int, context: ServerContext) throws(IOError) {
+    init(index: Int, context: Connection.Context) throws(IOError) {
         self.index = index
         self.context = context
         epoll = try Linux.epollCreate()
@@ -38,7 +84,7 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// The epoll set lives as long as any responder can still `post` here (the inbox keeps the wake-up as long).
+    /// Responders post to the inbox, which keeps the wake-up open as long as they can.
     deinit {
         close(epoll)
     }
@@ -69,26 +115,43 @@ final class EventLoop: @unchecked Sendable {
     private(set) var draining = false
     private var running = true
     private var nextTick = 0.0
-    /// Bytes read from a socket land here before the parser copies what it needs.
+    /// Bytes read from a socket (decrypted, for TLS) land here before the protocol copies what it needs.
     private(set) var readBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
 
     // Acceptor state, used by the loop that owns the listener.
     private var listener: CInt = -1
-    private var peers: [EventLoop] = []
+    private var peers: [ServerLoop] = []
     private var nextPeer = 0
     private var acceptPausedUntil: Double?
     private var rejecting = 0
 
-    static let tickInterval = 0.25
-    static let readBufferSize = 64 * 1024
+    static var tickInterval: Double { 0.25 }
+    static var readBufferSize: Int { 64 * 1024 }
     /// Connections being answered 503 at once; beyond this an over-limit connection is just closed.
-    static let maxRejecting = 64
+    static var maxRejecting: Int { 64 }
 
     /// Makes this loop the acceptor. Called before the threads start.
-    func own(listener: CInt, peers: [EventLoop]) throws(IOError) {
+    func own(listener: CInt, peers: [ServerLoop]) throws(IOError) {
         self.listener = listener
         self.peers = peers
         try Linux.epollAdd(epoll, listener, events: Linux.epollIn | Linux.epollEdgeTriggered)
+    }
+
+    /// Watches a connection's socket, edge-triggered, for everything at once, for as long as it is open.
+    func watchEdges(_ fd: CInt) throws(IOError) {
+        try Linux.epollAdd(
+            epoll, fd, events: Linux.epollIn | Linux.epollOut | Linux.epollRdHup | Linux.epollEdgeTriggered)
+    }
+
+    /// Watches a connection's socket, level-triggered, for `interest`; nil takes it out of the set.
+    func watch(_ fd: CInt, _ interest: Poller.Interest?) {
+        guard let interest else {
+            Linux.epollRemove(epoll, fd)
+            return
+        }
+        if !Linux.epollSet(epoll, fd, events: interest.events) {
+            Log.warn("\(Connection.protocolName) epoll_ctl failed", ["errno": .int(Int64(errno))])
+        }
     }
 
     func run() {
@@ -107,7 +170,7 @@ final class EventLoop: @unchecked Sendable {
             do {
                 count = try Linux.epollWait(epoll, events, capacity: capacity, timeoutMillis: 250)
             } catch {
-                Log.error("http event loop cannot wait", ["error": .string("\(error)")])
+                Log.error("\(Connection.protocolName) event loop cannot wait", ["error": .string("\(error)")])
                 break
             }
             now = Clock.monotonicSeconds()
@@ -149,12 +212,12 @@ final class EventLoop: @unchecked Sendable {
 
     private func perform(_ task: Task) {
         switch task {
-        case .respond(let fd, let connectionID, let response):
+        case .respond(let fd, let connectionID, let stream, let response):
             // A response for a connection that closed meanwhile (or whose descriptor was reused) is dropped.
             guard Int(fd) < connections.count, let connection = connections[Int(fd)],
                   connection.id == connectionID
             else { return }
-            connection.deliver(response)
+            connection.deliver(response, to: stream)
         case .adopt(let fd):
             adopt(fd, counted: true)
         case .drain:
@@ -171,10 +234,11 @@ final class EventLoop: @unchecked Sendable {
 
     /// Hands a request to the handler; its responder gives `reservedBodyBytes` back to the body budget when
     /// the handler answers.
-    func dispatch(_ request: HTTPRequest, reservedBodyBytes: Int, on connection: Connection) {
-        let responder = ConnectionResponder(
-            loop: self, fd: connection.fd, connectionID: connection.id, reservedBodyBytes: reservedBodyBytes)
-        context.handler.handle(request, responder: responder)
+    func dispatch(_ request: HTTPRequest, stream: Int32, reservedBodyBytes: Int, on connection: Connection) {
+        let responder = LoopResponder(
+            inbox: inbox, server: context.server, fd: connection.fd, connectionID: connection.id, stream: stream,
+            reservedBodyBytes: reservedBodyBytes)
+        context.server.handler.handle(request, responder: responder)
     }
 
     // MARK: - Connections
@@ -182,29 +246,20 @@ final class EventLoop: @unchecked Sendable {
     private func adopt(_ fd: CInt, counted: Bool) {
         if draining && counted {
             close(fd)
-            context.openConnections.subtract(1, ordering: .relaxed)
+            context.server.openConnections.subtract(1, ordering: .relaxed)
             return
         }
         nextConnectionID &+= 1
-        let connection = Connection(fd: fd, id: nextConnectionID, loop: self, counted: counted)
-        do {
-            try Linux.epollAdd(
-                epoll, fd,
-                events: Linux.epollIn | Linux.epollOut | Linux.epollRdHup | Linux.epollEdgeTriggered)
-        } catch {
-            Log.warn("http cannot watch a connection", ["error": .string("\(error)")])
+        guard let connection = Connection(fd: fd, id: nextConnectionID, loop: self, counted: counted) else {
             close(fd)
-            if counted { context.openConnections.subtract(1, ordering: .relaxed) }
+            if counted { context.server.openConnections.subtract(1, ordering: .relaxed) }
             return
         }
         while connections.count <= Int(fd) { connections.append(nil) }
         connections[Int(fd)] = connection
         liveConnections += 1
-        // Bytes that arrived before registration are reported by the first edge, so there is nothing to read yet.
-        if !counted {
-            rejecting += 1
-            connection.reject(with: .tooManyConnections)
-        }
+        if !counted { rejecting += 1 }
+        connection.start()
     }
 
     /// Forgets a connection whose descriptor the connection has just closed.
@@ -213,7 +268,7 @@ final class EventLoop: @unchecked Sendable {
         connections[Int(connection.fd)] = nil
         liveConnections -= 1
         if connection.counted {
-            context.openConnections.subtract(1, ordering: .relaxed)
+            context.server.openConnections.subtract(1, ordering: .relaxed)
         } else {
             rejecting -= 1
         }
@@ -255,7 +310,7 @@ final class EventLoop: @unchecked Sendable {
         peers = []
         for case .adopt(let fd) in inbox.close() {
             close(fd)
-            context.openConnections.subtract(1, ordering: .relaxed)
+            context.server.openConnections.subtract(1, ordering: .relaxed)
         }
     }
 
@@ -275,11 +330,11 @@ final class EventLoop: @unchecked Sendable {
                     continue
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // Out of descriptors or memory: the listener stays readable, so try again on a later tick.
-                    Log.warn("http accept paused", ["error": .string("\(error)")])
+                    Log.warn("\(Connection.protocolName) accept paused", ["error": .string("\(error)")])
                     acceptPausedUntil = now + 0.1
                     return
                 default:
-                    Log.error("http accept failed", ["error": .string("\(error)")])
+                    Log.error("\(Connection.protocolName) accept failed", ["error": .string("\(error)")])
                     acceptPausedUntil = now + 0.1
                     return
                 }
@@ -289,11 +344,13 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func place(_ fd: CInt) {
-        if context.isTCP { Socket.setNoDelay(fd) }
-        let open = context.openConnections.wrappingAdd(1, ordering: .relaxed).newValue
-        guard open <= context.configuration.maxConnections else {
-            context.openConnections.subtract(1, ordering: .relaxed)
-            if rejecting < Self.maxRejecting {
+        let server = context.server
+        if server.isTCP { Socket.setNoDelay(fd) }
+        server.accepted.add(1, ordering: .relaxed)
+        let open = server.openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        guard open <= server.configuration.maxConnections else {
+            server.openConnections.subtract(1, ordering: .relaxed)
+            if Connection.answersOverLimit && rejecting < Self.maxRejecting {
                 adopt(fd, counted: false)
             } else {
                 close(fd)
@@ -306,7 +363,7 @@ final class EventLoop: @unchecked Sendable {
             adopt(fd, counted: true)
         } else if !target.post(.adopt(fd: fd)) {
             close(fd)
-            context.openConnections.subtract(1, ordering: .relaxed)
+            server.openConnections.subtract(1, ordering: .relaxed)
         }
     }
 }
