@@ -81,6 +81,13 @@ import Testing
         return rows
     }
 
+    /// App `web` as `herald status --json` shows it.
+    func webStatus(_ rig: Rig) throws -> [String: Any] {
+        let status = try runHerald(["status", "--json", "--db", rig.herald.databasePath])
+        let apps = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["apps"]
+        return (apps as? [[String: Any]] ?? []).first { $0["app"] as? String == "web" } ?? [:]
+    }
+
     /// The names of the registered subscriptions, from either engine's `tokens` table.
     func registry(_ rig: Rig) throws -> [String] {
         let tokens: [String]
@@ -199,9 +206,7 @@ import Testing
         var originRow: [String: Any] = [:]
         var rows: [String: String] = [:]
         for _ in 0..<300 {
-            let status = try runHerald(["status", "--json", "--db", rig.herald.databasePath])
-            let apps = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["apps"]
-            let web = (apps as? [[String: Any]] ?? []).first { $0["app"] as? String == "web" } ?? [:]
+            let web = try webStatus(rig)
             #expect(web["paused"] as? Bool == false && web["gated"] as? Bool == false, "the app goes on: \(web)")
             originRow = (web["origins"] as? [[String: Any]] ?? []).first ?? [:]
             let message = try await rig.herald.request("GET", "/v1/messages/\(id)").json
@@ -275,9 +280,7 @@ import Testing
         }
         var rows: [String: String] = [:]
         for _ in 0..<600 {
-            let status = try runHerald(["status", "--json", "--db", rig.herald.databasePath])
-            let apps = (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["apps"]
-            let web = (apps as? [[String: Any]] ?? []).first { $0["app"] as? String == "web" } ?? [:]
+            let web = try webStatus(rig)
             #expect(web["paused"] as? Bool == false && web["gated"] as? Bool == false, "the app goes on: \(web)")
             let message = try await rig.herald.request("GET", "/v1/messages/\(id)").json
             rows = [:]
