@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
@@ -132,9 +132,16 @@ def browser():
     return webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
 
 
+def waiting(driver):
+    """A 15 s wait that looks again when the page changed under it: after a submit or a click that navigates, an
+    element found in the old document can fail with Chrome's "Node with given id does not belong to the document"
+    (a WebDriverException that is not a stale-element one) before the new document is there."""
+    return WebDriverWait(driver, 15, ignored_exceptions=(WebDriverException,))
+
+
 def log_in(driver, herald, token):
     driver.get(herald.base + "/console")
-    wait = WebDriverWait(driver, 15)
+    wait = waiting(driver)
     field = wait.until(ready.visibility_of_element_located((By.ID, "login-token")))
     field.send_keys(token)
     field.submit()
@@ -165,7 +172,7 @@ def main():
     try:
         seed(herald)
         driver = browser()
-        wait = WebDriverWait(driver, 15)
+        wait = waiting(driver)
 
         # A wrong token is refused, sets no cookie, and is logged with the browser's address but not the token;
         # the right one then logs in (one failure is far from the five that would slow this address down).
