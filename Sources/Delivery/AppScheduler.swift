@@ -89,6 +89,9 @@ struct AppScheduler {
     private var waitingOrigins = Set<String>()
     /// Requests waiting behind their origin's share, all origins together: they count in the app's window.
     private var parked = 0
+    /// When the oldest of them has waited `parkMillis` (at the earliest; `.max` with none): `pump` runs on every
+    /// answer, and looks over the waiting origins only from then on.
+    private var parkExpiry = Int64.max
     /// How long a request may wait behind its origin's share before it goes back to the queue: long enough for a busy
     /// origin that answers (a push service's one host) to take it, short enough that a slow one does not hold the
     /// app's window.
@@ -472,6 +475,7 @@ struct AppScheduler {
             actions.append(.send(request))
         }
         if !settled.isEmpty { write(settled, plan: nil, into: &actions) }
+        if parkExpiry < .max { schedule(at: parkExpiry, into: &actions) }
         if claimLimit == nil, mayHaveReady, (pending.count + parked) * 2 < claimBelow {
             // Claim once fewer than half of `claimBelow` wait (one window without a rate limit), up to `claimBelow`:
             // claims come in large steps rather than one per turn of answers, rows wait for a slot about two rounds
@@ -518,6 +522,7 @@ struct AppScheduler {
             guard state.inFlight >= app.originConcurrency else { return request }
             state.waiting.append(contentsOf: [OriginState.Parked(request: request, since: now)])
             parked += 1
+            parkExpiry = min(parkExpiry, now + Self.parkMillis)
             waitingOrigins.insert(origin)
             origins[origin] = state
         }
@@ -530,6 +535,8 @@ struct AppScheduler {
     private mutating func deferLongParked(
         now: Int64, settling settled: inout [DeliveryUpdate], into actions: inout [Action]
     ) {
+        guard now >= parkExpiry else { return }
+        parkExpiry = .max
         for origin in waitingOrigins {
             guard var state = origins[origin] else { continue }
             var aged: [PreparedRequest] = []
@@ -543,7 +550,7 @@ struct AppScheduler {
                 settled += Self.deferrals(aged, until: now + min(max(busy, 1_000), options.gateCapMillis))
             }
             if let first = state.waiting.first {
-                schedule(at: first.since + Self.parkMillis, into: &actions)
+                parkExpiry = min(parkExpiry, first.since + Self.parkMillis)
             } else {
                 waitingOrigins.remove(origin)
             }
@@ -603,6 +610,7 @@ struct AppScheduler {
         for origin in waitingOrigins { requests += origins[origin]?.waiting.removeAll().map(\.request) ?? [] }
         waitingOrigins.removeAll()
         parked = 0
+        parkExpiry = .max
         return requests.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
     }
 
