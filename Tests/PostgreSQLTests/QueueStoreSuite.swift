@@ -288,7 +288,8 @@ private let t0: Int64 = 1_700_000_000_000
     /// A claim and a cancel, one after the other (SQLite has one writer; PostgreSQL's interleavings are in
     /// `PGWriteRaceTests`): what was leased first is sent and its outcome stands, what was cancelled first is never
     /// leased.
-    @Test(arguments: Engine.allCases) func aCancelLeavesWhatIsInFlightAndAClaimWhatIsCancelled(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases)
+    func aCancelLeavesWhatIsInFlightAndAClaimWhatIsCancelled(_ engine: Engine) throws {
         let queue = try Queue(engine)
         let sent = try queue.insert(["sent"]).id
         let leased = try #require(try queue.claim(now: t0 + 1).deliveries.first)
