@@ -178,6 +178,7 @@ async function overviewPage() {
         el("td", { class: "num queued" }, app.queued),
         el("td", { class: "num ready" }, app.ready),
         el("td", { class: "num" }, app.scheduled),
+        el("td", { class: "num scheduled-messages" }, app.scheduled_messages),
         el("td", { class: "num" }, app.inflight),
         el("td", { class: "num dead" }, el("a", { href: "#dead/" + encodeURIComponent(app.app) }, app.dead)),
         el("td", { class: "num" }, app.oldest_ready_seconds === null ? "-" : duration(app.oldest_ready_seconds * 1000)),
@@ -210,7 +211,7 @@ async function overviewPage() {
             + (now - overview.counts_at > 1000 ? " The backlog is big: its counts are from " + duration(now
                 - overview.counts_at) + " ago, the last minute's figures from this process's counters." : "")),
         overview.apps.length === 0 ? el("p", {}, "No apps yet: nothing was ever queued.")
-            : table(["app", "provider", "state", "queued", "ready", "scheduled", "in flight", "dead",
+            : table(["app", "provider", "state", "queued", "ready", "scheduled", "scheduled msgs", "in flight", "dead",
                 "oldest ready", "delivered/min", "dead/min", "dropped/min", ""], rows, "overview"),
         ...details);
 }
@@ -461,7 +462,9 @@ async function messagePage(id) {
     const payload = Object.assign({}, message);
     delete payload.deliveries;
     fill(document.getElementById("message"), 
-        el("p", {}, message.app + ", " + message.format + ", created " + time(message.created_at) + ": " + counts),
+        el("p", {}, message.app + ", " + message.format + ", created " + time(message.created_at)
+            + (message.send_at === null ? "" : ", scheduled for " + time(message.send_at))
+            + (message.cancelled_at === null ? "" : ", cancelled " + time(message.cancelled_at)) + ": " + counts),
         isAdmin() && message.counts.queued > 0 ? el("button", { type: "button", id: "cancel-message",
             onclick: () => cancelMessage(message.id) }, "Cancel its queued deliveries") : null,
         table(["token", "state", "reason", "attempts", "next attempt", "provider id"], rows),

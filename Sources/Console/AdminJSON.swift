@@ -18,6 +18,7 @@ public enum AdminJSON {
             "queued": .int(app.queued),
             "ready": .int(app.ready),
             "scheduled": .int(app.queued - app.ready),
+            "scheduled_messages": .int(app.scheduledMessages),
             "oldest_ready_seconds": app.oldestReadySince.map { .double(Double(now - $0) / 1000) } ?? .null,
             "inflight": .int(app.inflight),
             "dead": .int(app.dead),

@@ -264,6 +264,9 @@ extension Service {
                     }
                 })
                 metrics.replace("herald_app_paused", with: apps.map { (["app": $0.name], $0.paused ? 1 : 0) })
+                metrics.replace("herald_scheduled_messages", with: apps.map {
+                    (["app": $0.name], Double($0.scheduledMessages))
+                })
                 metrics.replace("herald_oldest_ready_seconds", with: apps.map { app in
                     (["app": app.name], app.oldestReadySince.map { Double(max(0, now - $0)) / 1000 } ?? 0)
                 })

@@ -11,9 +11,10 @@ enum StatusCommand {
         Shows, per app: whether it is sending, paused (with the reason) or gated (until when, since when, and what
         closed the gate: a connection reset, a timeout, a failed connection, a 5xx, a Retry-After or a quota error;
         a fault closes it once however many requests it failed, for 1 s, doubling only while separate faults go
-        on); its queued deliveries and how many of them are ready to send now; how long the oldest ready one has
-        been waiting since it became due; deliveries in flight; dead letters; and what finished in the last minute
-        (delivered, dead, dropped). It reads the indexes only, so it answers quickly at millions of rows.
+        on); its queued deliveries and how many of them are ready to send now; the messages scheduled for later
+        (send_at ahead, not cancelled; a message to users in every app counts in each); how long the oldest ready
+        one has been waiting since it became due; deliveries in flight; dead letters; and what finished in the last
+        minute (delivered, dead, dropped). It reads the indexes only, so it answers quickly at millions of rows.
 
         A Web Push app's push-service origins (https://host[:port] of its subscriptions) have gates and pauses of
         their own: an origin that fails closes only its own gate, and one that refused the sender for 5 different
@@ -24,7 +25,9 @@ enum StatusCommand {
           --totals    also count every app and state, finished rows included (the queue_depth view); this reads
                       the whole deliveries table, which takes seconds at millions of rows
           --db PATH|URL SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
-          --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}; a gated app's "gate_reason"
+          --json      one JSON object: {"at", "apps": [...], "totals"?: [...]}; "scheduled" counts queued
+                      deliveries not due yet (send_at, retries), "scheduled_messages" the messages waiting for their
+                      send_at; a gated app's "gate_reason"
                       is a short code (reset, timeout, connect, transport, http_503, retry_after, quota) and
                       "gated_since" the time its gate closed; "origins" lists a Web Push app's gated or paused
                       origins ({"origin", "paused", "pause_reason", "paused_at", "gated", "gate_until",
@@ -85,14 +88,14 @@ enum StatusCommand {
     static func text(_ apps: [AppStatus], totals: [QueueDepthRow]?, now: Int64) -> String {
         guard !apps.isEmpty else { return "no apps yet: nothing was ever queued" }
         var table = TextTable(
-            ["APP", "SENDING", "QUEUED", "READY", "OLDEST READY", "IN FLIGHT", "DEAD",
+            ["APP", "SENDING", "QUEUED", "READY", "SCHEDULED MSGS", "OLDEST READY", "IN FLIGHT", "DEAD",
              "DELIVERED/MIN", "DEAD/MIN", "DROPPED/MIN"],
-            rightAligned: Set(2...9))
+            rightAligned: Set(2...10))
         var notes: [String] = []
         for app in apps {
             let sending = app.paused ? "paused" : app.gateUntil > now ? "gated" : "yes"
             table.append([
-                app.name, sending, String(app.queued), String(app.ready),
+                app.name, sending, String(app.queued), String(app.ready), String(app.scheduledMessages),
                 app.oldestReadySince.map { DurationText.format(now - $0) } ?? "-",
                 String(app.inflight), String(app.dead), String(app.finishedLastMinute.delivered),
                 String(app.finishedLastMinute.dead), String(app.finishedLastMinute.dropped),

@@ -210,6 +210,106 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(try queue.claim(now: t0 + 30_000).deliveries.map(\.messageID) == [id])
     }
 
+    // MARK: - send_at and cancelling
+
+    /// A message to `tokens` not to be sent before `sendAt`.
+    private func schedule(
+        _ queue: Queue, _ tokens: [String], sendAt: Int64, ttl: Int = 3600, collapseKey: String? = nil,
+        key: String? = nil, at now: Int64 = t0
+    ) throws -> AcceptedMessage {
+        try queue.store.insert(
+            NewMessage(
+                app: "default", idempotencyKey: key, payload: "{}", target: .tokens(tokens), collapseKey: collapseKey,
+                ttlSeconds: ttl, sendAt: sendAt),
+            now: now)
+    }
+
+    @Test(arguments: Engine.allCases) func aScheduledMessageIsClaimedAtItsTimeNeverBefore(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let at = t0 + 60_000
+        let id = try schedule(queue, ["a", "b"], sendAt: at).id
+        let early = try queue.claim(now: at - 1)
+        #expect(early.deliveries.isEmpty)
+        #expect(early.nextDueAt == at, "the claimer sleeps until then")
+        #expect(try queue.claim(now: at).deliveries.map(\.messageID) == [id, id])
+        let record = try #require(try queue.store.database.message(id: id))
+        #expect(record.sendAt == at)
+        #expect(record.createdAt == t0)
+    }
+
+    @Test(arguments: Engine.allCases) func theTTLCountsFromSendAt(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let at = t0 + 60_000
+        let kept = try schedule(queue, ["kept"], sendAt: at, ttl: 10).id
+        #expect(try queue.store.database.message(id: kept)?.expiresAt == at + 10_000)
+        #expect(try queue.claim(now: at + 9_999).deliveries.map(\.messageID) == [kept])
+        let late = try schedule(queue, ["late"], sendAt: at, ttl: 10).id
+        #expect(try queue.claim(now: at + 10_000).expired == 1)
+        #expect(try queue.state(of: late) == "dead/Expired")
+        let prompt = try schedule(queue, ["prompt"], sendAt: at, ttl: 0).id
+        let claimed = try queue.claim(now: at + defaultTTLZeroWindowMillis - 1).deliveries
+        #expect(claimed.map(\.messageID) == [prompt], "now or never counts from send_at too")
+    }
+
+    @Test(arguments: Engine.allCases) func aPastSendAtMeansNow(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let id = try schedule(queue, ["a"], sendAt: t0 - 3_600_000, ttl: 10).id
+        let record = try #require(try queue.store.database.message(id: id))
+        #expect(record.sendAt == t0)
+        #expect(record.expiresAt == t0 + 10_000)
+        #expect(try queue.claim(now: t0).deliveries.map(\.messageID) == [id])
+    }
+
+    @Test(arguments: Engine.allCases) func anotherSendAtUnderTheSameKeyIsAnotherMessage(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let first = try schedule(queue, ["a"], sendAt: t0 + 60_000, key: "k")
+        let repeated = try schedule(queue, ["a"], sendAt: t0 + 60_000, key: "k", at: t0 + 1)
+        #expect(repeated.id == first.id && repeated.isRepeat)
+        #expect(throws: IdempotencyConflict.self) { try schedule(queue, ["a"], sendAt: t0 + 60_001, key: "k") }
+        #expect(throws: IdempotencyConflict.self) { try queue.insert(["a"], key: "k") }
+    }
+
+    @Test(arguments: Engine.allCases) func aCancelledScheduledMessageIsNeverClaimed(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let at = t0 + 60_000
+        let id = try schedule(queue, ["a", "b"], sendAt: at).id
+        let other = try schedule(queue, ["c"], sendAt: at).id
+        #expect(try queue.store.database.scheduledMessageCounts(now: t0) == ["default": 2])
+        #expect(try queue.store.cancel(id, now: t0 + 1) == 2)
+        #expect(try queue.store.cancel(id, now: t0 + 2) == 0, "nothing left to cancel")
+        #expect(try queue.store.cancel("01NOSUCHMESSAGE", now: t0 + 2) == nil)
+        #expect(try queue.claim(now: at).deliveries.map(\.messageID) == [other])
+        #expect(try queue.rows().prefix(2) == ["a dropped/Cancelled", "b dropped/Cancelled"])
+        #expect(try queue.store.database.message(id: id)?.cancelledAt == t0 + 1, "the first cancel's time")
+        #expect(try queue.store.database.scheduledMessageCounts(now: t0 + 3) == ["default": 1])
+        #expect(try queue.store.database.scheduledMessageCounts(now: at) == [:], "its time has come")
+    }
+
+    /// A claim and a cancel, one after the other (SQLite has one writer; PostgreSQL's interleavings are in
+    /// `PGWriteRaceTests`): what was leased first is sent and its outcome stands, what was cancelled first is never
+    /// leased.
+    @Test(arguments: Engine.allCases)
+    func aCancelLeavesWhatIsInFlightAndAClaimWhatIsCancelled(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let sent = try queue.insert(["sent"]).id
+        let leased = try #require(try queue.claim(now: t0 + 1).deliveries.first)
+        #expect(try queue.store.cancel(sent, now: t0 + 2) == 0)
+        try queue.apply([.delivered(id: leased.id, fcmMessageID: "m", canonicalToken: nil, status: 200)], now: t0 + 3)
+        #expect(try queue.state(of: sent) == "delivered")
+        let cancelled = try queue.insert(["cancelled"], at: t0 + 4).id
+        #expect(try queue.store.cancel(cancelled, now: t0 + 5) == 1)
+        #expect(try queue.claim(now: t0 + 6).deliveries.isEmpty)
+        #expect(try queue.state(of: cancelled) == "dropped/Cancelled")
+    }
+
+    @Test(arguments: Engine.allCases) func aNewerMessageScheduledForLaterSupersedesNothingYet(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let older = try queue.insert(["T"], collapseKey: "score", at: t0).id
+        let newer = try schedule(queue, ["T"], sendAt: t0 + 60_000, collapseKey: "score", at: t0 + 1_000).id
+        #expect(try queue.claim(now: t0 + 2_000).deliveries.map(\.messageID) == [older])
+        #expect(try queue.claim(now: t0 + 60_000).deliveries.map(\.messageID) == [newer])
+    }
+
     // MARK: - Outcomes and leases
 
     @Test(arguments: Engine.allCases) func outcomesOnlyTouchRowsStillLeasedByTheirOwner(_ engine: Engine) throws {
