@@ -1,15 +1,16 @@
 import Foundation
 
-/// A fresh directory for one test's database files, removed when the value is released.
-final class TemporaryDirectory {
-    let url: URL
+/// A fresh directory for one test's files (databases, sockets, certificates), removed with everything in it when the
+/// value is released.
+public final class TemporaryDirectory: Sendable {
+    public let url: URL
 
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("herald-test-\(UUID().uuidString)")
+    public init(prefix: String = "herald-test") {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 
     deinit { try? FileManager.default.removeItem(at: url) }
 }

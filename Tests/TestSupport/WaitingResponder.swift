@@ -1,41 +1,29 @@
 import Dispatch
 import Foundation
 import HTTP
+import Synchronization
 
-// What the tests of HTTP handlers (ingest, the console) share.
-
-/// Waits for the one response a handler gives, from whichever thread gives it.
-public final class WaitingResponder: HTTPResponder, @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var response: HTTPResponse?
+/// Waits for the one response a handler gives, from whichever thread gives it, and keeps that thread.
+public final class WaitingResponder: HTTPResponder, Sendable {
+    private let answer = Mutex<(response: HTTPResponse, thread: pthread_t)?>(nil)
+    private let answered = DispatchSemaphore(value: 0)
 
     public init() {}
 
     public func respond(_ response: HTTPResponse) {
-        lock.withLock { self.response = response }
-        done.signal()
+        answer.withLock { $0 = (response, pthread_self()) }
+        answered.signal()
     }
 
-    public func wait() -> HTTPResponse {
-        // A bound so a broken handler fails the test instead of hanging it; not a timing assertion.
-        guard done.wait(timeout: .now() + 30) == .success else { return HTTPResponse(status: 0) }
-        return lock.withLock { response ?? HTTPResponse(status: 0) }
-    }
-}
-
-/// A fresh directory, removed with its files when the suite instance goes.
-public final class ScratchDirectory: Sendable {
-    public let url: URL
-
-    public init(prefix: String) {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    /// The response and the thread that gave it; nil when none came within `seconds` — a bound so a broken handler
+    /// fails the test instead of hanging it, not a timing assertion.
+    public func answer(within seconds: Double = 30) -> (response: HTTPResponse, thread: pthread_t)? {
+        guard answered.wait(timeout: .now() + seconds) == .success else { return nil }
+        return answer.withLock { $0 }
     }
 
-    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
+    /// The response, or status 0 when none came.
+    public func wait() -> HTTPResponse { answer()?.response ?? HTTPResponse(status: 0) }
 }
 
 /// What the server does with `request`: its head to `admit` first (the body unread), then the whole request to
