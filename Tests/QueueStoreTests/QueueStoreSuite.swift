@@ -854,9 +854,50 @@ private let t0: Int64 = 1_700_000_000_000
         try queue.store.register("t-bob", app: "default", user: "bob", now: t0 + 2)
         try queue.store.register("t-ann-other-app", app: "other", user: "ann", now: t0 + 3)
         let accepted = try queue.store.insert(
-            NewMessage(app: "default", payload: "{}", target: .users(["ann", "bob", "ann", "nobody"])), now: t0 + 10)
+            NewMessage(
+                app: "default", payload: "{}", target: .users(["ann", "bob", "ann", "nobody"]), collapseKey: "k"),
+            now: t0 + 10)
         #expect(accepted.deliveries == 3)
         #expect(try queue.rows() == ["t-ann-1 queued", "t-ann-2 queued", "t-bob queued"])
+        // Each token it expanded to has it as the head of its collapse key, with the delivery to that token.
+        #expect(try queue.store.strings(
+            """
+            SELECT h.token FROM collapse_heads AS h JOIN deliveries AS d ON d.id = h.delivery_id
+            WHERE d.message_id = h.message_id AND d.token = h.token AND h.message_id = $1 ORDER BY h.token
+            """, [.text(accepted.id)]) == ["t-ann-1", "t-ann-2", "t-bob"])
+        let nobody = try queue.store.insert(
+            NewMessage(app: "default", payload: "{}", target: .users(["nobody"])), now: t0 + 11)
+        #expect(nobody.deliveries == 0)
+        #expect(try queue.store.database.message(id: nobody.id)?.deliveries.isEmpty == true)
+    }
+
+    /// `AcceptedMessage.rowID` (what `/fcm/send` answers as `multicast_id` or a topic's `message_id`) names the
+    /// message's row on every engine.
+    @Test(arguments: Engine.available) func theRowIDNamesTheMessage(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let tokens = try queue.insert(["a"])
+        let topic = try queue.store.insert(
+            NewMessage(app: "default", payload: "{}", target: .topic("/topics/news")), now: t0)
+        #expect(tokens.rowID > 0 && topic.rowID != tokens.rowID)
+        for accepted in [tokens, topic] {
+            #expect(try queue.store.strings(
+                "SELECT id FROM messages WHERE rowid = $1", [.integer(accepted.rowID)]) == [accepted.id])
+        }
+    }
+
+    @Test(arguments: Engine.available) func cancellingDropsOnlyQueuedDeliveries(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        let message = try queue.enqueue(["sent", "sending", "waiting"])
+        _ = try queue.store.strings("UPDATE deliveries SET state = 'delivered' WHERE token = 'sent' RETURNING id")
+        try queue.claim(limit: 1, now: t0 + 1)
+        let before = try queue.states()
+        #expect(before.values.sorted() == ["delivered", "inflight", "queued"])
+        let queued = try #require(before.first { $0.value == "queued" }?.key)
+        #expect(try queue.store.cancel(message, now: t0 + 2) == 1)
+        var after = before
+        after[queued] = "dropped/Cancelled"
+        #expect(try queue.states() == after, "only the queued delivery is dropped; the sent and the leased stay")
+        #expect(try queue.store.cancel("missing", now: t0 + 2) == nil)
     }
 
     @Test(arguments: Engine.available) func ingestDecidesExpiryLaneAndCollapseHeads(_ engine: Engine) throws {
@@ -909,10 +950,14 @@ private let t0: Int64 = 1_700_000_000_000
             NewMessage(app: "default", payload: #"{"data":{"a":"b"}}"#, format: .v1, target: .tokens(["fid-1"]),
                        tokenField: .fid, collapseKey: "k", priority: .high, ttlSeconds: 60),
             now: t0)
+        let legacy = try queue.insert(["tok-1"])
         let claimed = try queue.claim(now: t0 + 1)
         let message = try #require(claimed.messages[accepted.id])
         #expect(message == ClaimedMessage(
             id: accepted.id, app: "default", payload: #"{"data":{"a":"b"}}"#, targetKind: .tokens, ttlSeconds: 60,
             dryRun: false, expiresAt: t0 + 60_000, collapseKey: "k", format: .v1, tokenField: .fid))
+        #expect(claimed.messages[legacy.id]?.format == .legacy && claimed.messages[legacy.id]?.tokenField == .token)
+        #expect(try queue.store.strings("SELECT format || '/' || token_field FROM messages ORDER BY format")
+            == ["legacy/token", "v1/fid"])
     }
 }
