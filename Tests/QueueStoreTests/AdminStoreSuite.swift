@@ -413,9 +413,6 @@ private let day: Int64 = 86_400_000
         #expect(try store.transaction { try store.purgeDeadLetters(DeadLetterFilter(token: "t5"), now: t0, limit: 10) }
             .deliveries == 1)
         #expect(try admin.row("t5") == nil)
-        #expect(DeadLetterCursor(text: DeadLetterCursor(diedAt: t0, deliveryID: 42).text)
-            == DeadLetterCursor(diedAt: t0, deliveryID: 42))
-        #expect(DeadLetterCursor(text: "12") == nil && DeadLetterCursor(text: "a.b") == nil)
     }
 
     @Test(arguments: Engine.available) func deadLetterGroupsPutAMissingReasonFirst(_ engine: Engine) throws {
