@@ -21,8 +21,15 @@ extension ServeConfiguration {
 }
 
 extension ServeConfiguration {
-    /// The secrets key's id, for `status` and the console.
+    /// The secrets key's id and the certificates of the apps that have one, for `status` and the console.
     var credentialFacts: CredentialFacts {
-        CredentialFacts(secretsKeyID: secretsKey?.id)
+        var certificates: [String: CredentialFacts.Certificate] = [:]
+        for app in apps {
+            guard let certificate = app.apns?.certificate else { continue }
+            certificates[app.name] = CredentialFacts.Certificate(
+                expiresAt: certificate.notAfterMillis, sha256: certificate.sha256Fingerprint,
+                subject: certificate.subjectCommonName)
+        }
+        return CredentialFacts(secretsKeyID: secretsKey?.id, certificates: certificates)
     }
 }

@@ -522,7 +522,8 @@ struct ServeConfiguration: Sendable {
                 let settings = try APNsSettings(
                     keyFile: item["key_file"]?.stringValue, keyID: item["key_id"]?.stringValue,
                     teamID: item["team_id"]?.stringValue, topic: item["topic"]?.stringValue,
-                    environment: item["environment"]?.stringValue, app: name, directory: directory)
+                    environment: item["environment"]?.stringValue,
+                    certificate: try APNsCertificateFiles(item, app: name), app: name, directory: directory)
                 var app = AppConfiguration(
                     name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? settings.defaultEndpoint,
                     concurrency: appConcurrency, maxRate: appMaxRate)

@@ -121,6 +121,17 @@ final class Service: Sendable {
                     "client_email": .string(account.clientEmail),
                     "endpoint": .string(app.endpoint), "token_uri": .string(tokenURI),
                 ])
+            } else if app.provider == .apns, let apns = app.apns, let certificate = apns.certificate {
+                provider = APNsProvider(
+                    app: app.name, certificate: certificate, topic: apns.topic, endpoint: app.endpoint,
+                    timeoutMillis: configuration.requestTimeoutMillis, caFile: apns.caFile)
+                Log.info("apns app", [
+                    "app": .string(app.name), "topic": .string(apns.topic),
+                    "certificate": .string(certificate.subjectCommonName ?? "-"),
+                    "certificate_sha256": .string(certificate.sha256Fingerprint),
+                    "certificate_expires": .string(Output.time(certificate.notAfterMillis)),
+                    "endpoint": .string(app.endpoint),
+                ])
             } else if app.provider == .apns, let apns = app.apns, let key = apns.key {
                 provider = APNsProvider(
                     app: app.name, key: key, keyID: apns.keyID, teamID: apns.teamID, topic: apns.topic,

@@ -17,6 +17,10 @@ import Testing
         try openssl(["req", "-x509"] + ec + ["-keyout", "b.key", "-out", "b.pem", "-days", "10", "-subj", "/CN=b"])
         try openssl(["pkcs12", "-export", "-inkey", "a.key", "-in", "a.pem", "-out", "a.p12",
                      "-passout", "pass:\(password)"])
+        // As older Keychain Access exports are: certificates under 40-bit RC2, which OpenSSL 3 keeps in its legacy
+        // provider.
+        try openssl(["pkcs12", "-export", "-legacy", "-inkey", "a.key", "-in", "a.pem", "-out", "legacy.p12",
+                     "-passout", "pass:\(password)"])
     }
 
     func openssl(_ arguments: [String]) throws {
@@ -53,6 +57,11 @@ import Testing
         let combined = try text("a.pem") + text("a.key")
         #expect(try TLSClientIdentity(certificatePEM: combined, keyPEM: combined).sha256Fingerprint
             == fromP12.sha256Fingerprint)
+    }
+
+    @Test func aPKCS12UnderLegacyCiphersLoads() throws {
+        let legacy = try TLSClientIdentity(pkcs12: bytes("legacy.p12"), password: password)
+        #expect(legacy.subjectUserID == "com.example.app")
     }
 
     @Test func aWrongPasswordIsSaidWithoutThePassword() throws {
