@@ -24,33 +24,21 @@ import Testing
             let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
             let subject = "/UID=\(APNsCertificateIntegrationTests.topic)/CN=Apple Push Services: "
                 + APNsCertificateIntegrationTests.topic
-            try Self.openssl(["req", "-x509"] + ec + [
+            try OpenSSLCommand.run(["req", "-x509"] + ec + [
                 "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Test APNs CA"], in: directory)
-            try Self.openssl(["req"] + ec + [
+            try OpenSSLCommand.run(["req"] + ec + [
                 "-keyout", "client.key", "-out", "client.csr", "-subj", subject], in: directory)
-            try Self.openssl([
+            try OpenSSLCommand.run([
                 "x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                 "-out", "client.pem", "-days", "2"], in: directory)
-            try Self.openssl([
+            try OpenSSLCommand.run([
                 "pkcs12", "-export", "-inkey", "client.key", "-in", "client.pem", "-out", "client.p12",
                 "-passout", "pass:\(password)"], in: directory)
-            try Self.openssl(["req", "-x509"] + ec + [
+            try OpenSSLCommand.run(["req", "-x509"] + ec + [
                 "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/UID=rogue/CN=rogue"],
                 in: directory)
             try (password + "\n").write(toFile: path("password"), atomically: true, encoding: .utf8)
             for name in ["ca.key", "client.key", "client.p12", "rogue.key", "password"] { chmod(path(name), 0o600) }
-        }
-
-        static func openssl(_ arguments: [String], in directory: URL) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["openssl"] + arguments
-            process.currentDirectoryURL = directory
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " "))")
         }
     }
 
@@ -103,8 +91,8 @@ import Testing
             #expect(rows[token]?.state == "delivered", "\(token): \(String(describing: rows[token]))")
         }
         for token in ["rogue-1", "rogue-2"] {
-            #expect(rows[token]?.state != "delivered"
-                        && rows[token]?.reason?.hasPrefix("the server closed the connection before HTTP/2 began") == true,
+            let refused = rows[token]?.reason?.hasPrefix("the server closed the connection before HTTP/2 began")
+            #expect(rows[token]?.state != "delivered" && refused == true,
                     "\(token) fails at once as a transport failure: \(String(describing: rows[token]))")
         }
         let stats = try await standIn.statsObject()
@@ -129,7 +117,8 @@ import Testing
         #expect(json["secrets_key_id"] as? String == keyID)
         let statusApps = json["apps"] as? [[String: Any]] ?? []
         let statusIOS = statusApps.first { $0["app"] as? String == "ios" }?["certificate"] as? [String: Any]
-        #expect(statusIOS?["expires_at"] as? Int == expiresAt && statusIOS?["sha256"] as? String == ios["sha256"] as? String)
+        #expect(statusIOS?["expires_at"] as? Int == expiresAt)
+        #expect(statusIOS?["sha256"] as? String == ios["sha256"] as? String)
         let text = try runHerald(["status", "--db", herald.databasePath, "--config", config], directory: directory)
         #expect(text.stdout.contains("secrets key: id \(keyID)"), "\(text.stdout)")
         #expect(text.stdout.contains("ios: APNs certificate"), "\(text.stdout)")
@@ -150,7 +139,7 @@ import Testing
             .write(toFile: certificates.path("ca.cnf"), atomically: true, encoding: .utf8)
         try "".write(toFile: certificates.path("index"), atomically: true, encoding: .utf8)
         try "01\n".write(toFile: certificates.path("serial"), atomically: true, encoding: .utf8)
-        try Certificates.openssl([
+        try OpenSSLCommand.run([
             "ca", "-batch", "-config", "ca.cnf", "-selfsign", "-keyfile", "client.key", "-in", "client.csr",
             "-out", "expired.pem", "-startdate", "20200101000000Z", "-enddate", "20200201000000Z"], in: directory)
         let wrongPassword = "not the password 7f3a"

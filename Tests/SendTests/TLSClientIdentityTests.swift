@@ -1,4 +1,5 @@
 import Foundation
+import NetworkTestSupport
 import Testing
 
 @testable import Send
@@ -24,15 +25,7 @@ import Testing
     }
 
     func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "openssl \(arguments)")
+        try OpenSSLCommand.run(arguments, in: directory)
     }
 
     func text(_ name: String) throws -> String {
