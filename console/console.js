@@ -221,8 +221,8 @@ async function overviewPage() {
 function certificateNote(certificate, now, full) {
     const left = certificate.expires_at - now;
     const when = left > 0 ? "expires in " + duration(left) : "expired " + duration(-left) + " ago";
-    const text = full ? "APNs certificate " + (certificate.subject || "") + " " + when + " (" + time(certificate.expires_at)
-        + "); SHA-256 " + certificate.sha256 : " · certificate " + when;
+    const text = full ? "APNs certificate " + (certificate.subject || "") + " " + when + " ("
+        + time(certificate.expires_at) + "); SHA-256 " + certificate.sha256 : " · certificate " + when;
     return el(full ? "p" : "span", { class: "certificate" + (left < 30 * 86400000 ? " expiring" : "") }, text);
 }
 

@@ -3,8 +3,8 @@
 
 // OpenSSL's libssl, for the TLS under Herald's own HTTP/2 client (Send/HTTP2) and under the HTTPS server (HTTP/TLS,
 // with the X509 calls that make its throw-away certificate), and the client certificates some of Herald's client's
-// connections present (PEM or PKCS#12: Send/HTTP2/TLSClientIdentity.swift). Only what they use; the macros among it (SSL_ctrl and
-// SSL_CTX_ctrl calls) get typed wrappers, as Swift cannot call a macro.
+// connections present (PEM or PKCS#12: Send/HTTP2/TLSClientIdentity.swift). Only what they use; the macros among it
+// (SSL_ctrl and SSL_CTX_ctrl calls) get typed wrappers, as Swift cannot call a macro.
 
 #include <string.h>
 

@@ -182,7 +182,8 @@ final class Service: Sendable {
                 apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses),
             providers: Dictionary(
                 apps.map { ($0.name, $0.provider.rawValue) }, uniquingKeysWith: { first, _ in first }),
-            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
+            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot,
+            committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         // Every route behind one front door: no other site's page, and no rebound name without a token.

@@ -43,8 +43,9 @@ enum StatusCommand {
         """
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(
-            arguments, options: Arguments.Option.common + [.flag("totals"), .value("config"), .value("secrets-key-file")])
+        let parsed = try Arguments(arguments, options: Arguments.Option.common + [
+            .flag("totals"), .value("config"), .value("secrets-key-file"),
+        ])
         if parsed.flag("help") {
             print(help)
             return 0
@@ -94,7 +95,8 @@ enum StatusCommand {
 
     /// The secrets key's id and each certificate's expiry, under the table.
     static func text(_ credentials: CredentialFacts, now: Int64) -> String {
-        var lines = ["secrets key: " + (credentials.secretsKeyID.map { "id \($0)" } ?? "none (storing secrets is refused)")]
+        let key = credentials.secretsKeyID.map { "id \($0)" } ?? "none (storing secrets is refused)"
+        var lines = ["secrets key: " + key]
         for (app, certificate) in credentials.certificates.sorted(by: { $0.key < $1.key }) {
             let soon = certificate.expiresAt - now < APNsCertificateFiles.expiryWarningMillis ? ": renew it soon" : ""
             lines.append("""

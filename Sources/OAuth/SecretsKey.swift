@@ -78,7 +78,8 @@ public struct SecretsKey: Sendable, CustomStringConvertible {
     public func open(_ sealed: String, context: String) throws(SecretsError) -> [UInt8] {
         let keyID = try Self.keyID(of: sealed)
         guard keyID == id else { throw SecretsError.otherKey(sealedWith: keyID, given: id) }
-        let payload = String(decoding: sealed.utf8.dropFirst(Self.version.utf8.count + id.utf8.count + 2), as: UTF8.self)
+        let prefixLength = Self.version.utf8.count + id.utf8.count + 2
+        let payload = String(decoding: sealed.utf8.dropFirst(prefixLength), as: UTF8.self)
         // The canonical text only: base64url's last character has spare bits that decoding would ignore.
         guard let bytes = Base64URL.decode(payload), Base64URL.encode(bytes) == payload,
               bytes.count >= AESGCM.nonceLength + AESGCM.tagLength
