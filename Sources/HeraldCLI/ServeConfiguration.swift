@@ -80,6 +80,8 @@ struct ServeConfiguration: Sendable {
     /// How long a request to a provider may wait for its answer (from its submission), every app's.
     var requestTimeoutMillis = 30_000
     var apps: [AppConfiguration]
+    /// The key of the secrets stored in the database (`--secrets-key-file`); nil: storing a secret is refused.
+    var secretsKey: SecretsKey? = nil
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
     /// The built-in simulator speaks HTTP/1.1 (a connection per request in flight), so the sandbox's v1 app keeps
@@ -104,6 +106,7 @@ struct ServeConfiguration: Sendable {
         ("apns-team-id", nil, "the Apple developer team id that owns the key"),
         ("apns-topic", nil, "the iOS app's bundle id, e.g. com.example.app"),
         ("apns-environment", "production", "production or sandbox (development builds of the app)"),
+        ("secrets-key-file", nil, "key of the secrets stored in the database (`herald secrets-key --out FILE`)"),
         ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1 and APNs, 64 for FCM legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
@@ -326,6 +329,12 @@ struct ServeConfiguration: Sendable {
             leaseMillis: lease, liveness: liveness, apps: apps)
         configuration.consoleReadOnlyToken = try raw("console-read-only-token").flatMap { $0.isEmpty ? nil : $0 }
         configuration.requestTimeoutMillis = Int(try duration("request-timeout", in: 1_000...3_600_000))
+        if let path = try given("secrets-key-file").flatMap({ $0.isEmpty ? nil : $0 }) {
+            let inFile = arguments.value("secrets-key-file") == nil
+                && environment[environmentName("secrets-key-file")] == nil
+            configuration.secretsKey = try loadSecretsKey(
+                inFile ? configDirectory.map { resolvePath(path, against: $0) } ?? path : path)
+        }
         try configuration.check()
         return configuration
     }
@@ -426,10 +435,15 @@ struct ServeConfiguration: Sendable {
 
     /// A key file that group or other users may read gets a warning (it is read all the same: refusing would stop a
     /// service over a mode): `what` names it, "the service account file".
-    static func warnIfOthersCanRead(_ path: String, _ what: String, app: String) {
+    static func warnIfOthersCanRead(_ path: String, _ what: String, app: String?) {
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
-            Log.warn("\(what) can be read by other users: chmod 600 it", ["app": .string(app), "file": .string(path)])
+            let message = "\(what) can be read by other users: chmod 600 it"
+            if let app {
+                Log.warn(message, ["app": .string(app), "file": .string(path)])
+            } else {
+                Log.warn(message, ["file": .string(path)])
+            }
         }
     }
 
@@ -508,7 +522,8 @@ struct ServeConfiguration: Sendable {
                 let settings = try APNsSettings(
                     keyFile: item["key_file"]?.stringValue, keyID: item["key_id"]?.stringValue,
                     teamID: item["team_id"]?.stringValue, topic: item["topic"]?.stringValue,
-                    environment: item["environment"]?.stringValue, app: name, directory: directory)
+                    environment: item["environment"]?.stringValue,
+                    certificate: try APNsCertificateFiles(item, app: name), app: name, directory: directory)
                 var app = AppConfiguration(
                     name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? settings.defaultEndpoint,
                     concurrency: appConcurrency, maxRate: appMaxRate)
