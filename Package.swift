@@ -52,11 +52,27 @@ let package = Package(
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
+
+        // MARK: - Providers: one folder each, on the shared layers above; none of those depends on one
+        .target(
+            name: "FCMLegacy", dependencies: ["Delivery", "Classify", "Send", "Queue", "Support"],
+            path: "Sources/Providers/FCMLegacy"),
+        .target(
+            name: "FCMV1", dependencies: ["Delivery", "Classify", "Send", "OAuth", "Queue", "Support"],
+            path: "Sources/Providers/FCMV1"),
+        .target(
+            name: "APNs", dependencies: ["Delivery", "Classify", "Send", "OAuth", "Queue", "Support"],
+            path: "Sources/Providers/APNs"),
+        .target(
+            name: "WebPush", dependencies: ["Delivery", "Classify", "Send", "OAuth", "Posix", "Queue", "Support"],
+            path: "Sources/Providers/WebPush"),
+
+        // MARK: - The command line
         .target(
             name: "HeraldCLI",
             dependencies: [
                 "Ingest", "Console", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery",
-                "Send", "OAuth",
+                "Send", "OAuth", "FCMLegacy", "FCMV1", "APNs", "WebPush",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
@@ -89,7 +105,23 @@ let package = Package(
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",
-            dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP"]),
+            dependencies: [
+                "Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP", "FCMLegacy", "WebPush",
+            ]),
+        .testTarget(
+            name: "FCMLegacyTests", dependencies: ["FCMLegacy", "Delivery", "Classify", "Queue", "Send", "Support"],
+            path: "Tests/Providers/FCMLegacyTests"),
+        .testTarget(
+            name: "FCMV1Tests",
+            dependencies: ["FCMV1", "FCMLegacy", "Delivery", "Classify", "HTTP", "OAuth", "Queue", "Send", "Support"],
+            path: "Tests/Providers/FCMV1Tests"),
+        .testTarget(
+            name: "APNsTests", dependencies: ["APNs", "Delivery", "Classify", "OAuth", "Queue", "Send", "Support"],
+            path: "Tests/Providers/APNsTests"),
+        .testTarget(
+            name: "WebPushTests",
+            dependencies: ["WebPush", "Delivery", "Classify", "OAuth", "Posix", "Queue", "Send", "Support"],
+            path: "Tests/Providers/WebPushTests"),
         // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.
         .target(name: "NetworkTestSupport", dependencies: ["Send"], path: "Tests/NetworkTestSupport"),
         .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Posix", "Support", "NetworkTestSupport"]),

@@ -1,3 +1,4 @@
+import APNs
 import Delivery
 import Foundation
 import OAuth

@@ -3,6 +3,7 @@ import Foundation
 import Ingest
 import OAuth
 import Support
+import WebPush
 
 /// A Web Push app's VAPID identity (SPEC §16), the endpoints it sends to and its bounds (SPEC §19), from its `apps`
 /// entry.

@@ -1,4 +1,5 @@
 import Delivery
+import FCMV1
 import Foundation
 import HTTP
 import OAuth

@@ -1,6 +1,9 @@
+import APNs
 import Console
 import Delivery
+import FCMLegacy
 import FCMSimulator
+import FCMV1
 import Foundation
 import HTTP
 import Ingest
@@ -10,6 +13,7 @@ import Send
 import Storage
 import Support
 import Synchronization
+import WebPush
 
 /// The running parts of `herald serve` and the order they start and stop in.
 final class Service: Sendable {

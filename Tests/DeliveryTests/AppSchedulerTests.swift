@@ -1,6 +1,7 @@
 import Classify
-import Send
+import FCMLegacy
 import Queue
+import Send
 import Support
 import Synchronization
 import Testing
