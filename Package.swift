@@ -54,25 +54,44 @@ let package = Package(
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
 
         // MARK: - Providers: one folder each, on the shared layers above; none of those depends on one
+        // What a provider's folder gives the list: its definition (name, keys, reason codes) and an app's settings
+        // (checks, sandbox wiring, sender, what ingest refuses).
         .target(
-            name: "FCMLegacy", dependencies: ["Delivery", "Classify", "Send", "Queue", "Support"],
+            name: "ProviderKit", dependencies: ["Delivery", "FCMSimulator", "Ingest", "OAuth", "Send", "Support"],
+            path: "Sources/Providers/ProviderKit"),
+        .target(
+            name: "FCMLegacy",
+            dependencies: ["ProviderKit", "Delivery", "Classify", "Ingest", "Send", "Queue", "Support"],
             path: "Sources/Providers/FCMLegacy"),
         .target(
-            name: "FCMV1", dependencies: ["Delivery", "Classify", "Send", "OAuth", "Queue", "Support"],
+            name: "FCMV1",
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth", "Queue", "Support",
+            ],
             path: "Sources/Providers/FCMV1"),
         .target(
-            name: "APNs", dependencies: ["Delivery", "Classify", "Send", "OAuth", "Queue", "Support"],
+            name: "APNs",
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth", "Queue", "Support",
+            ],
             path: "Sources/Providers/APNs"),
         .target(
-            name: "WebPush", dependencies: ["Delivery", "Classify", "Send", "OAuth", "Posix", "Queue", "Support"],
+            name: "WebPush",
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "Ingest", "Send", "OAuth", "Posix", "Queue", "Support",
+            ],
             path: "Sources/Providers/WebPush"),
+        // The one place that names every provider.
+        .target(
+            name: "ProviderList", dependencies: ["ProviderKit", "FCMLegacy", "FCMV1", "APNs", "WebPush"],
+            path: "Sources/Providers/ProviderList"),
 
         // MARK: - The command line
         .target(
             name: "HeraldCLI",
             dependencies: [
                 "Ingest", "Console", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery",
-                "Send", "OAuth", "FCMLegacy", "FCMV1", "APNs", "WebPush",
+                "Send", "OAuth", "ProviderKit", "ProviderList", "FCMLegacy", "FCMV1", "APNs",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
@@ -94,7 +113,9 @@ let package = Package(
             dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
         // A handler's answer waited for, and a scratch directory: what the handlers' tests share.
         .target(name: "HTTPTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPTestSupport"),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support", "HTTPTestSupport"]),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: ["Ingest", "Queue", "Storage", "Support", "HTTPTestSupport", "FCMLegacy"]),
         .testTarget(
             name: "ConsoleTests",
             dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support", "HTTPTestSupport"]),
@@ -120,7 +141,10 @@ let package = Package(
             path: "Tests/Providers/APNsTests"),
         .testTarget(
             name: "WebPushTests",
-            dependencies: ["WebPush", "Delivery", "Classify", "OAuth", "Posix", "Queue", "Send", "Support"],
+            dependencies: [
+                "WebPush", "Delivery", "Classify", "HTTP", "HTTPTestSupport", "Ingest", "OAuth", "Posix", "Queue",
+                "Send", "Storage", "Support",
+            ],
             path: "Tests/Providers/WebPushTests"),
         // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.
         .target(name: "NetworkTestSupport", dependencies: ["Send"], path: "Tests/NetworkTestSupport"),

@@ -1,12 +1,13 @@
+import FCMLegacy
 import Foundation
 import HTTP
+import HTTPTestSupport
 import Queue
 import Storage
 import Support
 import Testing
 
 @testable import Ingest
-import HTTPTestSupport
 
 /// `POST /v1/projects/{project}/messages:send` through `IngestAPI` on a real database: FCM v1's answers, in FCM v1's
 /// shape, and only what was committed is answered 200.
@@ -22,10 +23,10 @@ import HTTPTestSupport
 
     private func api(
         token: String? = nil, projects: [String: String] = ["proj-a": "default", "proj-b": "b"],
-        providers: [String: ProviderKind] = [:]
+        addressing: [String: any AddressingRules] = [:]
     ) -> IngestAPI {
         IngestAPI(writer: writer, readers: readers, apiToken: token, knownApps: ["default", "b"], projects: projects,
-                  providers: providers)
+                  addressing: addressing)
     }
 
     private func send(
@@ -113,7 +114,7 @@ import HTTPTestSupport
     }
 
     @Test func aLegacyAppRefusesWhatLegacyCannotCarry() throws {
-        let api = api(providers: ["default": .fcmLegacy])
+        let api = api(addressing: ["default": LegacySettings().addressing])
         let fid = send(api, #"{"message":{"fid":"f"}}"#)
         #expect(fid.status == 400)
         #expect(error(fid.json).message.contains("message.fid"))

@@ -1,12 +1,13 @@
 import Foundation
 import HTTP
+import HTTPTestSupport
 import Queue
 import Storage
 import Support
 import Testing
 
 @testable import Ingest
-import HTTPTestSupport
+@testable import WebPush
 
 /// SPEC §19 at ingest: what is refused without DNS — an address in a special range however it is spelled,
 /// `localhost`, a port but 443, a host outside `trusted_push_hosts` — is a 400 naming the field, and nothing is
@@ -29,8 +30,8 @@ import HTTPTestSupport
 
     private func api(_ policy: EndpointPolicy? = nil) -> IngestAPI {
         IngestAPI(
-            writer: writer, readers: readers, apiToken: nil, knownApps: ["web"], providers: ["web": .webPush],
-            endpointPolicies: policy.map { ["web": $0] } ?? [:])
+            writer: writer, readers: readers, apiToken: nil, knownApps: ["web"],
+            addressing: ["web": WebPushAddressing(endpoints: policy ?? EndpointPolicy())])
     }
 
     private func request(_ api: IngestAPI, _ method: String, _ target: String, _ body: String) -> (Int, String) {

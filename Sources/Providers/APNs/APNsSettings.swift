@@ -1,0 +1,129 @@
+import APNs
+import Delivery
+import FCMSimulator
+import Foundation
+import Ingest
+import OAuth
+import ProviderKit
+import Support
+
+/// APNs in the list (SPEC §15): `"provider": "apns"`, a `.p8` key.
+public struct APNsDefinition: ProviderDefinition {
+    public static let name = "apns"
+    public var name: String { Self.name }
+    public var keys: Set<String> { APNsSettings.keys }
+    public var reasonCodes: [String] { DeliveryReason.APNsCode.allCases.map(\.rawValue) }
+
+    public init() {}
+
+    /// iOS beside Android in the quick start: an APNs app `ios` that the simulator answers.
+    public var sandboxApp: (name: String, settings: any AppSettings)? { ("ios", APNsSettings.sandboxed()) }
+
+    public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
+        var settings = try APNsSettings(
+            keyFile: entry.path("key_file"), keyID: entry["key_id"]?.stringValue,
+            teamID: entry["team_id"]?.stringValue, topic: entry["topic"]?.stringValue,
+            environment: entry["environment"]?.stringValue, app: entry.app)
+        settings.endpoint = entry["endpoint"]?.stringValue ?? settings.defaultEndpoint
+        return settings
+    }
+}
+
+/// An APNs app's credentials and target (SPEC §15), from its `apps` entry or the `--apns-*` flags.
+public struct APNsSettings: AppSettings {
+    /// The `apps` entry's keys for an APNs app.
+    static let keys: Set = ["key_file", "key_id", "team_id", "topic", "environment"]
+
+    public var provider: String { APNsDefinition.name }
+    public var endpoint: String
+    var keyFile: String
+    var keyID: String
+    var teamID: String
+    /// The app's bundle id: `apns-topic`.
+    var topic: String
+    var sandbox: Bool
+    /// Read by `load` at start; never logged or stored.
+    var key: P256PrivateKey?
+    /// The CA file the endpoint's certificate is checked against instead of the default ones; set in the sandbox
+    /// alone, to the certificate of the simulator it starts.
+    var caFile: String?
+
+    var defaultEndpoint: String { sandbox ? APNsProvider.sandbox : APNsProvider.production }
+
+    /// `--sandbox`'s: no key file; every APNs app of the sandbox signs with one throw-away key that only the
+    /// built-in simulator trusts.
+    static func sandboxed(topic: String = "com.example.sandbox") -> APNsSettings {
+        APNsSettings(keyFile: "", keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
+    }
+
+    private init(keyFile: String, keyID: String, teamID: String, topic: String, sandbox: Bool) {
+        (self.keyFile, self.keyID, self.teamID, self.topic, self.sandbox) = (keyFile, keyID, teamID, topic, sandbox)
+        endpoint = ""
+    }
+
+    /// `keyFile` as given: a path relative to the config file's directory is resolved by the caller.
+    public init(
+        keyFile: String?, keyID: String?, teamID: String?, topic: String?, environment: String?, app: String
+    ) throws(ConfigurationError) {
+        func required(_ value: String?, _ key: String) throws(ConfigurationError) -> String {
+            guard let value, !value.isEmpty else { throw ConfigurationError("APNs app \"\(app)\" needs \"\(key)\"") }
+            return value
+        }
+        self.keyFile = try required(keyFile, "key_file")
+        self.keyID = try required(keyID, "key_id")
+        self.teamID = try required(teamID, "team_id")
+        self.topic = try required(topic, "topic")
+        switch environment ?? "production" {
+        case "production": sandbox = false
+        case "sandbox", "development": sandbox = true
+        case let other:
+            throw ConfigurationError("""
+                APNs app "\(app)": environment must be "production" or "sandbox", got "\(other)"
+                """)
+        }
+        guard self.keyID.utf8.count == 10, self.keyID.utf8.allSatisfy({ $0 < 0x80 && $0 > 0x20 }) else {
+            throw ConfigurationError("""
+                APNs app "\(app)": key_id must be the key's 10-character Key ID from Apple's developer site
+                """)
+        }
+        endpoint = sandbox ? APNsProvider.sandbox : APNsProvider.production
+    }
+
+    /// Reads the `.p8` file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.
+    public mutating func load(app: String) throws(ConfigurationError) {
+        key = try AppEntry.readP256Key(
+            keyFile, app: app, provider: "APNs", expected: "an APNs signing key (a .p8 file with a P-256 private key)")
+    }
+
+    /// Every APNs app of the sandbox signs with one throw-away key that only the simulator trusts.
+    public mutating func prepareSandbox(_ sandbox: SandboxSetup) throws {
+        let key = try sandbox.shared(APNsDefinition.name) { try P256PrivateKey.generate() }
+        let sandboxed = Self.sandboxed(topic: topic)
+        sandbox.simulator.apnsAccount = FCMSimulator.APNsAccount(
+            publicKeyPEM: key.publicKey.pem(), keyID: sandboxed.keyID, teamID: sandboxed.teamID)
+        self = sandboxed
+        self.key = key
+    }
+
+    /// Apple's side is HTTP/2 over TLS: the simulator's TLS front, trusted through its CA file.
+    public var sandboxNeedsTLS: Bool { true }
+
+    public mutating func connectSandbox(_ simulator: SandboxSimulator) {
+        guard let tls = simulator.tls else { return }
+        endpoint = tls.url
+        caFile = tls.caFile
+    }
+
+    public func provider(app: String, context: ProviderContext) throws -> any Provider {
+        guard let key else { throw ConfigurationError("APNs app \"\(app)\": its key was not loaded") }
+        Log.info("apns app", [
+            "app": .string(app), "topic": .string(topic), "key_id": .string(keyID), "team_id": .string(teamID),
+            "endpoint": .string(endpoint),
+        ])
+        return APNsProvider(
+            app: app, key: key, keyID: keyID, teamID: teamID, topic: topic, endpoint: endpoint,
+            timeoutMillis: context.requestTimeoutMillis, caFile: caFile)
+    }
+
+    public var addressing: any AddressingRules { APNsAddressing() }
+}
