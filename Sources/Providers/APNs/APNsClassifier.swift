@@ -45,30 +45,28 @@ public enum APNsClassifier {
         let text = reply?["reason"]?.stringValue
         let reason = text.map { Outcome.isIdentifier($0) ? DeliveryReason(stored: $0) : .unknownError }
             ?? .httpStatus(status)
-        switch reason {
-        case .apns(.unregistered), .apns(.expiredToken):
+        switch text.flatMap(APNsCode.init(rawValue:)) {
+        case .unregistered?, .expiredToken?:
             // Apple's timestamp: milliseconds since the epoch when the token stopped being valid.
             let since = reply?["timestamp"]?.int64Value
             return .unregistered(reason: reason, since: since.flatMap { $0 > 0 ? $0 : nil })
-        case .apns(.badDeviceToken), .apns(.deviceTokenNotForTopic):
+        case .badDeviceToken?, .deviceTokenNotForTopic?:
             return .invalidToken(reason: reason)
-        case .apns(.missingDeviceToken), .apns(.badCollapseID), .apns(.badExpirationDate), .apns(.badMessageID),
-            .apns(.badPriority), .apns(.badPushType), .apns(.duplicateHeaders), .apns(.payloadEmpty),
-            .apns(.payloadTooLarge), .apns(.badPath), .apns(.methodNotAllowed):
+        case .missingDeviceToken?, .badCollapseID?, .badExpirationDate?, .badMessageID?, .badPriority?, .badPushType?,
+            .duplicateHeaders?, .payloadEmpty?, .payloadTooLarge?, .badPath?, .methodNotAllowed?:
             return .deadMessage(reason: reason)
-        case .apns(.expiredProviderToken):
+        case .expiredProviderToken?:
             return mayRenewCredentials ? .requeue(reason: reason) : .pauseApp(reason: reason)
-        case .apns(.invalidProviderToken), .apns(.missingProviderToken), .apns(.badCertificate),
-            .apns(.badCertificateEnvironment), .apns(.forbidden), .apns(.badTopic), .apns(.topicDisallowed),
-            .apns(.missingTopic):
+        case .invalidProviderToken?, .missingProviderToken?, .badCertificate?, .badCertificateEnvironment?, .forbidden?,
+            .badTopic?, .topicDisallowed?, .missingTopic?:
             return .pauseApp(reason: reason)
-        case .apns(.tooManyRequests):
+        case .tooManyRequests?:
             return .retrySlow(reason: reason)
-        case .apns(.tooManyProviderTokenUpdates), .apns(.idleTimeout), .apns(.serviceUnavailable),
-            .apns(.shutdown), .internalServerError:
+        case .tooManyProviderTokenUpdates?, .idleTimeout?, .serviceUnavailable?, .shutdown?:
             return .retry(reason: reason)
-        default:
-            break
+        case nil:
+            // Apple's `InternalServerError` is FCM legacy's text, a reason of Herald's own.
+            if reason == .internalServerError { return .retry(reason: reason) }
         }
         switch status {
         case 400, 404, 405, 413: return .deadMessage(reason: reason)

@@ -12,7 +12,7 @@ public struct APNsDefinition: ProviderDefinition {
     public static let name = "apns"
     public var name: String { Self.name }
     public var keys: Set<String> { APNsSettings.keys }
-    public var reasonCodes: [String] { DeliveryReason.APNsCode.allCases.map(\.rawValue) }
+    public var reasonCodes: [String] { APNsCode.allCases.map(\.rawValue) }
 
     public init() {}
 

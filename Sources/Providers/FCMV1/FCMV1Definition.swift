@@ -10,7 +10,7 @@ public struct FCMV1Definition: ProviderDefinition {
     public static let name = "fcm-v1"
     public var name: String { Self.name }
     public let keys: Set = ["service_account_file", "project_id", "token_uri"]
-    public var reasonCodes: [String] { DeliveryReason.V1Code.allCases.map(\.rawValue) }
+    public var reasonCodes: [String] { V1Code.allCases.map(\.rawValue) }
 
     public init() {}
 

@@ -51,23 +51,23 @@ public enum V1Classifier {
         let reply = errorReply(body)
         let code = reply?.code.flatMap { Outcome.isIdentifier($0) ? DeliveryReason(stored: $0) : nil }
         let reason = code ?? (reply?.code == nil ? .httpStatus(status) : .unknownError)
-        switch code {
-        case .v1(.unregistered)?:
+        switch reply?.code.flatMap(V1Code.init(rawValue:)) {
+        case .unregistered?:
             return .notRegistered
-        case .v1(.senderIDMismatch)?:
+        case .senderIDMismatch?:
             return .deadToken(reason: reason)
-        case .v1(.invalidArgument)?:
+        case .invalidArgument?:
             return reply?.namesToken == true ? .deadToken(reason: reason) : .deadMessage(reason: reason)
-        case .v1(.quotaExceeded)?, .v1(.resourceExhausted)?:
+        case .quotaExceeded?, .resourceExhausted?:
             // FCM asks for at least a minute before retrying a quota error: the slow lane.
             return .retrySlow(reason: reason)
-        case .v1(.unavailable)?, .v1(.internal)?, .v1(.unspecifiedError)?, .v1(.deadlineExceeded)?, .v1(.aborted)?:
+        case .unavailable?, .internal?, .unspecifiedError?, .deadlineExceeded?, .aborted?:
             return .retry(reason: reason)
-        case .v1(.thirdPartyAuthError)?, .v1(.apnsAuthError)?, .v1(.permissionDenied)?:
+        case .thirdPartyAuthError?, .apnsAuthError?, .permissionDenied?:
             return .pauseApp(reason: reason)
-        case .v1(.unauthenticated)?:
+        case .unauthenticated?:
             return unauthenticated(mayRenewCredentials)
-        default:
+        case nil:
             break
         }
         switch status {
