@@ -52,11 +52,46 @@ let package = Package(
         .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
+
+        // MARK: - Providers: one folder each, on the shared layers above; none of those depends on one
+        // What a provider's folder gives the list: its definition (name, keys, reason codes) and an app's settings
+        // (checks, sandbox wiring, sender, what ingest refuses).
+        .target(
+            name: "ProviderKit", dependencies: ["Delivery", "FCMSimulator", "Ingest", "OAuth", "Send", "Support"],
+            path: "Sources/Providers/ProviderKit"),
+        .target(
+            name: "FCMLegacy",
+            dependencies: ["ProviderKit", "Delivery", "Classify", "Ingest", "Send", "Queue", "Support"],
+            path: "Sources/Providers/FCMLegacy"),
+        .target(
+            name: "FCMV1",
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth", "Queue", "Support",
+            ],
+            path: "Sources/Providers/FCMV1"),
+        .target(
+            name: "APNs",
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth", "Queue", "Support",
+            ],
+            path: "Sources/Providers/APNs"),
+        .target(
+            name: "WebPush",
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "Ingest", "Send", "OAuth", "Posix", "Queue", "Support",
+            ],
+            path: "Sources/Providers/WebPush"),
+        // The one place that names every provider.
+        .target(
+            name: "ProviderList", dependencies: ["ProviderKit", "FCMLegacy", "FCMV1", "APNs", "WebPush"],
+            path: "Sources/Providers/ProviderList"),
+
+        // MARK: - The command line
         .target(
             name: "HeraldCLI",
             dependencies: [
                 "Ingest", "Console", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery",
-                "Send", "OAuth",
+                "Send", "OAuth", "ProviderKit", "ProviderList", "FCMLegacy", "FCMV1", "APNs",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
@@ -85,7 +120,8 @@ let package = Package(
         .testTarget(
             name: "PostgreSQLTests",
             dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support", "TestSupport"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support", "TestSupport"]),
+        .testTarget(
+            name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support", "TestSupport", "FCMLegacy"]),
         .testTarget(
             name: "ConsoleTests",
             dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support", "TestSupport"]),
@@ -97,7 +133,29 @@ let package = Package(
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",
-            dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP", "TestSupport"]),
+            dependencies: [
+                "Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP", "FCMLegacy", "WebPush", "TestSupport",
+            ]),
+        .testTarget(
+            name: "FCMLegacyTests", dependencies: ["FCMLegacy", "Delivery", "Classify", "Queue", "Send", "Support"],
+            path: "Tests/Providers/FCMLegacyTests"),
+        .testTarget(
+            name: "FCMV1Tests",
+            dependencies: ["FCMV1", "FCMLegacy", "Delivery", "Classify", "HTTP", "OAuth", "Queue", "Send", "Support"],
+            path: "Tests/Providers/FCMV1Tests"),
+        .testTarget(
+            name: "ProviderListTests", dependencies: ["ProviderList", "ProviderKit", "Support"],
+            path: "Tests/Providers/ProviderListTests"),
+        .testTarget(
+            name: "APNsTests", dependencies: ["APNs", "Delivery", "Classify", "OAuth", "Queue", "Send", "Support"],
+            path: "Tests/Providers/APNsTests"),
+        .testTarget(
+            name: "WebPushTests",
+            dependencies: [
+                "WebPush", "Delivery", "Classify", "HTTP", "TestSupport", "Ingest", "OAuth", "Posix", "Queue",
+                "Send", "Storage", "Support",
+            ],
+            path: "Tests/Providers/WebPushTests"),
         // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.
         .target(name: "NetworkTestSupport", dependencies: ["Send", "TestSupport"], path: "Tests/NetworkTestSupport"),
         .testTarget(

@@ -33,7 +33,7 @@ extension Outcome {
     }
 
     /// An error code short and plain enough to store as a reason; anything else from the network is not stored.
-    static func isIdentifier(_ code: String) -> Bool {
+    public static func isIdentifier(_ code: String) -> Bool {
         let bytes = code.utf8
         return (1...64).contains(bytes.count) && bytes.allSatisfy { byte in
             switch byte {

@@ -4,7 +4,7 @@ import Support
 extension DeliveryReason {
     /// The reason stored for a delivery whose request got no answer: the transport's own words, verbatim
     /// (`timeout`, `reset`, libcurl's text), as `deliveries.reason` has always held them.
-    init(_ failure: TransportFailure) {
+    public init(_ failure: TransportFailure) {
         self.init(stored: failure.description)
     }
 }

@@ -5,7 +5,7 @@ import Queue
 import Support
 import Synchronization
 
-/// One FCM request about to be sent: the deliveries it carries, in the order FCM will answer them.
+/// One request to a provider about to be sent: the deliveries it carries, in the order the provider will answer them.
 ///
 /// A class: a request goes from the scheduler's queue to the sender thread and back with its answer, and a struct
 /// of a dozen strings and arrays was retained and released field by field at every hand-over (~5 % of Herald's
@@ -57,17 +57,17 @@ public enum ProviderReadiness: Sendable, Equatable {
     case pause(reason: String)
 }
 
-/// What differs between FCM's legacy HTTP API and HTTP v1: how claimed deliveries become requests and how
-/// answers become outcomes, and which credentials must be obtained first. Everything around it (claim, retry,
-/// reconcile) is shared.
+/// What differs between providers (each in its folder under `Sources/Providers`): how claimed deliveries become
+/// requests and how answers become outcomes, and which credentials must be obtained first. Everything around it
+/// (claim, retry, reconcile) is shared.
 ///
 /// `requests` and `classify` are pure: they are handed the credential and never obtain, renew or judge one. That is
 /// `credentials`' part, carried out by the engine when the app's scheduler asks.
 public protocol Provider: Sendable {
-    /// How many deliveries one request can carry (legacy multicast: 1000; v1: one token per request).
+    /// How many deliveries one request can carry (FCM legacy's multicast: 1000; the others: one per request).
     var maxTargetsPerRequest: Int { get }
-    /// What the provider must obtain before it sends (v1: an access token); nil when it needs nothing (a legacy
-    /// server key, in the provider's own headers).
+    /// What the provider must obtain before it sends (FCM v1: an access token); nil when it needs nothing (FCM
+    /// legacy's server key, in the provider's own headers).
     var credentials: (any Credentials)? { get }
     /// The requests for one message's claimed deliveries, made with `credential` (`credentials`' current one; nil
     /// for a provider without credentials).
@@ -124,7 +124,7 @@ extension Provider {
     /// against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator. `clientIdentity`: the certificate the
     /// connections present (APNs' certificate authentication). `addressPolicy`: for hosts Herald does not choose (Web
     /// Push's), where connections may go.
-    func http2Transport(
+    public func http2Transport(
         concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil,
         clientIdentity: TLSClientIdentity? = nil, totalConnections: Int? = nil, addressPolicy: AddressPolicy? = nil
     ) -> any RequestTransport {

@@ -1,7 +1,7 @@
 /// Text put into a request's path (a project id, a device token): letters, digits, `-`, `_` and `.` as they are,
 /// anything else percent-encoded, so a value can never change the path it is put in.
-enum URLPathSegment {
-    static func encode(_ text: String) -> String {
+public enum URLPathSegment {
+    public static func encode(_ text: String) -> String {
         var result = ""
         for byte in text.utf8 {
             switch byte {

@@ -1,6 +1,7 @@
 import Console
 import Foundation
 import OAuth
+import ProviderKit
 
 extension ServeConfiguration {
     /// The key in `--secrets-key-file`'s file, with a warning when other users may read it; an error that says what is
@@ -15,7 +16,7 @@ extension ServeConfiguration {
         } catch {
             throw Invalid(description: "--secrets-key-file \(path): \(error)")
         }
-        warnIfOthersCanRead(path, "the secrets key file", app: nil)
+        AppEntry.warnIfOthersCanRead(path, "the secrets key file", app: nil)
         return key
     }
 }
@@ -25,7 +26,7 @@ extension ServeConfiguration {
     var credentialFacts: CredentialFacts {
         var certificates: [String: CredentialFacts.Certificate] = [:]
         for app in apps {
-            guard let certificate = app.apns?.certificate else { continue }
+            guard let certificate = app.settings.clientCertificate else { continue }
             certificates[app.name] = CredentialFacts.Certificate(
                 expiresAt: certificate.notAfterMillis, sha256: certificate.sha256Fingerprint,
                 subject: certificate.subjectCommonName)

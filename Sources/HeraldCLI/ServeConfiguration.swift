@@ -1,64 +1,49 @@
 import Delivery
+import FCMLegacy
+import FCMV1
 import Foundation
 import HTTP
 import OAuth
+import ProviderKit
+import ProviderList
 import Queue
 import Send
 import Storage
 import Support
 
-/// One app: where its pushes go and with which credentials. Secrets stay in memory only.
+/// One app: what every app has, and its provider's own settings. Secrets stay in memory only.
 struct AppConfiguration: Sendable {
     var name: String
-    var provider: ProviderKind
-    /// Legacy: the send URL. v1: the base URL, `https://fcm.googleapis.com`.
-    var endpoint: String
-    var serverKey: String?
     var concurrency: Int
     /// Whether a flag, the environment or the config file set `concurrency`; if not, it follows the provider
-    /// (`defaultConcurrency`) once the provider is settled.
+    /// (`ProviderDefinition.defaultConcurrency`) once the provider is settled.
     var concurrencyGiven: Bool
     /// Sends per second at most; nil: no limit.
     var maxRate: Double?
-    /// v1: the key file as configured, and (once `ServeConfiguration.check` has read it) its key and the project and
-    /// token endpoint in force: the config's overrides, else the file's.
-    var serviceAccountFile: String?
-    var projectID: String?
-    var tokenURI: String?
-    var serviceAccount: ServiceAccount?
-    /// APNs: the team's `.p8` key file, its id, the team id and the app's bundle id (SPEC §15); the key once
-    /// `ServeConfiguration.check` has read it.
-    var apns: APNsSettings?
-    /// Web Push: the VAPID key file and subject (SPEC §16); the key once `ServeConfiguration.check` has read it.
-    /// `endpoint`, when set, is where every push goes instead of its subscription's origin (a proxy, a stand-in).
-    var webPush: WebPushSettings?
+    /// Its provider's settings (`ProviderList` names every provider), checked and loaded by `ServeConfiguration.check`.
+    var settings: any AppSettings
 
-    init(name: String, provider: ProviderKind, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
-         maxRate: Double? = nil, serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
+    /// Its `"provider"`: `fcm-v1`.
+    var provider: String { settings.provider }
+
+    init(name: String, settings: any AppSettings, concurrency: Int? = nil, maxRate: Double? = nil) {
         self.name = name
-        self.provider = provider
-        self.endpoint = endpoint
-        self.serverKey = serverKey
-        self.concurrency = concurrency ?? Self.defaultConcurrency(provider)
+        self.settings = settings
+        self.concurrency = concurrency ?? Self.defaultConcurrency(settings.provider)
         concurrencyGiven = concurrency != nil
         self.maxRate = maxRate
-        self.serviceAccountFile = serviceAccountFile
-        self.projectID = projectID
-        self.tokenURI = tokenURI
     }
 
-    /// Requests in flight by default. v1: enough to carry FCM's default quota (10,000/s) at a 100 ms round trip,
-    /// over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before.
-    static func defaultConcurrency(_ provider: ProviderKind) -> Int {
-        provider == .fcmLegacy ? 64 : 1000
+    /// Requests in flight by default, the provider's. v1: enough to carry FCM's default quota (10,000/s) at a 100 ms
+    /// round trip, over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before.
+    static func defaultConcurrency(_ provider: String) -> Int {
+        ProviderList.named(provider)?.defaultConcurrency ?? 1000
     }
 }
 
 /// Everything `herald serve` runs with, resolved from flag > environment > config file > default.
 struct ServeConfiguration: Sendable {
-    struct Invalid: Error, CustomStringConvertible {
-        var description: String
-    }
+    typealias Invalid = ConfigurationError
 
     var database: DatabaseLocation
     var listen: ListenAddress
@@ -83,7 +68,7 @@ struct ServeConfiguration: Sendable {
     /// The key of the secrets stored in the database (`--secrets-key-file`); nil: storing a secret is refused.
     var secretsKey: SecretsKey? = nil
 
-    static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
+    static let defaultEndpoint = FCMLegacyDefinition.defaultEndpoint
     /// The built-in simulator speaks HTTP/1.1 (a connection per request in flight), so the sandbox's v1 app keeps
     /// the legacy default rather than v1's 1000 unless told otherwise.
     static let sandboxConcurrency = 64
@@ -234,7 +219,7 @@ struct ServeConfiguration: Sendable {
         let configDirectory = configPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
         var apps = try parseApps(
             file.first(where: { $0.key == "apps" })?.value, concurrency: concurrency, directory: configDirectory)
-        if let app = try apnsApp(given: given, concurrency: concurrency, directory: configDirectory) {
+        if let app = try apnsApp(given: given, concurrency: concurrency) {
             guard !apps.contains(where: { $0.name == app.name }) else {
                 throw Invalid(description: """
                     --apns-key-file configures app "ios", which the config file's "apps" also has: remove one of them
@@ -259,53 +244,45 @@ struct ServeConfiguration: Sendable {
         if let index = apps.firstIndex(where: { $0.name == "default" }) {
             if let fcmKey {
                 // Legacy FCM no longer delivers: never let a stray HERALD_FCM_KEY turn a v1 app back into it.
-                guard apps[index].provider == .fcmLegacy else {
+                guard var legacy = apps[index].settings as? LegacySettings else {
                     throw Invalid(description: """
                         app "default" is "fcm-v1" in the config file, and --fcm-key (or HERALD_FCM_KEY) gives it a \
                         legacy server key: remove one of them
                         """)
                 }
-                apps[index].serverKey = fcmKey
+                legacy.serverKey = fcmKey
+                apps[index].settings = legacy
             }
             if let serviceAccountFile {
-                if apps[index].provider != .fcmV1 { apps[index].endpoint = defaultV1Endpoint }
-                apps[index].provider = .fcmV1
-                apps[index].serviceAccountFile = serviceAccountFile
-                apps[index].serverKey = nil
+                var v1 = apps[index].settings as? V1Settings ?? V1Settings()
+                v1.serviceAccountFile = serviceAccountFile
+                apps[index].settings = v1
             }
-            if endpointGiven { apps[index].endpoint = endpoint }
+            if endpointGiven { apps[index].settings.endpoint = endpoint }
             if let maxRate { apps[index].maxRate = maxRate }
         } else if let serviceAccountFile {
             let given = try given("fcm-endpoint")
+            let settings = V1Settings(endpoint: given ?? defaultV1Endpoint, serviceAccountFile: serviceAccountFile)
             apps.insert(
-                AppConfiguration(
-                    name: "default", provider: .fcmV1, endpoint: given ?? defaultV1Endpoint,
-                    concurrency: concurrency, maxRate: maxRate, serviceAccountFile: serviceAccountFile), at: 0)
+                AppConfiguration(name: "default", settings: settings, concurrency: concurrency, maxRate: maxRate),
+                at: 0)
         } else if fcmKey != nil {
+            let settings = LegacySettings(endpoint: endpoint, serverKey: fcmKey)
             apps.insert(
-                AppConfiguration(
-                    name: "default", provider: .fcmLegacy, endpoint: endpoint, serverKey: fcmKey,
-                    concurrency: concurrency, maxRate: maxRate), at: 0)
+                AppConfiguration(name: "default", settings: settings, concurrency: concurrency, maxRate: maxRate),
+                at: 0)
         } else if sandbox {
             // What production runs: FCM HTTP v1, against the built-in simulator with a throw-away service account.
             apps.insert(
                 AppConfiguration(
-                    name: "default", provider: .fcmV1, endpoint: defaultV1Endpoint,
-                    concurrency: concurrency ?? Self.sandboxConcurrency, maxRate: maxRate), at: 0)
+                    name: "default", settings: V1Settings(), concurrency: concurrency ?? Self.sandboxConcurrency,
+                    maxRate: maxRate), at: 0)
         }
-        if sandbox && !apps.contains(where: { $0.name == "ios" }) {
-            // iOS beside Android in the quick start: an APNs app that the simulator answers.
-            var ios = AppConfiguration(
-                name: "ios", provider: .apns, endpoint: "", concurrency: concurrency ?? Self.sandboxConcurrency)
-            ios.apns = APNsSettings.sandboxed()
-            apps.append(ios)
-        }
-        if sandbox && !apps.contains(where: { $0.name == "web" }) {
-            // Browsers too: a Web Push app whose every push the simulator's push service answers (and decrypts).
-            var web = AppConfiguration(
-                name: "web", provider: .webPush, endpoint: "", concurrency: concurrency ?? Self.sandboxConcurrency)
-            web.webPush = WebPushSettings.sandboxed()
-            apps.append(web)
+        // Each provider's own app in the quick start (iOS, browsers), answered by the simulator.
+        for (name, settings) in ProviderList.all.compactMap(\.sandboxApp)
+        where sandbox && !apps.contains(where: { $0.name == name }) {
+            apps.append(
+                AppConfiguration(name: name, settings: settings, concurrency: concurrency ?? Self.sandboxConcurrency))
         }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
             throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")
@@ -350,40 +327,11 @@ struct ServeConfiguration: Sendable {
                     """)
             }
             for index in apps.indices {
-                switch apps[index].provider {
-                case .fcmV1: try Self.loadServiceAccount(&apps[index])
-                case .apns: break
-                case .webPush:
-                    let name = apps[index].name
-                    try apps[index].webPush?.loadKey(app: name)
-                case .fcmLegacy:
-                    if apps[index].serverKey == nil {
-                        throw Invalid(description: """
-                            app "\(apps[index].name)" has no server key ("server_key" in the config file, or \
-                            "provider": "fcm-v1" with a "service_account_file")
-                            """)
-                    }
-                }
+                let name = apps[index].name
+                try apps[index].settings.load(app: name)
             }
         }
-        // In the sandbox every APNs app sends to the simulator with a throw-away key (`Service`).
-        for index in apps.indices where apps[index].provider == .apns && !sandbox {
-            let name = apps[index].name
-            try apps[index].apns?.loadKey(app: name)
-        }
-        for app in apps where app.provider == .fcmV1 {
-            if app.endpoint.hasSuffix("/fcm/send") {
-                throw Invalid(description: """
-                    app "\(app.name)" uses FCM HTTP v1: its endpoint is a base URL such as \(Self.defaultV1Endpoint), \
-                    not the legacy \(app.endpoint)
-                    """)
-            }
-            do {
-                try ServiceAccount.checkURL(app.endpoint, name: "endpoint", source: "app \"\(app.name)\"")
-            } catch {
-                throw Invalid(description: error.description)
-            }
-        }
+        for app in apps { try app.settings.check(app: app.name) }
         if let consoleReadOnlyToken {
             // Without an API token everyone on loopback may act, so a token that only looks would mean nothing.
             guard let apiToken else {
@@ -400,56 +348,9 @@ struct ServeConfiguration: Sendable {
         }
     }
 
-    /// Reads a v1 app's key file (exactly what is wrong, if anything) and settles `projectID` and `tokenURI`: the
-    /// config's overrides, else the file's.
-    static func loadServiceAccount(_ app: inout AppConfiguration) throws {
-        guard let path = app.serviceAccountFile else {
-            throw Invalid(description: "app \"\(app.name)\" uses fcm-v1 but names no \"service_account_file\"")
-        }
-        let account: ServiceAccount
-        do {
-            account = try ServiceAccount(contentsOf: path)
-        } catch {
-            throw Invalid(description: "app \"\(app.name)\": \(error)")
-        }
-        guard let projectID = app.projectID ?? account.projectID else {
-            throw Invalid(description: """
-                app "\(app.name)": service account file \(path) has no "project_id" and the config sets none
-                """)
-        }
-        guard let tokenURI = app.tokenURI ?? account.tokenURI else {
-            throw Invalid(description: """
-                app "\(app.name)": service account file \(path) has no "token_uri" and the config sets none
-                """)
-        }
-        do {
-            try ServiceAccount.checkURL(tokenURI, name: "token_uri", source: "app \"\(app.name)\"")
-        } catch {
-            throw Invalid(description: error.description)
-        }
-        warnIfOthersCanRead(path, "the service account file", app: app.name)
-        app.serviceAccount = account
-        app.projectID = projectID
-        app.tokenURI = tokenURI
-    }
-
-    /// A key file that group or other users may read gets a warning (it is read all the same: refusing would stop a
-    /// service over a mode): `what` names it, "the service account file".
-    static func warnIfOthersCanRead(_ path: String, _ what: String, app: String?) {
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
-            let message = "\(what) can be read by other users: chmod 600 it"
-            if let app {
-                Log.warn(message, ["app": .string(app), "file": .string(path)])
-            } else {
-                Log.warn(message, ["file": .string(path)])
-            }
-        }
-    }
-
     /// A path from the config file, relative to the file's own directory.
     static func resolvePath(_ path: String, against directory: String) -> String {
-        path.hasPrefix("/") ? path : URL(fileURLWithPath: directory).appendingPathComponent(path).path
+        AppEntry.resolve(path, against: directory)
     }
 
     private static func parseApps(_ value: JSON?, concurrency: Int?, directory: String?) throws -> [AppConfiguration] {
@@ -460,10 +361,7 @@ struct ServeConfiguration: Sendable {
             guard let object = item.objectValue else {
                 throw Invalid(description: "apps[\(index)] must be an object")
             }
-            let legacyKeys: Set = ["server_key"]
-            let v1Keys: Set = ["service_account_file", "project_id", "token_uri"]
-            let known = Set(["name", "provider", "endpoint", "concurrency", "max_rate"]).union(legacyKeys).union(v1Keys)
-                .union(APNsSettings.keys).union(WebPushSettings.keys)
+            let known = ProviderList.all.reduce(into: AppEntry.commonKeys) { $0.formUnion($1.keys) }
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
             }
@@ -473,31 +371,35 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            let notStrings = WebPushSettings.nonStringKeys.union(["concurrency", "max_rate"])
+            let notStrings = ProviderList.all.reduce(into: Set(["concurrency", "max_rate"])) {
+                $0.formUnion($1.nonStringKeys)
+            }
             for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }
-            let provider: ProviderKind
+            let names = ProviderList.all.map { "\"\($0.name)\"" }
+            let choices = names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
+            let definition: any ProviderDefinition
             if let named = item["provider"]?.stringValue {
-                guard let kind = ProviderKind(rawValue: named) else {
+                guard let found = ProviderList.named(named) else {
                     throw Invalid(description: """
-                        apps[\(index)] "\(name)": provider "\(named)" is not supported: use "fcm-v1", "apns", \
-                        "webpush" or "fcm-legacy"
+                        apps[\(index)] "\(name)": provider "\(named)" is not supported: use \(choices)
                         """)
                 }
-                provider = kind
+                definition = found
             } else {
-                provider = item["service_account_file"] != nil ? .fcmV1 : .fcmLegacy
+                guard let inferred = ProviderList.inferred(from: object.map(\.key)) else {
+                    throw Invalid(description: "apps[\(index)] \"\(name)\" needs a \"provider\": \(choices)")
+                }
+                definition = inferred
             }
-            let foreign = switch provider {
-            case .fcmV1: legacyKeys.union(APNsSettings.keys).union(WebPushSettings.keys)
-            case .apns: legacyKeys.union(v1Keys).union(WebPushSettings.keys)
-            case .fcmLegacy: v1Keys.union(APNsSettings.keys).union(WebPushSettings.keys)
-            case .webPush: legacyKeys.union(v1Keys).union(APNsSettings.keys)
-            }
-            if let misplaced = object.first(where: { foreign.contains($0.key) }) {
+            let own = definition.keys.union(AppEntry.commonKeys)
+            if let misplaced = object.first(where: { !own.contains($0.key) }),
+               let owner = ProviderList.all.first(where: { $0.keys.contains(misplaced.key) })
+            {
                 throw Invalid(description: """
-                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(provider.rawValue)"
+                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(definition.name)" \
+                    (it is \(owner.name)'s)
                     """)
             }
             var appConcurrency = concurrency
@@ -517,37 +419,9 @@ struct ServeConfiguration: Sendable {
                 }
                 appMaxRate = value
             }
-            let isV1 = provider == .fcmV1
-            if provider == .apns {
-                let settings = try APNsSettings(
-                    keyFile: item["key_file"]?.stringValue, keyID: item["key_id"]?.stringValue,
-                    teamID: item["team_id"]?.stringValue, topic: item["topic"]?.stringValue,
-                    environment: item["environment"]?.stringValue,
-                    certificate: try APNsCertificateFiles(item, app: name), app: name, directory: directory)
-                var app = AppConfiguration(
-                    name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? settings.defaultEndpoint,
-                    concurrency: appConcurrency, maxRate: appMaxRate)
-                app.apns = settings
-                apps.append(app)
-                continue
-            }
-            if provider == .webPush {
-                var app = AppConfiguration(
-                    name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? "",
-                    concurrency: appConcurrency, maxRate: appMaxRate)
-                app.webPush = try WebPushSettings(item, app: name, directory: directory)
-                apps.append(app)
-                continue
-            }
+            let settings = try definition.settings(AppEntry(json: item, app: name, directory: directory))
             apps.append(
-                AppConfiguration(
-                    name: name, provider: provider,
-                    endpoint: item["endpoint"]?.stringValue ?? (isV1 ? defaultV1Endpoint : defaultEndpoint),
-                    serverKey: item["server_key"]?.stringValue, concurrency: appConcurrency, maxRate: appMaxRate,
-                    serviceAccountFile: item["service_account_file"]?.stringValue.map { path in
-                        directory.map { resolvePath(path, against: $0) } ?? path
-                    },
-                    projectID: item["project_id"]?.stringValue, tokenURI: item["token_uri"]?.stringValue))
+                AppConfiguration(name: name, settings: settings, concurrency: appConcurrency, maxRate: appMaxRate))
         }
         return apps
     }

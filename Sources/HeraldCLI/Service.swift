@@ -5,6 +5,7 @@ import Foundation
 import HTTP
 import Ingest
 import OAuth
+import ProviderKit
 import Queue
 import Send
 import Storage
@@ -22,8 +23,8 @@ final class Service: Sendable {
     /// `serveOverTLS`), open until stop.
     private let simulatorTLS: (front: FCMSimulator.TLSFront, caFile: String, descriptor: Int32)?
     private let engine: DeliveryEngine
-    /// FCM v1 apps' token requests; nil without v1 apps.
-    private let tokenPool: HTTPClientPool?
+    /// The OAuth token requests of the apps that need them (FCM v1's), made when the first such app is built.
+    private let tokenPool = OnDemandPool()
     private let server: HTTPServer
     private let stopping = StopFlag()
     private let metrics = Metrics.herald()
@@ -40,20 +41,10 @@ final class Service: Sendable {
 
         var apps = configuration.apps
         if configuration.sandbox {
-            // v1 apps get a throw-away service account that only the built-in simulator trusts.
-            let sandboxAccount = try apps.contains { $0.provider == .fcmV1 }
-                ? ServiceAccount(clientEmail: "sandbox@herald.invalid", privateKey: RSAPrivateKey.generate(),
-                                 projectID: "sandbox", tokenURI: nil)
-                : nil
-            // APNs apps sign with one throw-away key that only the simulator trusts.
-            let sandboxKey = try apps.contains { $0.provider == .apns } ? P256PrivateKey.generate() : nil
-            let sandboxAPNs = APNsSettings.sandboxed()
-            let apnsAccount = sandboxKey.map {
-                FCMSimulator.APNsAccount(
-                    publicKeyPEM: $0.publicKey.pem(), keyID: sandboxAPNs.keyID, teamID: sandboxAPNs.teamID)
-            }
-            let handler = FCMSimulator(configuration: .init(
-                v1Account: sandboxAccount.map(FCMSimulator.V1Account.init), apnsAccount: apnsAccount))
+            // Every app gets throw-away credentials that only the built-in simulator trusts.
+            let setup = SandboxSetup()
+            for index in apps.indices { try apps[index].settings.prepareSandbox(setup) }
+            let handler = FCMSimulator(configuration: setup.simulator)
             let simulator = HTTPServer(
                 configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)), handler: handler)
             let address = try simulator.start()
@@ -61,31 +52,11 @@ final class Service: Sendable {
             // APNs and Web Push are HTTP/2 over TLS, as Apple's and the push services': the same simulator behind a
             // throw-away certificate that only those apps trust (their CA file), so the sandbox sends over the
             // transport production uses.
-            let simulatorTLS = try apps.contains(where: { $0.provider == .apns || $0.provider == .webPush })
+            let simulatorTLS = try apps.contains(where: { $0.settings.sandboxNeedsTLS })
                 ? Self.serveOverTLS(handler) : nil
-            for index in apps.indices {
-                if apps[index].provider == .webPush, let simulatorTLS {
-                    // Every subscription's push service is the simulator's, over TLS, with a throw-away VAPID key.
-                    apps[index].endpoint = simulatorTLS.front.baseURL
-                    apps[index].webPush?.key = try P256PrivateKey.generate()
-                    apps[index].webPush?.caFile = simulatorTLS.caFile
-                } else if apps[index].provider == .apns, let simulatorTLS {
-                    var settings = sandboxAPNs
-                    settings.topic = apps[index].apns?.topic ?? settings.topic
-                    settings.key = sandboxKey
-                    settings.caFile = simulatorTLS.caFile
-                    apps[index].endpoint = simulatorTLS.front.baseURL
-                    apps[index].apns = settings
-                } else if apps[index].provider == .fcmV1 {
-                    apps[index].endpoint = "http://\(address)"
-                    apps[index].serviceAccount = sandboxAccount
-                    apps[index].projectID = sandboxAccount?.projectID
-                    apps[index].tokenURI = "http://\(address)\(FCMSimulator.tokenPath)"
-                } else {
-                    apps[index].endpoint = endpoint
-                    apps[index].serverKey = "sandbox"
-                }
-            }
+            let sandbox = SandboxSimulator(
+                url: "http://\(address)", tls: simulatorTLS.map { (url: $0.front.baseURL, caFile: $0.caFile) })
+            for index in apps.indices { apps[index].settings.connectSandbox(sandbox) }
             if let simulatorTLS {
                 Log.warn("SANDBOX MODE: every push goes to the built-in FCM simulator, none reaches a device", [
                     "simulator": .string(endpoint), "simulator_https": .string(simulatorTLS.front.baseURL),
@@ -102,65 +73,16 @@ final class Service: Sendable {
             simulator = nil
             simulatorTLS = nil
         }
-        let tokenPool = apps.contains { $0.provider == .fcmV1 }
-            ? HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth") : nil
-        self.tokenPool = tokenPool
+        let tokenPool = self.tokenPool
+        let context = ProviderContext(requestTimeoutMillis: configuration.requestTimeoutMillis) { tokenPool.pool }
         var options = DeliveryEngine.Options()
         options.leaseMillis = configuration.leaseMillis
         options.liveness = configuration.liveness
         options.sharedQueue = database.isShared
         engine = DeliveryEngine(writer: writer, apps: try apps.map { app in
-            let provider: any Provider
-            if app.provider == .fcmV1, let account = app.serviceAccount, let projectID = app.projectID,
-               let tokenURI = app.tokenURI, let tokenPool {
-                provider = V1Provider(app: app.name, account: account, projectID: projectID, endpoint: app.endpoint,
-                                      tokenURI: tokenURI, tokenPool: tokenPool,
-                                      timeoutMillis: configuration.requestTimeoutMillis)
-                Log.info("fcm v1 app", [
-                    "app": .string(app.name), "project": .string(projectID),
-                    "client_email": .string(account.clientEmail),
-                    "endpoint": .string(app.endpoint), "token_uri": .string(tokenURI),
-                ])
-            } else if app.provider == .apns, let apns = app.apns, let certificate = apns.certificate {
-                provider = APNsProvider(
-                    app: app.name, certificate: certificate, topic: apns.topic, endpoint: app.endpoint,
-                    timeoutMillis: configuration.requestTimeoutMillis, caFile: apns.caFile)
-                Log.info("apns app", [
-                    "app": .string(app.name), "topic": .string(apns.topic),
-                    "certificate": .string(certificate.subjectCommonName ?? "-"),
-                    "certificate_sha256": .string(certificate.sha256Fingerprint),
-                    "certificate_expires": .string(Output.time(certificate.notAfterMillis)),
-                    "endpoint": .string(app.endpoint),
-                ])
-            } else if app.provider == .apns, let apns = app.apns, let key = apns.key {
-                provider = APNsProvider(
-                    app: app.name, key: key, keyID: apns.keyID, teamID: apns.teamID, topic: apns.topic,
-                    endpoint: app.endpoint, timeoutMillis: configuration.requestTimeoutMillis, caFile: apns.caFile)
-                Log.info("apns app", [
-                    "app": .string(app.name), "topic": .string(apns.topic), "key_id": .string(apns.keyID),
-                    "team_id": .string(apns.teamID), "endpoint": .string(app.endpoint),
-                ])
-            } else if app.provider == .webPush, let webPush = app.webPush, let key = webPush.key {
-                let vapid = try VAPID(key: key, subject: webPush.subject)
-                provider = WebPushProvider(
-                    app: app.name, vapid: vapid, redirect: app.endpoint.isEmpty ? nil : app.endpoint,
-                    timeoutMillis: configuration.requestTimeoutMillis, caFile: webPush.caFile,
-                    allowsPrivateEndpoints: webPush.endpoints.addresses.allowsPrivate,
-                    connectionLimit: webPush.maxConnections)
-                Log.info("webpush app", [
-                    "app": .string(app.name), "subject": .string(webPush.subject),
-                    "max_connections": .int(Int64(webPush.maxConnections)),
-                    "application_server_key": .string(vapid.publicKeyText),
-                    "endpoint": .string(app.endpoint.isEmpty ? "each subscription's" : app.endpoint),
-                ])
-            } else {
-                provider = LegacyProvider(
-                    app: app.name, endpoint: app.endpoint, serverKey: app.serverKey ?? "",
-                    timeoutMillis: configuration.requestTimeoutMillis)
-            }
-            return DeliveryEngine.App(
-                name: app.name, provider: provider, concurrency: app.concurrency, maxRate: app.maxRate,
-                originConcurrency: app.webPush?.originConcurrency ?? WebPushSettings.defaultOriginConcurrency)
+            DeliveryEngine.App(
+                name: app.name, provider: try app.settings.provider(app: app.name, context: context),
+                concurrency: app.concurrency, maxRate: app.maxRate, originConcurrency: app.settings.originConcurrency)
         }, metrics: metrics, options: options)
         let (stopping, engine) = (self.stopping, self.engine)
         // Wrong tokens count against a client's address whether sent to ingest, the console's API or its login.
@@ -170,20 +92,16 @@ final class Service: Sendable {
             knownApps: Set(configuration.apps.map(\.name)),
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
-            providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
-            endpointPolicies: Dictionary(
-                apps.compactMap { app in app.webPush.map { (app.name, $0.endpoints) } },
-                uniquingKeysWith: { first, _ in first }),
+            addressing: Dictionary(
+                apps.map { ($0.name, $0.settings.addressing) }, uniquingKeysWith: { first, _ in first }),
             guesses: guesses, metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
         let admin = AdminAPI(
             writer: writer, readers: readers,
             access: ConsoleAccess(
                 apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses),
-            providers: Dictionary(
-                apps.map { ($0.name, $0.provider.rawValue) }, uniquingKeysWith: { first, _ in first }),
-            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot,
-            committed: { engine.wake() })
+            providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
+            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         // Every route behind one front door: no other site's page, and no rebound name without a token.
@@ -216,7 +134,7 @@ final class Service: Sendable {
         stopping.set()
         server.shutdown(gracePeriod: 10)
         engine.stop(gracePeriod: 10)
-        tokenPool?.shutdown(gracePeriod: 0)
+        tokenPool.made?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
         if let simulatorTLS {
             simulatorTLS.front.server.shutdown(gracePeriod: 1)
@@ -250,7 +168,7 @@ extension Service {
     static func projects(of apps: [AppConfiguration]) -> [String: String] {
         var projects: [String: String] = [:]
         for app in apps {
-            if let project = app.projectID, projects[project] == nil { projects[project] = app.name }
+            if let project = app.settings.projectID, projects[project] == nil { projects[project] = app.name }
         }
         return projects
     }
@@ -322,6 +240,23 @@ extension Service {
         }
         gauges.asyncAfter(deadline: .now() + .seconds(3600)) { self.trimBookkeeping() }
     }
+}
+
+/// The OAuth token requests' pool, made on first use (an app without OAuth needs none).
+final class OnDemandPool: Sendable {
+    private let state = Mutex<HTTPClientPool?>(nil)
+
+    var pool: HTTPClientPool {
+        state.withLock { made in
+            if let made { return made }
+            let pool = HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth")
+            made = pool
+            return pool
+        }
+    }
+
+    /// The pool if one was made.
+    var made: HTTPClientPool? { state.withLock { $0 } }
 }
 
 /// Set once when the service begins to stop; read from any thread.

@@ -1,5 +1,7 @@
+import APNs
 import Console
 import Foundation
+import ProviderKit
 import Queue
 import Storage
 import Support
@@ -92,6 +94,8 @@ enum StatusCommand {
             let serve = try Arguments(given, options: ServeConfiguration.options)
             return try ServeConfiguration.resolve(serve, environment: environment).credentialFacts
         } catch let invalid as ServeConfiguration.Invalid {
+            throw CommandError(description: "the serve configuration: \(invalid)")
+        } catch let invalid as ConfigurationError {
             throw CommandError(description: "the serve configuration: \(invalid)")
         }
     }

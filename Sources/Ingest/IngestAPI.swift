@@ -19,8 +19,7 @@ public final class IngestAPI: HTTPHandler {
     private let fcmV1Send: FCMV1SendEndpoint
     private let knownApps: Set<String>?
     private let projects: [String: String]
-    private let providers: [String: ProviderKind]
-    private let endpointPolicies: [String: EndpointPolicy]
+    private let addressing: [String: any AddressingRules]
     private let maxWriterBacklog: Int
     private let guesses: GuessThrottle
 
@@ -35,24 +34,19 @@ public final class IngestAPI: HTTPHandler {
     ///     `Retry-After` instead of queueing in memory without bound.
     ///   - projects: FCM project id → app, for `/v1/projects/{project}/messages:send`. Empty: every project goes to
     ///     app `default` (no app has a project id).
-    ///   - providers: each app's provider, where it matters at ingest: what the provider cannot address is refused
-    ///     (`ProviderKind.refusal`), and subscriptions register only with Web Push apps. An app not named is
-    ///     taken as FCM HTTP v1's, which addresses everything.
-    ///   - endpointPolicies: what each Web Push app takes as a subscription's endpoint; an app not named gets the
-    ///     default `EndpointPolicy` (public hosts on port 443).
+    ///   - addressing: what each app's provider can address (its folder's `AddressingRules`): what it cannot is
+    ///     refused, and so is a token it cannot register. An app not named is refused nothing here.
     ///   - guesses: who presented wrong tokens lately; shared with the console's logins.
     public init(
         writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, knownApps: Set<String>? = nil,
-        projects: [String: String] = [:], providers: [String: ProviderKind] = [:],
-        endpointPolicies: [String: EndpointPolicy] = [:],
+        projects: [String: String] = [:], addressing: [String: any AddressingRules] = [:],
         maxWriterBacklog: Int = 20_000, guesses: GuessThrottle = GuessThrottle(), metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.knownApps = knownApps
         self.projects = projects
-        self.providers = providers
-        self.endpointPolicies = endpointPolicies
+        self.addressing = addressing
         self.maxWriterBacklog = maxWriterBacklog
         self.guesses = guesses
         self.writer = writer
@@ -268,9 +262,7 @@ public final class IngestAPI: HTTPHandler {
         case .failure(let failure): return responder.respond(error(failure))
         case .success(let valid): registration = valid
         }
-        if let refusal = providers[registration.app]?.registrationRefusal(
-            of: token, app: registration.app, endpoints: endpoints(registration.app))
-        {
+        if let refusal = addressing[registration.app]?.registrationRefusal(of: token, app: registration.app) {
             return responder.respond(error(refusal))
         }
         register(token, app: registration.app, user: registration.user, responder)
@@ -284,9 +276,8 @@ public final class IngestAPI: HTTPHandler {
         case .success(let valid): registration = valid
         }
         if let unknown = unknownApp(registration.app) { return responder.respond(error(unknown)) }
-        let provider = providers[registration.app]
-        if let refusal = provider?.registrationRefusal(
-            of: registration.token, app: registration.app, endpoints: endpoints(registration.app))
+        if let refusal = addressing[registration.app]?.registrationRefusal(
+            of: registration.token, app: registration.app)
         {
             return responder.respond(error(refusal))
         }
@@ -375,13 +366,9 @@ public final class IngestAPI: HTTPHandler {
         (unknownApp(message.app) ?? refusal(of: message)).map { .failure($0) } ?? .success(message)
     }
 
-    /// A message that its app's provider cannot carry (`ProviderKind.refusal`).
+    /// A message that its app's provider cannot carry (`AddressingRules.refusal`).
     private func refusal(of message: IncomingMessage) -> APIError? {
-        providers[message.app]?.refusal(of: message, app: message.app, endpoints: endpoints(message.app))
-    }
-
-    private func endpoints(_ app: String) -> EndpointPolicy {
-        endpointPolicies[app] ?? EndpointPolicy()
+        addressing[message.app]?.refusal(of: message, app: message.app)
     }
 
     /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it. A request with neither

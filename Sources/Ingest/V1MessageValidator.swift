@@ -466,7 +466,7 @@ public enum V1MessageValidator {
         return Int(whole)
     }
 
-    static func invalid(_ message: String) -> APIError {
+    public static func invalid(_ message: String) -> APIError {
         APIError(status: 400, code: "InvalidArgument", message: message)
     }
 

@@ -1,14 +1,16 @@
 /// Why a delivery ended, or why its last attempt failed: the `reason` of `deliveries` and `token_events`
 /// (SPEC §4). The classifier produces it, the queue's rules act on it, the engines store its `rawValue`.
 ///
-/// A case names each reason Herald acts on or writes itself; `.other` keeps, verbatim, any other error FCM answers
-/// (and a transport failure as the sender describes it), so nothing FCM says is lost. The stored texts are what
-/// users script against (`herald dead list --reason`, the `dead_letters` view): `rawValue` must never change one.
+/// A case names each reason the queue's rules and every provider share (FCM legacy's codes, which the rules were
+/// written in, and Herald's own); `.other` keeps any other text verbatim — a provider's own code, as its folder names
+/// it (`DeliveryReason.v1(.quotaExceeded)` is `.other("QUOTA_EXCEEDED")`), an error Herald has no rule for, a
+/// transport failure — so nothing a provider says is lost, and no provider is named here. The stored texts are what
+/// users script against (`herald dead list --reason`, the `dead_letters` view): `rawValue` must never change one,
+/// and no provider's code may be the text of a case here (`ProviderListTests` checks every provider's).
 ///
 /// ```swift
 /// DeliveryReason(stored: "InvalidRegistration")   // .invalidRegistration
 /// DeliveryReason(stored: "SomethingNew")          // .other("SomethingNew")
-/// DeliveryReason.v1(.quotaExceeded).rawValue      // "QUOTA_EXCEEDED"
 /// ```
 ///
 /// It lives in Support because two stages speak it without knowing each other: Classify writes it, Storage
@@ -33,14 +35,6 @@ public enum DeliveryReason: Hashable, Sendable {
     case deviceMessageRateExceeded
     case topicsMessageRateExceeded
     case invalidAPNsCredential
-
-    // MARK: FCM v1 codes with a rule (SPEC §12)
-
-    case v1(V1Code)
-
-    // MARK: APNs reasons with a rule (SPEC §15)
-
-    case apns(APNsCode)
 
     // MARK: Herald's own
 
@@ -69,61 +63,10 @@ public enum DeliveryReason: Hashable, Sendable {
     /// A Web Push endpoint's host is an address the app may not send to (SPEC §19): nothing was connected to.
     case forbiddenAddress
 
-    /// Any other text, verbatim: an FCM error code Herald has no rule for, or a transport failure (`timeout`,
-    /// `reset`, …). Never the text of another case: build it from text with `init(stored:)`.
+    /// Any other text, verbatim: a provider's own code — those it has a rule for are named in its folder
+    /// (`V1Code`, `APNsCode`) and made with `init(stored:)` — a code Herald has no rule for, or a transport failure
+    /// (`timeout`, `reset`, …). Never the text of another case: build it from text with `init(stored:)`.
     case other(String)
-
-    /// The FCM HTTP v1 error codes (`error.details[].errorCode`, else `error.status`) the v1 table acts on.
-    public enum V1Code: String, Sendable, CaseIterable {
-        case unregistered = "UNREGISTERED"
-        case senderIDMismatch = "SENDER_ID_MISMATCH"
-        case invalidArgument = "INVALID_ARGUMENT"
-        case quotaExceeded = "QUOTA_EXCEEDED"
-        case resourceExhausted = "RESOURCE_EXHAUSTED"
-        case unavailable = "UNAVAILABLE"
-        case `internal` = "INTERNAL"
-        case unspecifiedError = "UNSPECIFIED_ERROR"
-        case deadlineExceeded = "DEADLINE_EXCEEDED"
-        case aborted = "ABORTED"
-        case thirdPartyAuthError = "THIRD_PARTY_AUTH_ERROR"
-        case apnsAuthError = "APNS_AUTH_ERROR"
-        case permissionDenied = "PERMISSION_DENIED"
-        case unauthenticated = "UNAUTHENTICATED"
-    }
-
-    /// Apple's `reason` strings the APNs table acts on, as Apple spells them. (Its `InternalServerError` is the
-    /// legacy case of the same text.)
-    public enum APNsCode: String, Sendable, CaseIterable {
-        case unregistered = "Unregistered"
-        case expiredToken = "ExpiredToken"
-        case badDeviceToken = "BadDeviceToken"
-        case deviceTokenNotForTopic = "DeviceTokenNotForTopic"
-        case missingDeviceToken = "MissingDeviceToken"
-        case badCollapseID = "BadCollapseId"
-        case badExpirationDate = "BadExpirationDate"
-        case badMessageID = "BadMessageId"
-        case badPriority = "BadPriority"
-        case badPushType = "InvalidPushType"
-        case duplicateHeaders = "DuplicateHeaders"
-        case payloadEmpty = "PayloadEmpty"
-        case payloadTooLarge = "PayloadTooLarge"
-        case badPath = "BadPath"
-        case methodNotAllowed = "MethodNotAllowed"
-        case missingTopic = "MissingTopic"
-        case badTopic = "BadTopic"
-        case topicDisallowed = "TopicDisallowed"
-        case badCertificate = "BadCertificate"
-        case badCertificateEnvironment = "BadCertificateEnvironment"
-        case forbidden = "Forbidden"
-        case invalidProviderToken = "InvalidProviderToken"
-        case missingProviderToken = "MissingProviderToken"
-        case expiredProviderToken = "ExpiredProviderToken"
-        case tooManyRequests = "TooManyRequests"
-        case tooManyProviderTokenUpdates = "TooManyProviderTokenUpdates"
-        case idleTimeout = "IdleTimeout"
-        case serviceUnavailable = "ServiceUnavailable"
-        case shutdown = "Shutdown"
-    }
 
     // MARK: - The stored text
 
@@ -145,8 +88,6 @@ public enum DeliveryReason: Hashable, Sendable {
         case .deviceMessageRateExceeded: "DeviceMessageRateExceeded"
         case .topicsMessageRateExceeded: "TopicsMessageRateExceeded"
         case .invalidAPNsCredential: "InvalidApnsCredential"
-        case .v1(let code): code.rawValue
-        case .apns(let code): code.rawValue
         case .expired: "Expired"
         case .maxAttempts: "MaxAttempts"
         case .collapsed: "Collapsed"
@@ -176,7 +117,7 @@ public enum DeliveryReason: Hashable, Sendable {
         }
     }
 
-    /// Every case without a payload, and every v1 code, by its stored text.
+    /// Every case without a payload, by its stored text.
     private static let named: [String: DeliveryReason] = {
         let fixed: [DeliveryReason] = [
             .notRegistered, .invalidRegistration, .mismatchSenderID, .invalidPackageName, .missingRegistration,
@@ -185,10 +126,7 @@ public enum DeliveryReason: Hashable, Sendable {
             .expired, .maxAttempts, .collapsed, .replaced, .cancelled, .canonicalID, .invalidResponse,
             .mismatchedResults, .deviceGroupPartialFailure, .unauthorized, .unknownError, .forbiddenAddress,
         ]
-        return Dictionary(
-            uniqueKeysWithValues: (fixed + V1Code.allCases.map(v1) + APNsCode.allCases.map(apns)).map {
-                ($0.rawValue, $0)
-            })
+        return Dictionary(uniqueKeysWithValues: fixed.map { ($0.rawValue, $0) })
     }()
 }
 

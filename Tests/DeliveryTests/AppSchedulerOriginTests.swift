@@ -1,8 +1,9 @@
 import Classify
-import Send
 import Queue
+import Send
 import Support
 import Testing
+import WebPush
 
 @testable import Delivery
 

@@ -1,6 +1,7 @@
 import Classify
-import Send
+import FCMLegacy
 import Queue
+import Send
 import Support
 import Synchronization
 import Testing
@@ -431,14 +432,14 @@ final class ScriptedProvider: Provider {
         case .response(401, _, _, _):
             return Classification(outcomes: Array(repeating: .pauseApp(reason: .unauthorized), count: count))
         case .response(498, _, _, _):
-            return Classification(outcomes: Array(repeating: .requeue(reason: .v1(.unauthenticated)), count: count))
+            return Classification(outcomes: Array(repeating: .requeue(reason: .other("UNAUTHENTICATED")), count: count))
         case .response(497, _, _, _):
             return Classification(
-                outcomes: Array(repeating: .retry(reason: .apns(.tooManyProviderTokenUpdates)), count: count),
+                outcomes: Array(repeating: .retry(reason: .other("TooManyProviderTokenUpdates")), count: count),
                 credentialRenewedTooOften: true)
         case .response(429, _, _, _):
             return Classification(
-                outcomes: Array(repeating: .retrySlow(reason: .v1(.quotaExceeded)), count: count),
+                outcomes: Array(repeating: .retrySlow(reason: .other("QUOTA_EXCEEDED")), count: count),
                 retryAfterUntil: retryAfter, closesGate: true)
         default:
             return Classification(

@@ -1,3 +1,4 @@
+import FCMLegacy
 import Foundation
 import HTTP
 import Queue
@@ -22,10 +23,10 @@ import TestSupport
 
     private func api(
         token: String? = nil, projects: [String: String] = ["proj-a": "default", "proj-b": "b"],
-        providers: [String: ProviderKind] = [:]
+        addressing: [String: any AddressingRules] = [:]
     ) -> IngestAPI {
         IngestAPI(writer: writer, readers: readers, apiToken: token, knownApps: ["default", "b"], projects: projects,
-                  providers: providers)
+                  addressing: addressing)
     }
 
     private func send(
@@ -113,7 +114,7 @@ import TestSupport
     }
 
     @Test func aLegacyAppRefusesWhatLegacyCannotCarry() throws {
-        let api = api(providers: ["default": .fcmLegacy])
+        let api = api(addressing: ["default": LegacySettings().addressing])
         let fid = send(api, #"{"message":{"fid":"f"}}"#)
         #expect(fid.status == 400)
         #expect(error(fid.json).message.contains("message.fid"))

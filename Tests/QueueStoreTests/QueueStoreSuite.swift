@@ -508,7 +508,7 @@ private let t0: Int64 = 1_700_000_000_000
         try queue.register("stale", user: "u1")
         try queue.register("fresh", user: "u2")
         let message = try queue.enqueue(["stale", "fresh"])
-        let unregistered = DeliveryReason.apns(.unregistered)
+        let unregistered = DeliveryReason(stored: "Unregistered")
         let applied = try queue.answer(message, [
             "stale": { .forgetToken(id: $0, state: .dropped, reason: unregistered, status: 410, since: t0 + 5) },
             "fresh": { .forgetToken(id: $0, state: .dropped, reason: unregistered, status: 410, since: t0 - 5) },
@@ -527,7 +527,7 @@ private let t0: Int64 = 1_700_000_000_000
         let message = try queue.enqueue(["bad"])
         let applied = try queue.answer(message, [
             "bad": {
-                .forgetToken(id: $0, state: .dead, reason: .apns(.badDeviceToken), status: 400, since: nil)
+                .forgetToken(id: $0, state: .dead, reason: .other("BadDeviceToken"), status: 400, since: nil)
             },
         ])
         #expect(applied.tokensDeleted == 1)
@@ -613,7 +613,7 @@ private let t0: Int64 = 1_700_000_000_000
         for token in tokens { try queue.enqueue([token]) }
         let ids = Dictionary(uniqueKeysWithValues: try queue.claim(now: t0 + 1).deliveries.map { ($0.token, $0.id) })
         let updates: [DeliveryUpdate] = [
-            .retry(id: try #require(ids["quota"]), at: t0 + 60_000, reason: .v1(.quotaExceeded), status: 429),
+            .retry(id: try #require(ids["quota"]), at: t0 + 60_000, reason: .other("QUOTA_EXCEEDED"), status: 429),
             .retry(id: try #require(ids["status"]), at: t0 + 60_000, reason: .httpStatus(404), status: 404),
             .retry(id: try #require(ids["new"]), at: t0 + 60_000, reason: .other("SomethingNew"), status: 200),
             .retry(id: try #require(ids["transport"]), at: t0 + 60_000, reason: .other("no answer"), status: nil),

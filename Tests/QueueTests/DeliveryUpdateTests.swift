@@ -24,10 +24,10 @@ import Testing
          Ending(state: .dead, reason: .messageTooBig, status: 400, charges: true)),
         // The TTL ran out before a send: nothing was attempted, so nothing is charged.
         (.expired(id: 4), Ending(state: .dead, reason: .expired, status: nil, charges: false)),
-        (.forgetToken(id: 5, state: .dropped, reason: .apns(.unregistered), status: 410, since: 7),
-         Ending(state: .dropped, reason: .apns(.unregistered), status: 410, charges: true)),
-        (.forgetToken(id: 6, state: .dead, reason: .apns(.badDeviceToken), status: 400, since: nil),
-         Ending(state: .dead, reason: .apns(.badDeviceToken), status: 400, charges: true)),
+        (.forgetToken(id: 5, state: .dropped, reason: .other("Unregistered"), status: 410, since: 7),
+         Ending(state: .dropped, reason: .other("Unregistered"), status: 410, charges: true)),
+        (.forgetToken(id: 6, state: .dead, reason: .other("BadDeviceToken"), status: 400, since: nil),
+         Ending(state: .dead, reason: .other("BadDeviceToken"), status: 400, charges: true)),
     ])
     func anEndingOutcomeWritesItsStateReasonAndCharge(_ update: DeliveryUpdate, _ ending: Ending) {
         let written = update.ending

@@ -13,24 +13,24 @@ import Support
 /// ```
 ///
 /// What legacy has no v1 place for (`delay_while_idle`, notification keys v1 does not know) is left out.
-enum V1Message {
+public enum V1Message {
     /// APNs refuses an `apns-collapse-id` longer than this; a longer legacy `collapse_key` still collapses on Android.
-    static let maximumAPNsCollapseIDBytes = 64
+    public static let maximumAPNsCollapseIDBytes = 64
 
-    static func body(for message: ClaimedMessage, target: String, kind: TargetKind, now: Int64) -> [UInt8] {
+    public static func body(for message: ClaimedMessage, target: String, kind: TargetKind, now: Int64) -> [UInt8] {
         template(for: message, now: now).body(target: target, kind: kind, elapsedSeconds: 0)
     }
 
     /// The mapped message rendered once for every target of one send: all that differs between them is the target,
     /// since the remaining TTL is the same at `now`.
-    static func template(for message: ClaimedMessage, now: Int64) -> V1Template {
+    public static func template(for message: ClaimedMessage, now: Int64) -> V1Template {
         V1Template(dryRun: message.dryRun, tokenField: message.tokenField, members: fields(for: message, now: now))
     }
 
     /// The v1 `message` members of a legacy-shaped message, without the target.
-    static func fields(for message: ClaimedMessage, now: Int64) -> [(key: String, value: JSON)] {
+    public static func fields(for message: ClaimedMessage, now: Int64) -> [(key: String, value: JSON)] {
         let stored = (try? JSON.parse(Array(message.payload.utf8))) ?? .object([])
-        let remaining = LegacyProvider.remainingTTL(message, now: now)
+        let remaining = message.remainingTTL(now: now)
         var fields: [(key: String, value: JSON)] = []
         if let data = stored["data"]?.objectValue {
             fields.append(("data", .object(data.map { ($0.key, .string(text($0.value))) })))
@@ -102,7 +102,7 @@ enum V1Message {
     // MARK: - Values
 
     /// v1 wants strings where legacy took any JSON: a string as itself, anything else as its JSON text.
-    static func text(_ value: JSON) -> String {
+    public static func text(_ value: JSON) -> String {
         if case .string(let string) = value { return string }
         return value.serialized()
     }

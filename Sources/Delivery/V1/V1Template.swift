@@ -16,7 +16,7 @@ import Support
 /// template.body(target: "tok-1", kind: .tokens, elapsedSeconds: 10)
 /// // {"validate_only":false,"message":{"token":"tok-1","data":{"a":"b"},"android":{"ttl":"590s","priority":"high"}}}
 /// ```
-struct V1Template {
+public struct V1Template: Sendable {
     private enum Slot {
         /// `android.ttl`: a protobuf Duration, `"<seconds>s"`.
         case duration(original: Int)
@@ -32,14 +32,14 @@ struct V1Template {
     private var slots: [Slot] = []
 
     /// A message stored in v1 shape: its TTL fields become slots.
-    init(_ message: ClaimedMessage) {
+    public init(_ message: ClaimedMessage) {
         self.init(dryRun: message.dryRun, tokenField: message.tokenField,
                   members: (try? JSON.parse(Array(message.payload.utf8)))?.objectValue ?? [], slots: true)
     }
 
     /// `members` already final for this send (a legacy-shaped message mapped by `V1Message` at one `now`): no
     /// slots, only the target differs between bodies.
-    init(dryRun: Bool, tokenField: TokenField, members: [(key: String, value: JSON)]) {
+    public init(dryRun: Bool, tokenField: TokenField, members: [(key: String, value: JSON)]) {
         self.init(dryRun: dryRun, tokenField: tokenField, members: members, slots: false)
     }
 
@@ -61,7 +61,7 @@ struct V1Template {
     }
 
     /// The request body for one target; `elapsedSeconds` is how much of the message's TTL has passed.
-    func body(target: String, kind: TargetKind, elapsedSeconds: Int) -> [UInt8] {
+    public func body(target: String, kind: TargetKind, elapsedSeconds: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(head.count + segmentBytes + target.utf8.count + 16 * slots.count + 32)
         bytes += head

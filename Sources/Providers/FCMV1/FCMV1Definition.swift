@@ -1,0 +1,120 @@
+import Delivery
+import FCMSimulator
+import Ingest
+import OAuth
+import ProviderKit
+import Support
+
+/// FCM HTTP v1 in the list (SPEC §12): `"provider": "fcm-v1"`, a service account.
+public struct FCMV1Definition: ProviderDefinition {
+    public static let name = "fcm-v1"
+    public var name: String { Self.name }
+    public let keys: Set = ["service_account_file", "project_id", "token_uri"]
+    public var reasonCodes: [String] { V1Code.allCases.map(\.rawValue) }
+
+    public init() {}
+
+    public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
+        V1Settings(
+            endpoint: entry["endpoint"]?.stringValue ?? V1Provider.defaultEndpoint,
+            serviceAccountFile: entry.path("service_account_file"), projectID: entry["project_id"]?.stringValue,
+            tokenURI: entry["token_uri"]?.stringValue)
+    }
+}
+
+/// An FCM HTTP v1 app: its service-account key file as configured, and (once `load` has read it) its key and the
+/// project and token endpoint in force: the config's overrides, else the file's.
+public struct V1Settings: AppSettings {
+    public var provider: String { FCMV1Definition.name }
+    /// The base URL, `https://fcm.googleapis.com`.
+    public var endpoint: String
+    public var serviceAccountFile: String?
+    public var projectID: String?
+    public var tokenURI: String?
+    public var serviceAccount: ServiceAccount?
+
+    public init(
+        endpoint: String = V1Provider.defaultEndpoint, serviceAccountFile: String? = nil, projectID: String? = nil,
+        tokenURI: String? = nil
+    ) {
+        (self.endpoint, self.serviceAccountFile, self.projectID, self.tokenURI) =
+            (endpoint, serviceAccountFile, projectID, tokenURI)
+    }
+
+    public func check(app: String) throws(ConfigurationError) {
+        if endpoint.hasSuffix("/fcm/send") {
+            throw ConfigurationError("""
+                app "\(app)" uses FCM HTTP v1: its endpoint is a base URL such as \(V1Provider.defaultEndpoint), \
+                not the legacy \(endpoint)
+                """)
+        }
+        do {
+            try ServiceAccount.checkURL(endpoint, name: "endpoint", source: "app \"\(app)\"")
+        } catch {
+            throw ConfigurationError(error.description)
+        }
+    }
+
+    /// Reads the key file (exactly what is wrong, if anything) and settles `projectID` and `tokenURI`.
+    public mutating func load(app: String) throws(ConfigurationError) {
+        guard let path = serviceAccountFile else {
+            throw ConfigurationError("app \"\(app)\" uses fcm-v1 but names no \"service_account_file\"")
+        }
+        let account: ServiceAccount
+        do {
+            account = try ServiceAccount(contentsOf: path)
+        } catch {
+            throw ConfigurationError("app \"\(app)\": \(error)")
+        }
+        guard let projectID = projectID ?? account.projectID else {
+            throw ConfigurationError("""
+                app "\(app)": service account file \(path) has no "project_id" and the config sets none
+                """)
+        }
+        guard let tokenURI = tokenURI ?? account.tokenURI else {
+            throw ConfigurationError("""
+                app "\(app)": service account file \(path) has no "token_uri" and the config sets none
+                """)
+        }
+        do {
+            try ServiceAccount.checkURL(tokenURI, name: "token_uri", source: "app \"\(app)\"")
+        } catch {
+            throw ConfigurationError(error.description)
+        }
+        AppEntry.warnIfOthersCanRead(path, "the service account file", app: app)
+        serviceAccount = account
+        self.projectID = projectID
+        self.tokenURI = tokenURI
+    }
+
+    /// Every v1 app of the sandbox signs with one throw-away service account that only the simulator trusts.
+    public mutating func prepareSandbox(_ sandbox: SandboxSetup) throws {
+        let account = try sandbox.shared(FCMV1Definition.name) {
+            ServiceAccount(clientEmail: "sandbox@herald.invalid", privateKey: try RSAPrivateKey.generate(),
+                           projectID: "sandbox", tokenURI: nil)
+        }
+        sandbox.simulator.v1Account = FCMSimulator.V1Account(account)
+        serviceAccount = account
+        projectID = account.projectID
+    }
+
+    public mutating func connectSandbox(_ simulator: SandboxSimulator) {
+        endpoint = simulator.url
+        tokenURI = simulator.url + FCMSimulator.tokenPath
+    }
+
+    public func provider(app: String, context: ProviderContext) throws -> any Provider {
+        guard let serviceAccount, let projectID, let tokenURI else {
+            throw ConfigurationError("app \"\(app)\": its service account was not loaded")
+        }
+        Log.info("fcm v1 app", [
+            "app": .string(app), "project": .string(projectID), "client_email": .string(serviceAccount.clientEmail),
+            "endpoint": .string(endpoint), "token_uri": .string(tokenURI),
+        ])
+        return V1Provider(
+            app: app, account: serviceAccount, projectID: projectID, endpoint: endpoint, tokenURI: tokenURI,
+            tokenPool: context.tokenPool(), timeoutMillis: context.requestTimeoutMillis)
+    }
+
+    public var addressing: any AddressingRules { V1Addressing() }
+}

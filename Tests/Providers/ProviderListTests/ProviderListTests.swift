@@ -1,0 +1,43 @@
+import ProviderKit
+import ProviderList
+import Support
+import Testing
+
+/// The list every provider joins by: what it says of each must hold for all of them.
+@Suite struct ProviderListTests {
+    /// A provider's own reason codes are stored as they are and read back as the same reason: none is the text of a
+    /// reason of Herald's own, nor another provider's code.
+    @Test func everyProvidersReasonCodesRoundTripThroughTheirStoredText() {
+        var seen: [String: String] = [:]
+        for provider in ProviderList.all {
+            for code in provider.reasonCodes {
+                #expect(DeliveryReason(stored: code) == .other(code), "\(provider.name): \(code) is a shared reason")
+                #expect(DeliveryReason(stored: code).rawValue == code)
+                #expect(seen[code] == nil, "\(code) is both \(seen[code] ?? "")'s and \(provider.name)'s")
+                seen[code] = provider.name
+            }
+        }
+        #expect(ProviderList.named("fcm-v1")?.reasonCodes.contains("QUOTA_EXCEEDED") == true)
+        #expect(ProviderList.named("apns")?.reasonCodes.contains("BadDeviceToken") == true)
+    }
+
+    /// A key belongs to one provider, so a key on an app of another names whose it is, and an entry without
+    /// `"provider"` is the provider of its keys.
+    @Test func namesAreUniqueAndEachKeyIsOneProvidersOwn() {
+        let names = ProviderList.all.map(\.name)
+        #expect(Set(names).count == names.count)
+        for (index, provider) in ProviderList.all.enumerated() {
+            #expect(provider.keys.isDisjoint(with: AppEntry.commonKeys), "\(provider.name)")
+            #expect(provider.nonStringKeys.isSubset(of: provider.keys), "\(provider.name)")
+            for other in ProviderList.all[(index + 1)...] {
+                #expect(provider.keys.isDisjoint(with: other.keys), "\(provider.name) and \(other.name)")
+            }
+            #expect(ProviderList.named(provider.name)?.name == provider.name)
+            for key in provider.keys {
+                #expect(ProviderList.inferred(from: ["name", key])?.name == provider.name, "\(key)")
+            }
+        }
+        #expect(ProviderList.named("pigeon") == nil)
+        #expect(ProviderList.inferred(from: ["name", "endpoint"]) == nil)
+    }
+}
