@@ -23,7 +23,8 @@
 # Push app, one distinct subscription per message (endpoint https://127.0.0.1:<stand-in>/push/b-<n>, all with the
 # keys of the stand-in's subscription "b", so it can decrypt them), into a database made by `herald migrate` with
 # app "web" paused; `herald resume web` starts the drain. The VAPID key (openssl) and the stand-in's self-signed
-# certificate (trusted through SSL_CERT_FILE) are made for the run. Nothing leaves loopback.
+# certificate (trusted through SSL_CERT_FILE) are made for the run; the config sets allow_private_endpoints (the
+# stand-in is on 127.0.0.1, SPEC §19). Nothing leaves loopback.
 #
 # Usage, from the repository root (root on Debian/Ubuntu installs node, openssl and nghttp2-client if missing):
 #   Benchmarks/webpush.sh
@@ -85,7 +86,7 @@ VAPID_FILE=$WORK/vapid.pem
 STANDIN_SCRIPT=$ROOT/scripts/webpush-h2-standin.js
 STANDIN_ARGS=(--decrypt-every "$DECRYPT_EVERY" --shared-subscriber b)
 start_standin "$DELAY"
-printf '{"apps":[{"name":"web","provider":"webpush","vapid_private_key_file":"%s","vapid_subject":"mailto:bench@example.com"}]}\n' \
+printf '{"apps":[{"name":"web","provider":"webpush","vapid_private_key_file":"%s","vapid_subject":"mailto:bench@example.com","allow_private_endpoints":true}]}\n' \
     "$VAPID_FILE" >"$WORK/webpush.json"
 SUBSCRIPTION=$(curl -fsS --max-time 5 -d '{"names":["b"]}' "http://127.0.0.1:$STATS_PORT/subscriptions") ||
     fail "the stand-in made no subscription"
