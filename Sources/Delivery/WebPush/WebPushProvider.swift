@@ -72,11 +72,12 @@ public final class WebPushProvider: Provider {
                 // Registered through PUT /v1/tokens rather than as a subscription: no push service can take it.
                 return refused(message, [delivery], reason: .invalidRegistration)
             }
+            let origin = subscription.origin
             let body: [UInt8]
             let authorization: String
             do {
                 body = try WebPushEncryption.encrypt(rendered.plaintext, to: subscription.keys)
-                authorization = try vapid.authorization(origin: subscription.origin, now: now)
+                authorization = try vapid.authorization(origin: origin, now: now)
             } catch {
                 return refused(message, [delivery], reason: .other("encryption failed: \(error)"))
             }
@@ -89,7 +90,7 @@ public final class WebPushProvider: Provider {
                 outbound: OutboundRequest(
                     url: url(of: subscription), headers: headers, body: body, timeoutMillis: timeoutMillis,
                     keptResponseHeaders: WebPushClassifier.headersRead),
-                kind: .tokens, format: .json, origin: subscription.origin)
+                kind: .tokens, format: .json, origin: origin)
         }
     }
 
