@@ -30,7 +30,14 @@ trap_cleanup() { # EXIT runs the caller's `cleanup`; INT and TERM end the script
     trap 'log "interrupted"; exit 130' INT
     trap 'log "terminated"; exit 143' TERM
 }
-build_herald() { # sets HERALD to the release build of ROOT, made first unless HERALD_BENCH_SKIP_BUILD=1
+# Sets HERALD to the release build of ROOT, made first unless HERALD_BENCH_SKIP_BUILD=1; HERALD_BENCH_BINARY=PATH: that
+# binary instead, built by nobody here (another commit's, to alternate the two).
+build_herald() {
+    if [[ -n ${HERALD_BENCH_BINARY:-} ]]; then
+        HERALD=$HERALD_BENCH_BINARY
+        [[ -x $HERALD ]] || fail "HERALD_BENCH_BINARY $HERALD is not an executable"
+        return
+    fi
     if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
     if [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
         log "building: swift build -c release"

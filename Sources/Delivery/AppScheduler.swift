@@ -17,14 +17,18 @@ import Queue
 /// for action in scheduler.pump(now: Clock.nowMillis()) { perform(action) }
 /// ```
 ///
-/// The provider is asked only what it can answer without waiting: the requests for a claim, the classification of
-/// an answer, and of its credentials which one is current. Everything else about credentials (obtaining one,
-/// renewing it in its last minutes, what a refusal means, whether a renewed one works) is an action the engine
-/// carries out against `app.provider.credentials`, answered by an event.
+/// The provider is asked here only to classify an answer, a pure function. Making a claim's requests (rendering,
+/// Web Push's encryption among it) is the `.render` action, carried out by the engine's render stage on every core
+/// and answered by `rendered`; meanwhile the claim counts as under way, so nothing more is claimed, and the render's
+/// deliveries stay this scheduler's to release (at a stop, a pause, a closed gate, a missing credential) or send.
+/// Everything about credentials (obtaining one, renewing it in its last minutes, what a refusal means, whether a
+/// renewed one works) is an action the engine carries out against `app.provider.credentials`, answered by an event.
 struct AppScheduler {
     enum Action {
         /// Lease up to `limit` ready deliveries; answer with `claimed` or `claimFailed`.
         case claim(limit: Int)
+        /// Make the requests for these claimed runs (`RenderStage`); answer with `rendered`.
+        case render([ClaimedRun])
         /// Put the request on the wire; answer with `answered`.
         case send(PreparedRequest)
         /// Write these row updates and the plan's app switches (pause, gate).
@@ -32,7 +36,7 @@ struct AppScheduler {
         /// Obtain the provider's credentials (v1: an access token); answer with `prepared`.
         case prepare
         /// Renew the credentials in the background: the current one is in its last minutes. No answer: sending goes
-        /// on with the current one, and `prepare` is asked for if it runs out first.
+        /// on with the current one, and `prepare` is asked for if a render finds none first.
         case renewCredentials
         /// The answer to `request` refused the credential it was made with: ask the credentials what that means
         /// (`Credentials.refused`) and answer with `refusalJudged`.
@@ -77,6 +81,8 @@ struct AppScheduler {
     private var pending = PendingQueue<PreparedRequest>()
     /// The limit of the claim under way, if one is.
     private var claimLimit: Int?
+    /// The claimed runs being rendered (`.render`), until `rendered`: a claim still under way.
+    private var rendering: [ClaimedRun]?
     /// Whether a claim may find rows: false after a short claim, until something says otherwise.
     private var mayHaveReady = true
     private(set) var paused = false
@@ -100,6 +106,11 @@ struct AppScheduler {
     private var wakeAt: Int64?
     /// The provider is getting ready; nothing is claimed or sent meanwhile.
     private var preparing = false
+    /// Whether the app's provider has credentials to obtain before it sends.
+    private let credentialed: Bool
+    /// Whether its credentials were obtained and are still good, as far as the events said: not before `prepared`,
+    /// nor after a refusal renewed them or a render found none.
+    private var credentialReady: Bool
     /// A credential renewed after a refusal has not yet been seen to work: answers are reported to the credentials
     /// (`.credentialAccepted`) until they say it has.
     private var credentialUnproven = false
@@ -111,6 +122,8 @@ struct AppScheduler {
         self.app = app
         self.options = options
         rate = app.maxRate.map { TokenBucket(ratePerSecond: $0) }
+        credentialed = app.provider.credentials != nil
+        credentialReady = !credentialed
     }
 
     var pendingCount: Int { pending.count }
@@ -166,22 +179,49 @@ struct AppScheduler {
         // to the provider at once, found without hashing every delivery's message id. (Runs of one message split
         // by another's, as retries can be, only make more legacy multicast requests than needed.)
         let deliveries = claim.deliveries
-        let credentials = app.provider.credentials
-        // Without a current credential `pump` obtains one first, and releases these requests unsent.
-        let credential = credentials?.current(now: now)
-        if !deliveries.isEmpty, let credentials, credentials.renewalDue(now: now) {
-            actions.append(.renewCredentials)
-        }
-        var runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])] = []
+        var runs: [ClaimedRun] = []
         var start = deliveries.startIndex
         while start < deliveries.endIndex {
             let id = deliveries[start].messageID
             var end = start + 1
             while end < deliveries.endIndex, deliveries[end].messageID == id { end += 1 }
-            if let message = claim.messages[id] { runs.append((message, Array(deliveries[start..<end]))) }
+            if let message = claim.messages[id] {
+                runs.append(ClaimedRun(message: message, deliveries: Array(deliveries[start..<end])))
+            }
             start = end
         }
-        pending.append(contentsOf: app.provider.requests(forRuns: runs, credential: credential, now: now))
+        if !runs.isEmpty {
+            // Still under way, and counted in the window, until its requests come back.
+            claimLimit = limit
+            rendering = runs
+            actions.append(.render(runs))
+        }
+        pump(now: now, into: &actions)
+        return actions
+    }
+
+    /// The render asked for by `.render` is done. Its requests join the claimed ones waiting for a slot; but the app
+    /// may have paused or closed its gate meanwhile, and then they go back to the queue uncharged, as the waiting
+    /// ones did. Without a credential, the claim goes back and one is obtained. After a stop, its deliveries were
+    /// released already.
+    mutating func rendered(_ rendering: Rendering, now: Int64) -> [Action] {
+        guard let runs = self.rendering else { return [] }
+        self.rendering = nil
+        claimLimit = nil
+        var actions: [Action] = []
+        switch rendering {
+        case .noCredential:
+            credentialReady = false
+            mayHaveReady = true
+            write(Self.releases(runs.lazy.flatMap(\.deliveries)), plan: nil, into: &actions)
+        case .requests(let requests, let renewalDue):
+            if renewalDue { actions.append(.renewCredentials) }
+            if paused || gate.until > now {
+                write(Self.releases(requests.lazy.flatMap(\.deliveries)), plan: nil, into: &actions)
+            } else {
+                pending.append(contentsOf: requests)
+            }
+        }
         pump(now: now, into: &actions)
         return actions
     }
@@ -211,7 +251,7 @@ struct AppScheduler {
             return actions
         }
         let classification = app.provider.classify(result, of: request, now: now)
-        if app.provider.credentials != nil, case .response = result {
+        if credentialed, case .response = result {
             if classification.outcomes.contains(where: { if case .requeue = $0 { true } else { false } }) {
                 // What the refusal means (renew once, or pause) is the credentials' to say: planned once they have.
                 return [.credentialRefused(request, result)]
@@ -233,6 +273,7 @@ struct AppScheduler {
         switch refusal {
         case .renew:
             credentialUnproven = true
+            credentialReady = false
             actions.append(.note(.renewingRefusedCredential))
         case .stale:
             break
@@ -377,6 +418,7 @@ struct AppScheduler {
         switch readiness {
         case .ready:
             notReadyUntil = 0
+            credentialReady = true
             pump(now: now, into: &actions)
         case .retry(let at):
             notReadyUntil = at
@@ -438,10 +480,13 @@ struct AppScheduler {
         origins = origins.filter { !$0.value.isIdle(now: now, after: options.gateCapMillis) }
     }
 
-    /// Shutdown: nothing more is claimed or sent; returns the releases of every claimed request not yet sent.
+    /// Shutdown: nothing more is claimed or sent; returns the releases of every claimed delivery not yet sent, those
+    /// being rendered too (their render, when it comes back, is dropped).
     mutating func stop() -> [DeliveryUpdate] {
         stopping = true
-        return releasePending()
+        let rendered = Self.releases((rendering ?? []).lazy.flatMap(\.deliveries))
+        rendering = nil
+        return releasePending() + rendered
     }
 
     // MARK: - Rules
@@ -452,7 +497,7 @@ struct AppScheduler {
             schedule(at: gate.until, into: &actions)
             return
         }
-        if let credentials = app.provider.credentials, credentials.current(now: now) == nil {
+        if !credentialReady {
             prepare(now: now, into: &actions)
             return
         }
@@ -568,7 +613,7 @@ struct AppScheduler {
         requests.flatMap { $0.deliveries.map { .deferred(id: $0.id, until: until, reason: nil, status: nil) } }
     }
 
-    /// The provider cannot send yet (v1: no usable access token). Requests built with the credentials it held go
+    /// The provider cannot send yet (v1: no usable access token). Requests made with the credential it held go
     /// back to the queue uncharged, and it gets ready; `prepared` picks up from there.
     private mutating func prepare(now: Int64, into actions: inout [Action]) {
         if pending.count > 0 {
@@ -611,7 +656,12 @@ struct AppScheduler {
         waitingOrigins.removeAll()
         parked = 0
         parkExpiry = .max
-        return requests.flatMap { $0.deliveries.map { DeliveryUpdate.release(id: $0.id) } }
+        return Self.releases(requests.lazy.flatMap(\.deliveries))
+    }
+
+    /// Back to the queue as they were, uncharged.
+    private static func releases(_ deliveries: some Sequence<ClaimedDelivery>) -> [DeliveryUpdate] {
+        deliveries.map { .release(id: $0.id) }
     }
 
     /// The short code `herald status` shows for a gate closed by this answer.

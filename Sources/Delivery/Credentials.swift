@@ -1,10 +1,11 @@
-/// What a provider sends with and must obtain first: FCM v1's OAuth2 access token (`AccessTokenCache`), and in
-/// the same place APNs' ES256 provider token and Web Push's VAPID JWT. The provider's pure part (`requests`,
-/// `classify`) is handed the credential; obtaining, renewing and judging it is done here, by the engine, when an
-/// app's `AppScheduler` asks with an action (`.prepare`, `.renewCredentials`, `.credentialRefused`,
-/// `.credentialAccepted`).
+/// What a provider sends with and must obtain first: FCM v1's OAuth2 access token (`AccessTokenCache`), APNs' ES256
+/// provider token (`APNsProviderToken`) and Web Push's VAPID key (`VAPID`, its JWTs signed per push-service origin).
+/// The provider's two steps (`requests`, `classify`) are handed the credential; obtaining, renewing and judging it is
+/// done here, by the engine, when an app's `AppScheduler` asks with an action (`.prepare`, `.renewCredentials`,
+/// `.credentialRefused`, `.credentialAccepted`).
 ///
-/// Reads are cheap and never block (a lock for a few loads); obtaining runs on threads of its own.
+/// Reads (`current`, `renewalDue`) are the render stage's, never the scheduler's: cheap, a lock for a few loads (or
+/// a signature when a token is due), and they never block; obtaining runs on threads of its own.
 public protocol Credentials: Sendable {
     /// The credential to send with at `now`, if one is usable for a while yet.
     func current(now: Int64) -> String?

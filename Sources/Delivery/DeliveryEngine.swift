@@ -9,8 +9,9 @@ import Synchronization
 /// Claims ready deliveries, sends them through each app's provider, and writes back what FCM answered.
 ///
 /// When to claim, send, hold back, gate or pause is each app's `AppScheduler` (a state machine without I/O); the
-/// engine feeds it events and carries out the actions it returns: database work through the writer, requests
-/// through the app's client pool, timers on the queue. All of it happens on one serial dispatch queue, so nothing
+/// engine feeds it events and carries out the actions it returns: database work through the writer, rendering a
+/// claim's requests on the render stage (`RenderStage`, on every core: Web Push encrypts each request), requests
+/// through the app's client pool, timers on the queue. All of it is driven from one serial dispatch queue, so nothing
 /// here blocks. What the apps share is two more machines of the same kind, whose actions the engine carries out
 /// too: the `Outbox`, which decides when the outcomes gathered are written, and the `LeaseKeeper`, which holds the
 /// leases, renews them and decides when the rescuer runs. Ingest wakes the engine after each commit; otherwise an
@@ -192,6 +193,7 @@ public final class DeliveryEngine: @unchecked Sendable {
         for action in actions {
             switch action {
             case .claim(let limit): claim(runtime, limit: limit)
+            case .render(let runs): render(runs, on: runtime)
             case .send(let request): send(request, on: runtime)
             case .write(let updates, let plan): write(updates, plan: plan, app: runtime.app.name)
             case .prepare:
@@ -293,6 +295,16 @@ public final class DeliveryEngine: @unchecked Sendable {
         }
     }
 
+    /// Makes a claim's requests off `queue`, on every core, and hands them back to the app's scheduler on it.
+    private func render(_ runs: [ClaimedRun], on runtime: Runtime) {
+        let provider = runtime.app.provider
+        DispatchQueue.global().async {
+            let rendering = RenderStage.render(
+                runs, with: provider, now: Clock.nowMillis(), cores: ProcessInfo.processInfo.activeProcessorCount)
+            self.queue.async { self.perform(runtime.scheduler.rendered(rendering, now: Clock.nowMillis()), on: runtime) }
+        }
+    }
+
     /// Queues `request` for the pool at the end of this turn of `queue`, with the turn's other requests: the pool's
     /// thread is woken once for them all, not once per request (each wake-up a syscall and a context switch).
     private func send(_ request: PreparedRequest, on runtime: Runtime) {
@@ -371,10 +383,16 @@ public final class DeliveryEngine: @unchecked Sendable {
             tally.add(runtime, code: String(status), seconds: seconds)
             if version != runtime.httpVersion {
                 runtime.httpVersion = version
-                Log.info("provider answers", [
+                let fields: KeyValuePairs<String, Log.Value> = [
                     "app": .string(runtime.app.name), "http_version": .string(version),
                     "connections": .int(Int64(runtime.pool.connections)),
-                ])
+                ]
+                let app = runtime.app
+                if version == "1.1", app.provider.maxConnections(concurrency: app.concurrency) < app.concurrency {
+                    Log.warn("provider answers over HTTP/1.1: no multiplexing, one connection per request", fields)
+                } else {
+                    Log.info("provider answers", fields)
+                }
             }
             Log.debug("provider answered", [
                 "app": .string(runtime.app.name), "status": .int(Int64(status)),

@@ -61,27 +61,27 @@ public enum ProviderReadiness: Sendable, Equatable {
 /// requests and how answers become outcomes, and which credentials must be obtained first. Everything around it
 /// (claim, retry, reconcile) is shared.
 ///
-/// `requests` and `classify` are pure: they are handed the credential and never obtain, renew or judge one. That is
-/// `credentials`' part, carried out by the engine when the app's scheduler asks.
+/// Two steps, run in different places. Rendering (`requests`) is the engine's render stage: off the scheduler, on
+/// any thread and on several at once, where the CPU of a send may go (an encryption) and a provider may keep caches.
+/// Classifying (`classify`) runs inside the app's scheduler: a pure function of the answer, without a lock, a log
+/// line or a clock of its own (what is worth a log line about an answer, the engine reads from it). Neither obtains, renews or
+/// judges a credential: they are handed it, and the rest is `credentials`' part, carried out by the engine when the
+/// app's scheduler asks.
 public protocol Provider: Sendable {
     /// How many deliveries one request can carry (FCM legacy's multicast: 1000; the others: one per request).
     var maxTargetsPerRequest: Int { get }
     /// What the provider must obtain before it sends (FCM v1: an access token); nil when it needs nothing (FCM
     /// legacy's server key, in the provider's own headers).
     var credentials: (any Credentials)? { get }
-    /// The requests for one message's claimed deliveries, made with `credential` (`credentials`' current one; nil
-    /// for a provider without credentials).
+    /// The render step: the requests for one message's claimed deliveries, made with `credential` (`credentials`'
+    /// current one; nil for a provider without credentials). Every delivery goes in exactly one request; a message
+    /// the provider cannot take is a request with a `refusal`. Called by the render stage, from several threads at
+    /// once.
     func requests(
         for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
     ) -> [PreparedRequest]
-    /// The requests for a whole claim, one run of a message's deliveries after another, in that order: by default
-    /// `requests(for:…)` per run. A provider whose requests cost real CPU to make (Web Push encrypts each) makes them
-    /// on several threads here, so one claim does not hold the engine's queue for all of them in turn.
-    func requests(
-        forRuns runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])], credential: String?, now: Int64
-    ) -> [PreparedRequest]
     /// One outcome per delivery of `request`. A refusal of the request's credential is `.requeue`: whether it is
-    /// renewed or the app pauses is for `credentials` to say.
+    /// renewed or the app pauses is for `credentials` to say. Pure: called by the app's scheduler.
     func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification
     /// The connections to the endpoint that `concurrency` requests in flight need, which the app's pool may open.
     func maxConnections(concurrency: Int) -> Int
@@ -92,12 +92,6 @@ public protocol Provider: Sendable {
 }
 
 extension Provider {
-    public func requests(
-        forRuns runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])], credential: String?, now: Int64
-    ) -> [PreparedRequest] {
-        runs.flatMap { requests(for: $0.message, deliveries: $0.deliveries, credential: credential, now: now) }
-    }
-
     /// A server key needs nothing obtained.
     public var credentials: (any Credentials)? { nil }
 

@@ -64,47 +64,61 @@ public final class VAPID: Sendable {
     /// is the subscription check's rule (SPEC §16), not this function's. Nil for any other scheme, a missing or
     /// malformed host, user information (`user@host`), or a bad port.
     public static func origin(of endpoint: String) -> String? {
-        guard let separator = endpoint.range(of: "://") else { return nil }
-        let scheme = endpoint[..<separator.lowerBound].lowercased()
+        // Byte by byte: every send asks (its subscription's origin), and `Character`s cost grapheme breaking each.
+        let bytes = Array(endpoint.utf8)
+        guard let separator = bytes.indices.first(where: { bytes[$0...].starts(with: "://".utf8) }) else { return nil }
+        let scheme = String(decoding: bytes[..<separator].map(lowercased), as: UTF8.self)
         let defaultPort: Int
         switch scheme {
         case "https": defaultPort = 443
         case "http": defaultPort = 80
         default: return nil
         }
-        let rest = endpoint[separator.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        var host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
+        let rest = bytes[(separator + 3)...]
+        let authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        var host: ArraySlice<UInt8>
+        var portText: ArraySlice<UInt8>?
+        let bracketed = authority.first == UInt8(ascii: "[")
+        if bracketed {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return nil }
             host = authority[...close]
-            let after = authority[authority.index(after: close)...]
+            let after = authority[(close + 1)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
+                guard after.first == UInt8(ascii: ":") else { return nil }
                 portText = after.dropFirst()
             }
-            guard host.dropFirst().dropLast().allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
-                return nil
+            let isAddressByte = { (b: UInt8) in
+                isDigit(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(lowercased(b)) || b == UInt8(ascii: ":")
+                    || b == UInt8(ascii: ".")
             }
-        } else if let colon = authority.firstIndex(of: ":") {
+            guard host.dropFirst().dropLast().allSatisfy(isAddressByte) else { return nil }
+        } else if let colon = authority.firstIndex(of: UInt8(ascii: ":")) {
             host = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
+            portText = authority[(colon + 1)...]
         } else {
             host = authority
         }
-        let lowered = host.lowercased()
-        let isHostCharacter = { (c: Character) in c.isASCII && (c.isLetter || c.isNumber || "-._".contains(c)) }
-        guard lowered.count > (host.hasPrefix("[") ? 2 : 0), host.hasPrefix("[") || lowered.allSatisfy(isHostCharacter)
-        else { return nil }
-        var origin = "\(scheme)://\(lowered)"
+        let isHostByte = { (b: UInt8) in
+            isDigit(b) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(lowercased(b)) || b == UInt8(ascii: "-")
+                || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
+        }
+        guard host.count > (bracketed ? 2 : 0), bracketed || host.allSatisfy(isHostByte) else { return nil }
+        var origin = scheme + "://" + String(decoding: host.map(lowercased), as: UTF8.self)
         if let portText {
-            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let port = Int(portText), (1...65535).contains(port)
+            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(isDigit),
+                  let port = Int(String(decoding: portText, as: UTF8.self)), (1...65535).contains(port)
             else { return nil }
             if port != defaultPort { origin += ":\(port)" }
         }
         return origin
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
     }
 
     /// How many origins have a token cached (for tests).

@@ -103,7 +103,7 @@ public struct WebPushSubscription: Sendable, Equatable {
         guard endpoint.utf8.starts(with: "https://".utf8) else {
             return "subscription.endpoint must be an https URL (a push service's), got \(quotedStart(endpoint))"
         }
-        guard endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), !endpoint.contains("#") else {
+        guard endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }) else {
             return "subscription.endpoint must be a URL without spaces, control characters or a fragment"
         }
         guard VAPID.origin(of: endpoint) != nil else {

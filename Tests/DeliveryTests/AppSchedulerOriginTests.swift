@@ -44,7 +44,7 @@ import WebPush
     /// Sends `subscriptions` (all at once) and returns the requests by delivery id.
     func sendAll(_ app: inout AppScheduler, _ subscriptions: [String], first: Int64 = 1) -> [Int64: PreparedRequest] {
         _ = app.pump(now: now)
-        let sent = app.claimed(claim(subscriptions, first: first), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(subscriptions, first: first), now: now).sentRequests
         return Dictionary(uniqueKeysWithValues: sent.map { ($0.deliveries[0].id, $0) })
     }
 
@@ -65,7 +65,7 @@ import WebPush
         #expect(refused.plans.first?.origin == Self.bad && refused.plans.first?.pauseReason == nil)
 
         // While the bad origin is gated, its claimed requests go back to the queue; the good origin's go out.
-        let next = app.claimed(claim(["\(Self.bad)/3", "\(Self.good)/4", "\(Self.good)/5"], first: 3), now: now + 10)
+        let next = app.claimedAndRendered(claim(["\(Self.bad)/3", "\(Self.good)/4", "\(Self.good)/5"], first: 3), now: now + 10)
         #expect(next.sent == [4, 5])
         #expect(next.written == [.deferred(id: 3, until: origin.gate.until, reason: nil, status: nil)])
         let delivered = app.answered(try #require(sent[2]), result: answer(201), now: now + 20, using: &random)
@@ -90,7 +90,7 @@ import WebPush
         #expect(app.origins[Self.good] == nil || app.origins[Self.good]?.paused == false)
 
         // A paused origin's claimed requests go back to the queue for a minute; the others' go out.
-        let next = app.claimed(claim(["\(Self.bad)/7", "\(Self.good)/8"], first: 7), now: now + 5_000)
+        let next = app.claimedAndRendered(claim(["\(Self.bad)/7", "\(Self.good)/8"], first: 7), now: now + 5_000)
         #expect(next.sent == [8])
         #expect(next.written == [.deferred(id: 7, until: now + 65_000, reason: nil, status: nil)])
 
@@ -99,7 +99,7 @@ import WebPush
             AppState(name: "web", paused: false, pauseReason: nil, gateUntil: 0), origins: [], nextDueAt: nil,
             now: now + 6_000)
         #expect(resumed.notes == [.originResumed(origin: Self.bad)])
-        let again = app.claimed(claim(["\(Self.bad)/9"], first: 9), now: now + 6_000)
+        let again = app.claimedAndRendered(claim(["\(Self.bad)/9"], first: 9), now: now + 6_000)
         #expect(again.sent == [9])
     }
 
@@ -123,7 +123,7 @@ import WebPush
         for round in Int64(0)..<6 {
             let at = now + round * 120_000
             _ = app.pump(now: at)
-            let sent = app.claimed(claim(["\(Self.bad)/same"], first: round + 1), now: at).sentRequests
+            let sent = app.claimedAndRendered(claim(["\(Self.bad)/same"], first: round + 1), now: at).sentRequests
             _ = app.answered(try #require(sent.first), result: answer(403), now: at, using: &random)
         }
         #expect(app.origins[Self.bad]?.paused == false)
@@ -143,7 +143,7 @@ import WebPush
 
         let at = gated + 1
         _ = app.pump(now: at)
-        let retried = app.claimed(claim(["\(Self.bad)/stale"], first: 1), now: at).sentRequests
+        let retried = app.claimedAndRendered(claim(["\(Self.bad)/stale"], first: 1), now: at).sentRequests
         let again = app.answered(try #require(retried.first), result: answer(403), now: at, using: &random)
         guard case .retry(1, _, .httpStatus(403), 403)? = again.written.first else {
             Issue.record("a charged retry, not a deferral: \(again.written)")
@@ -160,7 +160,7 @@ import WebPush
         var app = scheduler(concurrency: 1_000, originConcurrency: 10)
         #expect(app.pump(now: now).claims == [1_000])
         // More than a window's worth (2 × concurrency) came in one claim, as a large claim limit allows.
-        let over = app.claimed(claim((1...1_500).map { "\(Self.good)/\($0)" }), now: now)
+        let over = app.claimedAndRendered(claim((1...1_500).map { "\(Self.good)/\($0)" }), now: now)
         #expect(over.sent.count == 10, "the origin's share")
         #expect(over.written.isEmpty, "nothing deferred while the origin answers")
         #expect(over.claims.isEmpty, "the window is full of requests waiting for the origin")
@@ -203,7 +203,7 @@ import WebPush
         #expect(first.notes == [.originGateClosed(origin: Self.bad, until: now + 1_100, status: nil, reason: .timeout)])
         #expect(app.origins[Self.bad]?.gate.faults == 1, "two requests sent together fail as one fault")
         #expect(app.gateUntil == 0)
-        #expect(app.claimed(claim(["\(Self.good)/4"], first: 4), now: now + 200).sent == [4])
+        #expect(app.claimedAndRendered(claim(["\(Self.good)/4"], first: 4), now: now + 200).sent == [4])
     }
 
     // MARK: - A share per origin
@@ -212,7 +212,7 @@ import WebPush
         var app = scheduler(concurrency: 10, originConcurrency: 2)
         _ = app.pump(now: now)
         let slow = (1...5).map { "\(Self.bad)/\($0)" }
-        let actions = app.claimed(claim(slow + ["\(Self.good)/6"]), now: now)
+        let actions = app.claimedAndRendered(claim(slow + ["\(Self.good)/6"]), now: now)
         #expect(actions.sent == [1, 2, 6], "two to the slow origin, and the other origin's go out")
         #expect(app.origins[Self.bad]?.waiting.count == 3, "the rest waits for the origin")
         #expect(actions.written.isEmpty)
@@ -222,7 +222,7 @@ import WebPush
             try #require(actions.sentRequests.first), result: answer(201), now: now + 50, using: &random)
         #expect(answered.sent == [3], "a freed place of the origin goes to the request that waited for it")
         #expect(app.inFlight == 3)
-        let more = app.claimed(claim(["\(Self.bad)/8", "\(Self.good)/9"], first: 8), now: now + 60)
+        let more = app.claimedAndRendered(claim(["\(Self.bad)/8", "\(Self.good)/9"], first: 8), now: now + 60)
         #expect(more.sent == [9], "the other origin is not held up by the slow one")
         #expect(app.origins[Self.bad]?.waiting.count == 3)
         let aged = app.timerFired(at: now + 1_000, now: now + 1_000)
@@ -232,7 +232,7 @@ import WebPush
     @Test func anOriginGatedWhileRequestsWaitForItsShareDefersThem() throws {
         var app = scheduler(concurrency: 10, originConcurrency: 1)
         _ = app.pump(now: now)
-        let actions = app.claimed(claim(["\(Self.bad)/1", "\(Self.bad)/2"]), now: now)
+        let actions = app.claimedAndRendered(claim(["\(Self.bad)/1", "\(Self.bad)/2"]), now: now)
         #expect(actions.sent == [1])
         var random = random
         let failed = app.answered(try #require(actions.sentRequests.first), result: answer(503), now: now + 10,
@@ -244,7 +244,7 @@ import WebPush
     @Test func stopReleasesTheRequestsWaitingForTheirOrigin() {
         var app = scheduler(concurrency: 10, originConcurrency: 1)
         _ = app.pump(now: now)
-        _ = app.claimed(claim(["\(Self.bad)/1", "\(Self.bad)/2"]), now: now)
+        _ = app.claimedAndRendered(claim(["\(Self.bad)/1", "\(Self.bad)/2"]), now: now)
         #expect(app.stop() == [.release(id: 2)])
     }
 }

@@ -14,11 +14,14 @@ import Testing
     let now: Int64 = 1_700_000_000_000
     let provider = ScriptedProvider()
 
-    func scheduler(concurrency: Int = 3, maxRate: Double? = nil) -> AppScheduler {
+    /// `credentialed`: with `provider`'s scripted credentials, which must be obtained (`prepared`) before it sends.
+    func scheduler(concurrency: Int = 3, maxRate: Double? = nil, credentialed: Bool = false) -> AppScheduler {
         var options = DeliveryEngine.Options()
         options.policy = RetryPolicy()
         return AppScheduler(
-            app: DeliveryEngine.App(name: "default", provider: provider, concurrency: concurrency, maxRate: maxRate),
+            app: DeliveryEngine.App(
+                name: "default", provider: credentialed ? provider : ScriptedProvider(credentialed: false),
+                concurrency: concurrency, maxRate: maxRate),
             options: options)
     }
 
@@ -46,7 +49,7 @@ import Testing
     @Test func aClaimAsksForTwoWindowsAndSendsOneWindow() {
         var app = scheduler(concurrency: 3)
         #expect(app.pump(now: now).claims == [6], "two concurrencies' worth of requests waiting")
-        let actions = app.claimed(claim(6), now: now)
+        let actions = app.claimedAndRendered(claim(6), now: now)
         #expect(actions.sent == [1, 2, 3], "one window in flight, oldest first")
         #expect(actions.claims.isEmpty, "a window still waits")
         #expect(app.inFlight == 3 && app.pendingCount == 3)
@@ -59,7 +62,7 @@ import Testing
     @Test func anAnswerFreesASlotWritesItsOutcomeAndOneClaimRunsAtATime() {
         var app = scheduler(concurrency: 2)
         _ = app.pump(now: now)
-        let sent = app.claimed(claim(4), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(4), now: now).sentRequests
         var random = random
         let first = app.answered(sent[0], result: answer(200), now: now, using: &random)
         #expect(first.written == [.delivered(id: 1, fcmMessageID: "sent-1", canonicalToken: nil, status: 200)])
@@ -68,13 +71,13 @@ import Testing
         let second = app.answered(sent[1], result: answer(200), now: now, using: &random)
         #expect(second.sent == [4])
         #expect(second.claims.isEmpty, "the claim asked for has not come back")
-        #expect(app.claimed(claim(3, first: 5), now: now).claims.isEmpty, "three wait: more than a window")
+        #expect(app.claimedAndRendered(claim(3, first: 5), now: now).claims.isEmpty, "three wait: more than a window")
     }
 
     @Test func aShortClaimWaitsForNewRowsInsteadOfAskingAgain() {
         var app = scheduler(concurrency: 5)
         _ = app.pump(now: now)
-        let sent = app.claimed(claim(2), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(2), now: now).sentRequests
         var random = random
         #expect(app.answered(sent[0], result: answer(200), now: now, using: &random).claims.isEmpty)
         #expect(app.rowsCommitted(now: now).claims == [10], "committed rows make it claim again")
@@ -87,7 +90,7 @@ import Testing
         let short = claim(1, first: 2, expiresAt: now + 10)
         claimed.deliveries += short.deliveries
         claimed.messages.merge(short.messages) { $1 }
-        let sent = app.claimed(claimed, now: now).sentRequests
+        let sent = app.claimedAndRendered(claimed, now: now).sentRequests
         #expect(sent.flatMap { $0.deliveries.map(\.id) } == [1])
         var random = random
         let later = app.answered(sent[0], result: answer(200), now: now + 20, using: &random)
@@ -98,7 +101,7 @@ import Testing
     @Test func aRateLimitSendsItsBurstAndWakesForTheNextToken() {
         var app = scheduler(concurrency: 100, maxRate: 20)  // a burst of one
         _ = app.pump(now: now)
-        let actions = app.claimed(claim(5), now: now)
+        let actions = app.claimedAndRendered(claim(5), now: now)
         #expect(actions.sent == [1])
         #expect(actions.wakes == [now + 50])
         #expect(app.timerFired(at: now + 50, now: now + 50).sent == [2])
@@ -107,8 +110,83 @@ import Testing
     @Test func aStaleWakeUpDoesNothing() {
         var app = scheduler(concurrency: 100, maxRate: 20)
         _ = app.pump(now: now)
-        _ = app.claimed(claim(5), now: now)  // asks for now + 50
+        _ = app.claimedAndRendered(claim(5), now: now)  // asks for now + 50
         #expect(app.timerFired(at: now + 999, now: now + 999).isEmpty, "not the wake-up it asked for")
+    }
+
+    // MARK: - Rendering (the render stage's, answered by `rendered`)
+
+    /// What the engine's render stage makes of the claim that `actions` asked to render.
+    func rendering(of actions: [AppScheduler.Action], by app: AppScheduler) -> Rendering {
+        RenderStage.render(actions.renders[0], with: app.app.provider, now: now, cores: 1)
+    }
+
+    @Test func aClaimIsUnderWayUntilItsRenderComesBackAndItsRequestsAreSentThen() {
+        var app = scheduler(concurrency: 3)
+        _ = app.pump(now: now)
+        let claimed = app.claimed(claim(6), now: now)
+        #expect(claimed.renders.map { $0.flatMap { $0.deliveries.map(\.id) } } == [[1, 2, 3, 4, 5, 6]])
+        #expect(claimed.sent.isEmpty, "nothing is made on the scheduler")
+        #expect(app.rowsCommitted(now: now).claims.isEmpty, "no second claim while the first renders")
+        let rendered = app.rendered(rendering(of: claimed, by: app), now: now)
+        #expect(rendered.sent == [1, 2, 3], "one window in flight, in the claim's order")
+        #expect(app.pendingCount == 3)
+    }
+
+    @Test func aRenderThatComesBackAfterAPauseGoesBackToTheQueueUnsent() {
+        var app = scheduler(concurrency: 3)
+        _ = app.pump(now: now)
+        let claimed = app.claimed(claim(3), now: now)
+        let paused = AppState(name: "default", paused: true, pauseReason: "operator", gateUntil: 0)
+        _ = app.observed(paused, nextDueAt: nil, now: now)
+        let rendered = app.rendered(rendering(of: claimed, by: app), now: now)
+        #expect(rendered.sent.isEmpty)
+        #expect(rendered.written == [.release(id: 1), .release(id: 2), .release(id: 3)], "uncharged, not on leases")
+        let resumed = AppState(name: "default", paused: false, pauseReason: nil, gateUntil: 0)
+        #expect(app.observed(resumed, nextDueAt: now, now: now).claims == [6], "claimed again once resumed")
+    }
+
+    @Test func aRenderThatComesBackBehindAClosedGateGoesBackToTheQueueUnsent() {
+        var app = scheduler(concurrency: 2)
+        _ = app.pump(now: now)
+        let sent = app.claimedAndRendered(claim(4), now: now).sentRequests
+        var random = random
+        #expect(app.answered(sent[0], result: answer(200), now: now, using: &random).claims == [3])
+        let claimed = app.claimed(claim(3, first: 5), now: now)
+        let gated = app.answered(sent[1], result: answer(503, retryAfter: "30"), now: now, using: &random)
+        #expect(gated.written.contains(.release(id: 4)), "what waited goes back")
+        let rendered = app.rendered(rendering(of: claimed, by: app), now: now)
+        #expect(rendered.sent.isEmpty)
+        #expect(rendered.written == [.release(id: 5), .release(id: 6), .release(id: 7)])
+    }
+
+    @Test func aMessageTheRenderRefusedIsADeadLetterAndTheOthersAreSent() throws {
+        var app = scheduler(concurrency: 3)
+        _ = app.pump(now: now)
+        let claimed = app.claimed(claim(3), now: now)
+        guard case .requests(let requests, _) = rendering(of: claimed, by: app) else {
+            Issue.record("the claim was not rendered")
+            return
+        }
+        let refused = PreparedRequest(
+            app: "default", message: requests[1].message, deliveries: requests[1].deliveries,
+            outbound: OutboundRequest(url: ""), kind: .tokens, format: .json, refusal: .messageTooBig)
+        let actions = app.rendered(.requests([requests[0], refused, requests[2]], renewalDue: false), now: now)
+        #expect(actions.sent == [1, 3])
+        #expect(actions.written == [.deadMessage(id: 2, reason: .messageTooBig, status: nil)], "never sent")
+    }
+
+    @Test func aRenderWithoutACredentialReleasesTheClaimAndObtainsOne() {
+        var app = scheduler(concurrency: 3, credentialed: true)
+        _ = app.prepared(.ready, now: now)
+        let claimed = app.claimed(claim(2), now: now)
+        provider.scripted.state.withLock { $0.current = nil }  // ran out, its renewal failing
+        let rendered = app.rendered(rendering(of: claimed, by: app), now: now)
+        #expect(rendered.written == [.release(id: 1), .release(id: 2)], "back to the queue, uncharged")
+        #expect(rendered.prepares == 1 && rendered.sent.isEmpty)
+        #expect(app.pump(now: now).isEmpty, "nothing claimed or sent before it is obtained")
+        provider.scripted.state.withLock { $0.current = "token-2" }
+        #expect(app.prepared(.ready, now: now).claims == [6])
     }
 
     // MARK: - Gates and pauses
@@ -116,7 +194,7 @@ import Testing
     @Test func aServerErrorClosesTheGateReleasesWhatWaitsAndHoldsSendsUntilItOpens() {
         var app = scheduler(concurrency: 1)
         _ = app.pump(now: now)
-        let sent = app.claimed(claim(3), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(3), now: now).sentRequests
         var random = random
         let actions = app.answered(sent[0], result: answer(503, retryAfter: "30"), now: now, using: &random)
         #expect(actions.notes == [.gateClosed(until: now + 30_000, status: 503, reason: .retryAfter)])
@@ -135,17 +213,17 @@ import Testing
         var gates: [Int64] = []
         for _ in 0..<3 {
             _ = app.pump(now: at)
-            let sent = app.claimed(claim(1, first: at), now: at).sentRequests
+            let sent = app.claimedAndRendered(claim(1, first: at), now: at).sentRequests
             let actions = app.answered(sent[0], result: answer(429), now: at, using: &random)
             for case .gateClosed(let until, _, _) in actions.notes { gates.append(until - at) }
             at = app.gateUntil
         }
         #expect(gates == [60_000, 120_000, 240_000])
         _ = app.pump(now: at)
-        let sent = app.claimed(claim(1, first: at), now: at).sentRequests
+        let sent = app.claimedAndRendered(claim(1, first: at), now: at).sentRequests
         _ = app.answered(sent[0], result: answer(200), now: at, using: &random)
         _ = app.pump(now: at)
-        let again = app.claimed(claim(1, first: at + 1), now: at).sentRequests
+        let again = app.claimedAndRendered(claim(1, first: at + 1), now: at).sentRequests
         let actions = app.answered(again[0], result: answer(429), now: at, using: &random)
         #expect(actions.notes == [.gateClosed(until: at + 60_000, status: 429, reason: .quota)],
                 "a success starts the backoff over")
@@ -155,7 +233,7 @@ import Testing
 
     @Test func aResetFailingAThousandRequestsInFlightClosesTheGateOnceForTheBase() {
         var app = scheduler(concurrency: 1_000)
-        let sent = app.claimed(claim(1_000), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(1_000), now: now).sentRequests
         #expect(sent.count == 1_000)
         var random = random
         var notes: [AppScheduler.Note] = []
@@ -168,7 +246,7 @@ import Testing
 
     @Test func aBurstOfTimeoutsToRequestsSentTogetherIsOneFault() {
         var app = scheduler(concurrency: 25)
-        let sent = app.claimed(claim(25), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(25), now: now).sentRequests
         #expect(sent.count == 25)
         var random = random
         var notes: [AppScheduler.Note] = []
@@ -181,7 +259,7 @@ import Testing
         #expect(app.gateUntil == timedOut + 24 + 1_000, "held a base step from the last of them, never grown")
         // The next fault, of a request sent after the gate reopened, is the second step, not the 26th.
         let reopened = app.gateUntil
-        let next = app.claimed(claim(1, first: 100), now: reopened).sentRequests
+        let next = app.claimedAndRendered(claim(1, first: 100), now: reopened).sentRequests
         let actions = app.answered(next[0], result: .failure(.timeout), now: reopened + 5, using: &random)
         #expect(actions.notes == [.gateClosed(until: reopened + 5 + 2_000, status: nil, reason: .timeout)])
     }
@@ -193,7 +271,7 @@ import Testing
         var steps: [Int64] = []
         for fault in 0..<3 {
             // Five requests in flight together, all failed by one reset, each time after the gate reopened.
-            let sent = app.claimed(claim(5, first: Int64(fault) * 10 + 1), now: at).sentRequests
+            let sent = app.claimedAndRendered(claim(5, first: Int64(fault) * 10 + 1), now: at).sentRequests
             #expect(sent.count == 5)
             for request in sent {
                 let actions = app.answered(request, result: .failure(.reset), now: at + 1, using: &random)
@@ -202,9 +280,9 @@ import Testing
             at = app.gateUntil
         }
         #expect(steps == [1_000, 2_000, 4_000], "one step per fault, however many requests it failed")
-        let delivered = app.claimed(claim(1, first: 100), now: at).sentRequests
+        let delivered = app.claimedAndRendered(claim(1, first: 100), now: at).sentRequests
         _ = app.answered(delivered[0], result: answer(200), now: at + 1, using: &random)
-        let next = app.claimed(claim(1, first: 101), now: at + 1).sentRequests
+        let next = app.claimedAndRendered(claim(1, first: 101), now: at + 1).sentRequests
         let actions = app.answered(next[0], result: .failure(.reset), now: at + 2, using: &random)
         #expect(actions.notes == [.gateClosed(until: at + 2 + 1_000, status: nil, reason: .reset)],
                 "a success starts the backoff over")
@@ -213,10 +291,10 @@ import Testing
     @Test func aRequestSentBeforeTheGateClosedFailsWithThatFaultEvenAfterItReopens() {
         var app = scheduler(concurrency: 2)
         var random = random
-        let early = app.claimed(claim(2), now: now).sentRequests
+        let early = app.claimedAndRendered(claim(2), now: now).sentRequests
         _ = app.answered(early[0], result: .failure(.reset), now: now + 1, using: &random)
         #expect(app.gateUntil == now + 1_001)
-        let later = app.claimed(claim(1, first: 10), now: now + 1_001).sentRequests
+        let later = app.claimedAndRendered(claim(1, first: 10), now: now + 1_001).sentRequests
         #expect(later.count == 1, "sent once the gate reopened, beside the early request still in flight")
         let stale = app.answered(early[1], result: .failure(.timeout), now: now + 1_500, using: &random)
         #expect(stale.notes == [.gateClosed(until: now + 2_500, status: nil, reason: .timeout)],
@@ -239,7 +317,7 @@ import Testing
         for (result, reason) in cases {
             var app = scheduler(concurrency: 1)
             var random = random
-            let sent = app.claimed(claim(1), now: now).sentRequests
+            let sent = app.claimedAndRendered(claim(1), now: now).sentRequests
             let actions = app.answered(sent[0], result: result, now: now, using: &random)
             #expect(actions.plans.map(\.gateReason) == [reason], "\(result)")
             let noted = actions.notes.map { note -> GateReason? in
@@ -252,7 +330,7 @@ import Testing
     @Test func aRefusedSenderPausesTheAppAndNothingMoreIsClaimed() {
         var app = scheduler(concurrency: 1)
         _ = app.pump(now: now)
-        let sent = app.claimed(claim(2), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(2), now: now).sentRequests
         var random = random
         let actions = app.answered(sent[0], result: answer(401), now: now, using: &random)
         #expect(actions.notes == [.pausedByFCM(reason: "Unauthorized")])
@@ -277,7 +355,7 @@ import Testing
 
     @Test func nothingIsClaimedBeforeTheProviderIsReady() {
         provider.scripted.state.withLock { $0.current = nil }
-        var app = scheduler()
+        var app = scheduler(credentialed: true)
         let actions = app.pump(now: now)
         #expect(actions.prepares == 1 && actions.claims.isEmpty)
         #expect(app.pump(now: now).isEmpty, "one preparation at a time")
@@ -287,7 +365,7 @@ import Testing
 
     @Test func aProviderThatCannotGetReadyIsAskedAgainLater() {
         provider.scripted.state.withLock { $0.current = nil }
-        var app = scheduler()
+        var app = scheduler(credentialed: true)
         _ = app.pump(now: now)
         #expect(app.prepared(.retry(at: now + 5_000), now: now).wakes == [now + 5_000])
         #expect(app.timerFired(at: now + 5_000, now: now + 5_000).prepares == 1)
@@ -295,7 +373,7 @@ import Testing
 
     @Test func refusedCredentialsPauseTheApp() {
         provider.scripted.state.withLock { $0.current = nil }
-        var app = scheduler()
+        var app = scheduler(credentialed: true)
         _ = app.pump(now: now)
         let actions = app.prepared(.pause(reason: "invalid_grant"), now: now)
         #expect(actions.notes == [.pausedForCredentials(reason: "invalid_grant")])
@@ -306,22 +384,22 @@ import Testing
     // MARK: - Credentials: renewed in their last minutes, judged when refused
 
     @Test func aClaimInTheCredentialsLastMinutesAsksForARenewalAndSendsMeanwhile() {
-        var app = scheduler(concurrency: 2)
-        _ = app.pump(now: now)
-        #expect(app.claimed(claim(2), now: now).renewals == 0)
+        var app = scheduler(concurrency: 2, credentialed: true)
+        _ = app.prepared(.ready, now: now)
+        #expect(app.claimedAndRendered(claim(2), now: now).renewals == 0)
         provider.scripted.state.withLock { $0.renewalDue = true }
         _ = app.rowsCommitted(now: now)
-        #expect(app.claimed(claim(0), now: now).renewals == 0, "an empty claim sends nothing: no reason to renew")
+        #expect(app.claimedAndRendered(claim(0), now: now).renewals == 0, "an empty claim sends nothing: no reason to renew")
         _ = app.rowsCommitted(now: now)
-        let actions = app.claimed(claim(2, first: 3), now: now)
+        let actions = app.claimedAndRendered(claim(2, first: 3), now: now)
         #expect(actions.renewals == 1)
         #expect(actions.prepares == 0, "the current credential is still good")
     }
 
     @Test func aRefusedCredentialIsJudgedBeforeTheAnswerIsPlanned() {
-        var app = scheduler(concurrency: 2)
-        _ = app.pump(now: now)
-        let sent = app.claimed(claim(2), now: now).sentRequests
+        var app = scheduler(concurrency: 2, credentialed: true)
+        _ = app.prepared(.ready, now: now)
+        let sent = app.claimedAndRendered(claim(2), now: now).sentRequests
         var random = random
         let refused = app.answered(sent[0], result: answer(498), now: now, using: &random)
         #expect(refused.refused == [1] && refused.count == 1, "nothing is written before the credentials judge")
@@ -335,9 +413,9 @@ import Testing
     }
 
     @Test func anOlderCredentialRefusedOnlyRequeues() {
-        var app = scheduler(concurrency: 2)
-        _ = app.pump(now: now)
-        let sent = app.claimed(claim(2), now: now).sentRequests
+        var app = scheduler(concurrency: 2, credentialed: true)
+        _ = app.prepared(.ready, now: now)
+        let sent = app.claimedAndRendered(claim(2), now: now).sentRequests
         var random = random
         _ = app.answered(sent[1], result: answer(498), now: now, using: &random)
         let stale = app.refusalJudged(.stale, request: sent[1], result: answer(498), now: now, using: &random)
@@ -345,9 +423,9 @@ import Testing
     }
 
     @Test func aRenewedCredentialRefusedTooPausesTheApp() {
-        var app = scheduler(concurrency: 2)
-        _ = app.pump(now: now)
-        let sent = app.claimed(claim(2), now: now).sentRequests
+        var app = scheduler(concurrency: 2, credentialed: true)
+        _ = app.prepared(.ready, now: now)
+        let sent = app.claimedAndRendered(claim(2), now: now).sentRequests
         var random = random
         _ = app.answered(sent[0], result: answer(498), now: now, using: &random)
         let paused = app.refusalJudged(.pause, request: sent[0], result: answer(498), now: now, using: &random)
@@ -357,23 +435,24 @@ import Testing
     }
 
     @Test func answersAreReportedToTheCredentialsUntilARenewedOneIsProven() {
-        var app = scheduler(concurrency: 3)
-        _ = app.pump(now: now)
-        let sent = app.claimed(claim(3), now: now).sentRequests
+        var app = scheduler(concurrency: 3, credentialed: true)
+        _ = app.prepared(.ready, now: now)
+        let sent = app.claimedAndRendered(claim(3), now: now).sentRequests
         var random = random
         #expect(app.answered(sent[0], result: answer(200), now: now, using: &random).accepted.isEmpty)
         _ = app.answered(sent[1], result: answer(498), now: now, using: &random)
         _ = app.refusalJudged(.renew, request: sent[1], result: answer(498), now: now, using: &random)
-        let next = app.claimed(claim(2, first: 4), now: now).sentRequests
+        _ = app.prepared(.ready, now: now)
+        let next = app.claimedAndRendered(claim(2, first: 4), now: now).sentRequests
         #expect(app.answered(next[0], result: answer(200), now: now, using: &random).accepted == [4])
         app.credentialProven()
         #expect(app.answered(next[1], result: answer(200), now: now, using: &random).accepted.isEmpty)
     }
 
     @Test func aCredentialRenewedTooOftenIsKeptLongerAndTheRequestRetried() {
-        var app = scheduler(concurrency: 2)
-        _ = app.pump(now: now)
-        let sent = app.claimed(claim(2), now: now).sentRequests
+        var app = scheduler(concurrency: 2, credentialed: true)
+        _ = app.prepared(.ready, now: now)
+        let sent = app.claimedAndRendered(claim(2), now: now).sentRequests
         var random = random
         let answered = app.answered(sent[0], result: answer(497), now: now, using: &random)
         #expect(answered.keptLonger == 1)
@@ -388,13 +467,21 @@ import Testing
 
     // MARK: - Shutdown
 
+    @Test func stopReleasesTheDeliveriesBeingRenderedAndDropsTheirRender() {
+        var app = scheduler(concurrency: 3)
+        _ = app.pump(now: now)
+        let claimed = app.claimed(claim(2), now: now)
+        #expect(app.stop() == [.release(id: 1), .release(id: 2)])
+        #expect(app.rendered(rendering(of: claimed, by: app), now: now).isEmpty, "released already: never sent")
+    }
+
     @Test func stopReleasesWhatWaitsAndAClaimArrivingAfterIsReleasedToo() {
         var app = scheduler(concurrency: 1)
         _ = app.pump(now: now)
-        let sent = app.claimed(claim(3), now: now).sentRequests
+        let sent = app.claimedAndRendered(claim(3), now: now).sentRequests
         _ = app.rowsCommitted(now: now)
         #expect(app.stop() == [.release(id: 2), .release(id: 3)])
-        let late = app.claimed(claim(2, first: 10), now: now)
+        let late = app.claimedAndRendered(claim(2, first: 10), now: now)
         #expect(late.sent.isEmpty && late.written == [.release(id: 10), .release(id: 11)])
         var random = random
         let cancelled = app.answered(sent[0], result: .failure(.cancelled), now: now, using: &random)
@@ -410,10 +497,15 @@ import Testing
 /// set by the test.
 final class ScriptedProvider: Provider {
     let scripted = ScriptedCredentials()
+    private let credentialed: Bool
     private let legacy = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k")
 
+    init(credentialed: Bool = true) {
+        self.credentialed = credentialed
+    }
+
     var maxTargetsPerRequest: Int { 1 }
-    var credentials: (any Credentials)? { scripted }
+    var credentials: (any Credentials)? { credentialed ? scripted : nil }
 
     func requests(
         for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
@@ -449,8 +541,8 @@ final class ScriptedProvider: Provider {
     }
 }
 
-/// Credentials whose current value and whether a renewal is due are set by the test. The scheduler only reads
-/// them: obtaining and judging are the engine's, answered to the scheduler by events the test sends itself.
+/// Credentials whose current value and whether a renewal is due are set by the test. The render stage reads them;
+/// obtaining and judging are the engine's, answered to the scheduler by events the test sends itself.
 final class ScriptedCredentials: Credentials {
     struct State {
         var current: String? = "token-1"
@@ -480,8 +572,19 @@ struct SeededRandom: RandomNumberGenerator {
     }
 }
 
+extension AppScheduler {
+    /// `claimed`, and the render it asks for carried out at once, as the engine's render stage would: the actions of
+    /// both.
+    mutating func claimedAndRendered(_ claim: ClaimResult, now: Int64) -> [Action] {
+        let actions = claimed(claim, now: now)
+        guard let runs = actions.renders.first else { return actions }
+        return actions + rendered(RenderStage.render(runs, with: app.provider, now: now, cores: 1), now: now)
+    }
+}
+
 extension [AppScheduler.Action] {
     var claims: [Int] { compactMap { if case .claim(let limit) = $0 { limit } else { nil } } }
+    var renders: [[ClaimedRun]] { compactMap { if case .render(let runs) = $0 { runs } else { nil } } }
     var sentRequests: [PreparedRequest] { compactMap { if case .send(let request) = $0 { request } else { nil } } }
     /// The delivery ids of the requests sent, in order.
     var sent: [Int64] { sentRequests.flatMap { $0.deliveries.map(\.id) } }

@@ -34,8 +34,6 @@ public final class V1Provider: Provider {
     private let cachedHeaders = Mutex<(token: String, headers: [(name: String, value: String)])?>(nil)
     /// The last message's template and what it was rendered from (see `template(for:now:)`).
     private let lastTemplate = Mutex<(key: TemplateKey, template: V1Template)?>(nil)
-    /// The HTTP version of the last answer, to log when it first shows and whenever it changes.
-    private let httpVersion = Mutex<String?>(nil)
 
     public init(app: String, account: ServiceAccount, projectID: String, endpoint: String, tokenURI: String,
                 tokenPool: HTTPClientPool, timeoutMillis: Int = 30_000) {
@@ -77,12 +75,10 @@ public final class V1Provider: Provider {
     /// A refused access token (401 `UNAUTHENTICATED`) is `.requeue`.
     public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
         switch result {
-        case .response(let status, let headers, let body, let version):
-            noteHTTPVersion(version)
-            return V1Classifier.classify(
-                status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
+        case .response(let status, let headers, let body, _):
+            V1Classifier.classify(status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
         case .failure(let failure):
-            return V1Classifier.transportFailure(reason: DeliveryReason(failure))
+            V1Classifier.transportFailure(reason: DeliveryReason(failure))
         }
     }
 
@@ -136,23 +132,6 @@ public final class V1Provider: Provider {
             ]
             cached = (token, headers)
             return headers
-        }
-    }
-
-    /// HTTP/2 is what lets one connection carry many v1 requests at once; an endpoint that answers over HTTP/1.1
-    /// needs a connection per request in flight, which an operator should know about.
-    private func noteHTTPVersion(_ version: String) {
-        let changed = httpVersion.withLock { last -> Bool in
-            guard last != version else { return false }
-            last = version
-            return true
-        }
-        guard changed else { return }
-        let fields: KeyValuePairs<String, Log.Value> = ["app": .string(app), "http_version": .string(version)]
-        if version == "1.1" && sendURL.hasPrefix("https:") {
-            Log.warn("fcm v1 endpoint answers over HTTP/1.1: no multiplexing, one connection per request", fields)
-        } else {
-            Log.info("fcm v1 endpoint answers", fields)
         }
     }
 }

@@ -1,21 +1,20 @@
 import Classify
 import Delivery
-import Dispatch
 import Foundation
 import OAuth
 import Posix
 import Queue
 import Send
 import Support
-import Synchronization
 
 /// Browsers' push services directly (SPEC §16, RFC 8030/8291/8292): each delivery's token is a subscription
 /// (`WebPushSubscription`), and each request a `POST` to its endpoint with the message encrypted to that
 /// subscription's keys and a VAPID signature for the endpoint's origin.
 ///
 /// The message is rendered once for all its deliveries (`WebPushNotification`); each request adds its own
-/// encryption (a fresh key pair and salt every time, as RFC 8291 requires) and the origin's VAPID header, which
-/// `VAPID` signs once per origin and reuses for hours. `WebPushClassifier` reads the answers, so claim, retry and
+/// encryption (a fresh key pair and salt every time, as RFC 8291 requires: the engine's render stage does it on every
+/// core) and the origin's VAPID header. The VAPID key is the app's credentials (`VAPID`), signing a JWT once per
+/// origin and reusing it for hours. `WebPushClassifier` reads the answers, so claim, retry and
 /// reconciliation are the queue's as for FCM and APNs. The push services are many origins (Google's, Mozilla's,
 /// Apple's, Microsoft's): the app's one HTTP/2 pool keeps connections per origin.
 ///
@@ -58,6 +57,9 @@ public final class WebPushProvider: Provider {
 
     // MARK: - Provider
 
+    public var credentials: (any Credentials)? { vapid }
+
+    /// `credential` is unused: each request's VAPID header is its origin's (`VAPID.authorization(origin:now:)`).
     public func requests(
         for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String?, now: Int64
     ) -> [PreparedRequest] {
@@ -72,11 +74,12 @@ public final class WebPushProvider: Provider {
                 // Registered through PUT /v1/tokens rather than as a subscription: no push service can take it.
                 return refused(message, [delivery], reason: .invalidRegistration)
             }
+            let origin = subscription.origin
             let body: [UInt8]
             let authorization: String
             do {
                 body = try WebPushEncryption.encrypt(rendered.plaintext, to: subscription.keys)
-                authorization = try vapid.authorization(origin: subscription.origin, now: now)
+                authorization = try vapid.authorization(origin: origin, now: now)
             } catch {
                 return refused(message, [delivery], reason: .other("encryption failed: \(error)"))
             }
@@ -89,36 +92,9 @@ public final class WebPushProvider: Provider {
                 outbound: OutboundRequest(
                     url: url(of: subscription), headers: headers, body: body, timeoutMillis: timeoutMillis,
                     keptResponseHeaders: WebPushClassifier.headersRead),
-                kind: .tokens, format: .json, origin: subscription.origin)
+                kind: .tokens, format: .json, origin: origin)
         }
     }
-
-    /// Each request is an encryption (~65 µs: a key pair, an ECDH, HKDF, AES-GCM): a claim's are made on every core
-    /// (`concurrentPerform`) rather than one after another on the engine's queue, which every app shares.
-    public func requests(
-        forRuns runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])], credential: String?, now: Int64
-    ) -> [PreparedRequest] {
-        guard runs.count >= Self.parallelRuns else {
-            return runs.flatMap {
-                requests(for: $0.message, deliveries: $0.deliveries, credential: credential, now: now)
-            }
-        }
-        let made = Mutex([[PreparedRequest]](repeating: [], count: runs.count))
-        let chunks = min(runs.count, ProcessInfo.processInfo.activeProcessorCount * 4)
-        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-            var index = chunk
-            while index < runs.count {
-                let requests = requests(
-                    for: runs[index].message, deliveries: runs[index].deliveries, credential: credential, now: now)
-                made.withLock { $0[index] = requests }
-                index += chunks
-            }
-        }
-        return made.withLock { $0.flatMap { $0 } }
-    }
-
-    /// Fewer runs than this are made on the calling thread: handing them out would cost more than it saves.
-    static let parallelRuns = 8
 
     public func classify(_ result: TransportResult, of request: PreparedRequest, now: Int64) -> Classification {
         guard case .response(let status, let headers, _, _) = result else {
@@ -157,4 +133,24 @@ public final class WebPushProvider: Provider {
             app: app, message: message, deliveries: deliveries, outbound: OutboundRequest(url: redirect ?? ""),
             kind: .tokens, format: .json, refusal: reason)
     }
+}
+
+/// The VAPID key as the engine drives it (`Credentials`): nothing to fetch, and its JWTs, one per push-service origin,
+/// are signed as requests are rendered and kept for hours. A push service's refusal (401, 403) is that origin's
+/// (SPEC §19), never the credential's: no answer is a `.requeue` for it to judge.
+extension VAPID: Credentials {
+    /// The public key (`k=`): always usable.
+    public func current(now: Int64) -> String? { publicKeyText }
+
+    public func renewalDue(now: Int64) -> Bool { false }
+
+    public func renew(now: Int64) {}
+
+    public func obtain(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
+        completion(.ready)
+    }
+
+    public func refused(_ request: PreparedRequest) -> CredentialRefusal { .stale }
+
+    public func accepted(_ request: PreparedRequest) -> Bool { false }
 }

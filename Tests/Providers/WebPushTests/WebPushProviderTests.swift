@@ -37,20 +37,25 @@ private let now: Int64 = 1_700_000_000_000
         request.outbound.headers.first { $0.name == name }?.value
     }
 
-    @Test func aClaimsRequestsComeInItsOrderEachEncryptedToItsSubscription() throws {
+    @Test func aClaimRenderedOnSeveralThreadsComesInItsOrderEachEncryptedToItsSubscription() throws {
         let provider = WebPushProvider(app: "web", vapid: vapid)
-        var runs: [(message: ClaimedMessage, deliveries: [ClaimedDelivery])] = []
+        var runs: [ClaimedRun] = []
         var subscribers: [Int64: WebPushSubscriber] = [:]
-        for index in 0..<(WebPushProvider.parallelRuns * 3) {
+        for index in 0..<(RenderStage.runsPerChunk * 3) {
             let host = index.isMultiple(of: 2) ? "a.example" : "b.example"
             let (subscriber, token) = try subscription("s\(index)", host: host)
             let id = Int64(index + 1)
             subscribers[id] = subscriber
-            runs.append((message("m\(index)", data: "\(index)"), [
+            runs.append(ClaimedRun(message: message("m\(index)", data: "\(index)"), deliveries: [
                 ClaimedDelivery(id: id, messageID: "m\(index)", token: token, attempts: 0),
             ]))
         }
-        let requests = provider.requests(forRuns: runs, credential: nil, now: now)
+        guard case .requests(let requests, renewalDue: false) = RenderStage.render(
+            runs, with: provider, now: now, cores: 2)
+        else {
+            Issue.record("the VAPID key is always usable")
+            return
+        }
         #expect(requests.map { $0.deliveries[0].id } == (1...Int64(runs.count)).map { $0 })
         for request in requests {
             let id = request.deliveries[0].id
