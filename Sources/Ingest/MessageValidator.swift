@@ -119,6 +119,7 @@ public enum MessageValidator {
 
         return IncomingMessage(
             app: app,
+            namesApp: message["app"] != nil,
             target: target,
             payload: .object(members.filter { member in
                 !sameBytes(member.key, "app") && !targetFields.contains(where: { sameBytes($0, member.key) })
