@@ -36,7 +36,8 @@ public final class AdminAPI: Sendable {
     ///   - committed: called after a requeue committed, to wake the claimer (as ingest does).
     public init(
         writer: any StoreWriter, readers: any StoreReaders, access: ConsoleAccess, apiTokens: APITokens = APITokens(),
-        providers: [String: String], metrics: Metrics, history: RateHistory, snapshot: StatusSnapshot = StatusSnapshot(),
+        providers: [String: String], metrics: Metrics, history: RateHistory,
+        snapshot: StatusSnapshot = StatusSnapshot(),
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.writer = writer

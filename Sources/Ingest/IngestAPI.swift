@@ -301,7 +301,9 @@ public final class IngestAPI: HTTPHandler {
         readers.enqueue({ try $0.message(id: id) }) { [self] result in
             switch result {
             case .success(let record?):
-                if let tenant, !tenant.allows(record.app) { return responder.respond(error(tenant.refusal(record.app))) }
+                if let tenant, !tenant.allows(record.app) {
+                    return responder.respond(error(tenant.refusal(record.app)))
+                }
                 responder.respond(.json(200, Self.messageJSON(record).serialized()))
             case .success(nil): responder.respond(Self.notFound("message", id))
             case .failure(let failure): responder.respond(Self.unavailable(failure))
