@@ -1,13 +1,14 @@
 -- wrk script for Benchmarks/ingest.sh.
 --
---   wrk ... -s Benchmarks/ingest.lua URL -- MODE OUTDIR TAG [BATCH [TOKENS]]
+--   wrk ... -s Benchmarks/ingest.lua URL -- MODE OUTDIR TAG [BATCH [TOKENS [AUTHORIZATION]]]
 --
 -- MODE healthz: GET /healthz, counts 200s.
 -- MODE single:  POST /v1/messages, one message with a distinct token per request, counts 202s.
 -- MODE single-v1: the same, FCM HTTP v1-shaped ({"message": {...}}) with the same content, counts 202s.
 -- MODE batch:   POST /v1/messages/batch of BATCH messages (one distinct token each), counts 200s whose
 --               body holds BATCH results of one delivery each and no error.
--- Every accepted answer body is appended to OUTDIR/MODE-THREAD.out (OUTDIR "-": none) so the caller can
+-- AUTHORIZATION, when given, is sent as the Authorization header of every POST ("Bearer <token>").
+-- Every accepted answer body is appended to OUTDIR/MODE-TAG-THREAD.out (OUTDIR "-": none) so the caller can
 -- check each acknowledged message id against the database. done() prints one "BENCH ..." line.
 --
 -- Tokens are 152 bytes like FCM registration tokens. TOKENS "random" (the default) starts them with a
@@ -58,10 +59,11 @@ function init(args)
     tag = args[3] or "x"
     batch = tonumber(args[4] or "500")
     sequential = args[5] == "sequential"
+    if args[6] and args[6] ~= "" then HEADERS["Authorization"] = args[6] end
     acked, bad, n = 0, 0, 0
     bad_sample = ""
     if outdir ~= "-" then
-        out = io.open(string.format("%s/%s-%d.out", outdir, mode, tid), "w")
+        out = io.open(string.format("%s/%s-%s-%d.out", outdir, mode, tag, tid), "w")
         out:setvbuf("full", 1048576)
     end
     if mode == "healthz" then

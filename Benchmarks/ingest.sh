@@ -29,6 +29,9 @@
 #                                     engine runs too, and with the default SERVE_ARGS it fails to connect and
 #                                     retries)
 #   HERALD_BENCH_SKIP_BUILD=1         use the existing .build/release/herald
+#   HERALD_BENCH_TENANT=1             single messages with a per-tenant API token (SPEC §22) against the same with
+#                                     the admin token (`serve --api-token`), alternated on one serve in every run,
+#                                     and the table compares the two; the other figures are left out
 #   HERALD_BENCH_BASE=PATH            another release binary of herald (the commit before a change): /healthz and
 #                                     single messages are measured for it and for this build alternated in every
 #                                     run (base, change, change, base, ...), and the table compares the two; the
@@ -51,6 +54,8 @@ TOKENS=${HERALD_BENCH_TOKENS:-random}
 SERVE_ARGS=${HERALD_BENCH_SERVE_ARGS:-}
 PAUSE=${HERALD_BENCH_PAUSE:-1}
 BASE_BIN=${HERALD_BENCH_BASE:-}
+TENANT=${HERALD_BENCH_TENANT:-0}
+AUTH=""
 TARGET_SINGLE=20000
 TARGET_BATCH=150000
 
@@ -59,6 +64,7 @@ source Benchmarks/common.sh
 
 [[ $TOKENS == random || $TOKENS == sequential ]] || fail "HERALD_BENCH_TOKENS must be random or sequential"
 [[ $PAUSE == 0 || $PAUSE == 1 ]] || fail "HERALD_BENCH_PAUSE must be 0 or 1"
+[[ $TENANT == 0 || $TENANT == 1 ]] || fail "HERALD_BENCH_TENANT must be 0 or 1"
 [[ -z $BASE_BIN || -x $BASE_BIN ]] || fail "HERALD_BENCH_BASE must be an executable herald (got '$BASE_BIN')"
 for value in "$DURATION" "$RUNS" "$CONNECTIONS" "$BATCH_CONNECTIONS" "$BATCH_SIZE" "$WRK_THREADS"; do
     [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* numbers must be positive integers (got '$value')"
@@ -171,7 +177,7 @@ run_wrk() {
     times >"$WORK/times0"
     t0=$(now_ns)
     wrk -t "$WRK_THREADS" -c "$conns" -d "${DURATION}s" --timeout 30s -s "$LUA" "http://127.0.0.1:$PORT" \
-        -- "$mode" "$outdir" "$tag" "$BATCH_SIZE" "$TOKENS" >"$out" 2>"$err" &
+        -- "$mode" "$outdir" "$tag" "$BATCH_SIZE" "$TOKENS" "$AUTH" >"$out" 2>"$err" &
     CHILD_PID=$!
     wait "$CHILD_PID" || {
         cat "$out" "$err" >&2
@@ -361,6 +367,54 @@ if [[ -n $BASE_BIN ]]; then
         printf '%-46s %14s %14s %7s\n' "$name" "$(fmt "$b")" "$(fmt "$c")" "$(ratio "$c" "$b")"
     done
     echo "runs: healthz base ${HZ_base[*]}; change ${HZ_change[*]}; single base ${SM_base[*]}; change ${SM_change[*]}"
+    if ((CHECKS_FAILED)); then fail "an acknowledged message is missing from the database (see the check lines)"; fi
+    echo "check: every acknowledged message id was found in the database with one delivery, in every run"
+    exit 0
+fi
+
+# --- HERALD_BENCH_TENANT: a per-tenant API token against the admin token, alternated on one serve ------------
+# Each round: a fresh database with a send token for app default, one serve with --api-token, single messages with
+# the admin token and with the per-tenant token (order alternating by round), all checked in the database after.
+if [[ $TENANT == 1 ]]; then
+    ADMIN_TOKEN=bench-admin-$RANDOM$RANDOM
+    SERVE_ARGS="$SERVE_ARGS --api-token $ADMIN_TOKEN"
+    declare -a SM_admin SM_tenant
+    for ((run = 1; run <= RUNS; run++)); do
+        db=$WORK/tenant-$run.db
+        bodies=$WORK/bodies-tenant-$run
+        mkdir -p "$bodies"
+        # The app must be known to the database before a token can name it: `pause` records it.
+        { "$HERALD" migrate --db "$db" && "$HERALD" pause default --db "$db" &&
+            if [[ $PAUSE == 0 ]]; then "$HERALD" resume default --db "$db"; fi; } >/dev/null 2>"$WORK/migrate.log" ||
+            { cat "$WORK/migrate.log" >&2; fail "herald migrate/pause failed"; }
+        secret=$("$HERALD" api-tokens create --apps default --role send --name bench --db "$db" --json |
+            sed -n 's/.*"secret":"\([^"]*\)".*/\1/p')
+        [[ $secret == hrld_* ]] || fail "herald api-tokens create gave no secret"
+        start_herald "$db"
+        if ((run % 2)); then order=(admin tenant); else order=(tenant admin); fi
+        acked=0
+        for label in "${order[@]}"; do
+            if [[ $label == admin ]]; then AUTH="Bearer $ADMIN_TOKEN"; else AUTH="Bearer $secret"; fi
+            run_wrk single "$CONNECTIONS" "${label:0:1}" "$bodies"
+            ((R_BAD == 0)) || fail "single ($label token): $R_BAD answers other than 202, or socket errors"
+            acked=$((acked + R_OK))
+            eval "SM_$label+=(\"\$(rate \"\$R_OK\" \"\$R_US\")\")"
+            log "  run $run $label token: single $(fmt "$(rate "$R_OK" "$R_US")") msg/s  p50 $((R_P50 / 1000)) ms" \
+                " p99 $((R_P99 / 1000)) ms | $R_CPU"
+        done
+        AUTH=""
+        stop_herald
+        check_db "$db" "$bodies" "$acked" $((2 * CONNECTIONS)) "single, both tokens"
+        rm -rf "$bodies" "$db" "$db-wal" "$db-shm"
+    done
+    echo
+    echo "Herald ingest, per-tenant API token against the admin token, alternated on one serve, median of $RUNS x" \
+        "${DURATION}s each, --durability full, $(nproc) cores"
+    a=$(median "${SM_admin[@]}") t=$(median "${SM_tenant[@]}")
+    printf '%-46s %14s %14s %7s\n' figure admin per-tenant ratio
+    printf '%-46s %14s %14s %7s\n' "single POST /v1/messages, $CONNECTIONS conns (msg/s)" "$(fmt "$a")" "$(fmt "$t")" \
+        "$(awk -v a="$t" -v b="$a" 'BEGIN { printf "%.2f", a / b }')"
+    echo "runs: admin ${SM_admin[*]}; per-tenant ${SM_tenant[*]}"
     if ((CHECKS_FAILED)); then fail "an acknowledged message is missing from the database (see the check lines)"; fi
     echo "check: every acknowledged message id was found in the database with one delivery, in every run"
     exit 0

@@ -21,6 +21,8 @@ public final class AdminAPI: Sendable {
     let writer: any StoreWriter
     let readers: any StoreReaders
     let access: ConsoleAccess
+    /// The per-tenant tokens `serve` honours: a token made or revoked here holds from the next request.
+    let apiTokens: APITokens
     /// Configured app → provider (`fcm-v1`, `fcm-legacy`, `apns`, `webpush`); the database knows the apps, not
     /// their providers.
     let providers: [String: String]
@@ -35,14 +37,16 @@ public final class AdminAPI: Sendable {
     ///   - snapshot: the latest count of the backlog, which the gauges' refresh keeps (see `overview`).
     ///   - committed: called after a requeue committed, to wake the claimer (as ingest does).
     public init(
-        writer: any StoreWriter, readers: any StoreReaders, access: ConsoleAccess, providers: [String: String],
-        credentials: CredentialFacts = CredentialFacts(), metrics: Metrics, history: RateHistory,
+        writer: any StoreWriter, readers: any StoreReaders, access: ConsoleAccess, apiTokens: APITokens = APITokens(),
+        providers: [String: String], credentials: CredentialFacts = CredentialFacts(), metrics: Metrics,
+        history: RateHistory,
         snapshot: StatusSnapshot = StatusSnapshot(),
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.writer = writer
         self.readers = readers
         self.access = access
+        self.apiTokens = apiTokens
         self.providers = providers
         self.credentials = credentials
         self.metrics = metrics
@@ -70,8 +74,12 @@ public final class AdminAPI: Sendable {
         case ("GET", "token-events", 1): tokenEvents(request, responder)
         case ("POST", "apps", 3) where path[2] == "pause" || path[2] == "resume":
             switchApp(path[1], pause: path[2] == "pause", request, now: now, responder)
+        case ("GET", "api-tokens", 1): apiTokenList(responder)
+        case ("POST", "api-tokens", 1): createAPIToken(request, now: now, responder)
+        case ("DELETE", "api-tokens", 2): revokeAPIToken(path[1], now: now, responder)
         case (_, "session", 1), (_, "overview", 1), (_, "dead", 1), (_, "dead", 2), (_, "messages", 2),
-             (_, "messages", 3), (_, "tokens", 2), (_, "users", 2), (_, "token-events", 1), (_, "apps", 3):
+             (_, "messages", 3), (_, "tokens", 2), (_, "users", 2), (_, "token-events", 1), (_, "apps", 3),
+             (_, "api-tokens", 1), (_, "api-tokens", 2):
             responder.respond(Self.error(APIError(
                 status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(request.path)")))
         default:

@@ -73,3 +73,19 @@ public enum AdminJSON {
     public static func optional(_ value: String?) -> JSON { value.map(JSON.string) ?? .null }
     public static func optional(_ value: Int64?) -> JSON { value.map(JSON.int) ?? .null }
 }
+
+extension AdminJSON {
+    /// One per-tenant API token in `herald api-tokens list --json` and `GET /v1/admin/api-tokens`: never its secret
+    /// nor the secret's hash.
+    public static func apiToken(_ token: APITokenRecord) -> JSON {
+        [
+            "id": .string(token.id),
+            "name": optional(token.name),
+            "role": .string(token.role.rawValue),
+            "apps": .array(token.apps.map(JSON.string)),
+            "created_at": .int(token.createdAt),
+            "last_used_at": optional(token.lastUsedAt),
+            "revoked_at": optional(token.revokedAt),
+        ]
+    }
+}

@@ -6,7 +6,8 @@ import Support
 /// With an API token, a request needs `Authorization: Bearer <api token>` (everything), `Bearer <read-only token>`
 /// (GET only), or the `herald_console` cookie of a login; without one (loopback only) it needs nothing. Wrong
 /// tokens, in a header or at the login, count against the client's address (`GuessThrottle`). Requests from other
-/// sites never get here: `FrontDoor` refuses them first.
+/// sites never get here: `FrontDoor` refuses them first. A per-tenant API token (SPEC §22) opens nothing here: it gets
+/// `403`, not counted as a wrong token.
 ///
 /// A refused request changes nothing: the refusal is the answer, and the handler never runs.
 public struct ConsoleAccess: Sendable {
@@ -14,6 +15,7 @@ public struct ConsoleAccess: Sendable {
 
     private let apiToken: [UInt8]?
     private let readOnlyToken: [UInt8]?
+    private let tenants: APITokens
     public let sessions: ConsoleSessions
     private let guesses: GuessThrottle
 
@@ -21,14 +23,16 @@ public struct ConsoleAccess: Sendable {
     ///   - apiToken: serve's `--api-token`; nil lets every caller in as admin (serve refuses that off loopback).
     ///   - readOnlyToken: `--console-read-only-token`: looks, never acts. Needs `apiToken`.
     ///   - guesses: who presented wrong tokens lately; shared with ingest's bearer tokens.
+    ///   - tenants: the per-tenant API tokens, refused here with 403.
     public init(
         apiToken: String?, readOnlyToken: String?, sessions: ConsoleSessions = ConsoleSessions(),
-        guesses: GuessThrottle = GuessThrottle()
+        guesses: GuessThrottle = GuessThrottle(), tenants: APITokens = APITokens()
     ) {
         self.apiToken = apiToken.map { Array($0.utf8) }
         self.readOnlyToken = apiToken == nil ? nil : readOnlyToken.map { Array($0.utf8) }
         self.sessions = sessions
         self.guesses = guesses
+        self.tenants = tenants
     }
 
     /// Whether the console needs a login at all.
@@ -66,6 +70,11 @@ public struct ConsoleAccess: Sendable {
     /// Nil when `request` may go on to the admin API, else why not: 401 without a good token or login, 429 for an
     /// address that guessed too often, 403 for a change asked with the read-only token.
     public func refusal(_ request: HTTPRequest, now: Int64) -> HTTPResponse? {
+        if apiToken != nil, let header = request.header("authorization"), header.hasPrefix("Bearer "),
+           tenants.grant(for: Array(header.utf8.dropFirst("Bearer ".utf8.count))) != nil
+        {
+            return AdminAPI.error(.forbidden("the console and /v1/admin need the admin token, not a per-tenant one"))
+        }
         switch check(request, now: now) {
         case .refused:
             return AdminAPI.error(.unauthorized("log in, or send Authorization: Bearer TOKEN"))

@@ -24,6 +24,8 @@ public enum HeraldCLI {
         Command(name: "pause", summary: "stop sending for an app until it is resumed", run: AppSwitchCommand.pause),
         Command(name: "resume", summary: "resume sending for a paused app", run: AppSwitchCommand.resume),
         Command(name: "tokens", summary: "list, show, add or delete registered tokens", run: TokensCommand.run),
+        Command(name: "api-tokens", summary: "create, list or revoke per-tenant API tokens (a role, for some apps)",
+                run: APITokensCommand.run),
         Command(name: "token-events", summary: "the feed of tokens deleted or replaced by FCM's answers",
                 run: TokenEventsCommand.run),
         Command(name: "prune", summary: "delete old delivered and dropped deliveries (never dead letters)",

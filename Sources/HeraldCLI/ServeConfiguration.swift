@@ -81,7 +81,7 @@ struct ServeConfiguration: Sendable {
         ("config", nil, "JSON config file (keys as these flags, with _; plus \"apps\")"),
         ("db", "herald.db", "SQLite file, or PostgreSQL (postgres://… or 'host=… dbname=…') shared by several serve"),
         ("listen", "127.0.0.1:8600", "ingest API address, HOST:PORT or unix:/path.sock"),
-        ("api-token", nil, "require `Authorization: Bearer TOKEN`; without one: loopback, Host a loopback name only"),
+        ("api-token", nil, "admin token: `Authorization: Bearer TOKEN` (tenants: herald api-tokens); else loopback"),
         ("console-read-only-token", nil, "a token for /console and GET /v1/admin/… that can look, not act"),
         ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
         ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),

@@ -33,6 +33,8 @@ final class Service: Sendable {
     /// The latest count of the backlog, from the gauges' refresh: the console's overview with a big backlog.
     private let statusSnapshot = StatusSnapshot()
     private let gauges = DispatchQueue(label: "herald-gauges")
+    /// The per-tenant API tokens (SPEC §22), honoured only with `--api-token`.
+    private let apiTokens: APITokens
 
     init(_ configuration: ServeConfiguration) throws {
         self.configuration = configuration
@@ -87,8 +89,11 @@ final class Service: Sendable {
         let (stopping, engine) = (self.stopping, self.engine)
         // Wrong tokens count against a client's address whether sent to ingest, the console's API or its login.
         let guesses = GuessThrottle()
+        let apiTokens = configuration.apiToken == nil
+            ? APITokens() : APITokens(try readers.read { try $0.apiTokens(activeOnly: true) })
+        self.apiTokens = apiTokens
         let api = IngestAPI(
-            writer: database.ingestWriter, readers: readers, apiToken: configuration.apiToken,
+            writer: database.ingestWriter, readers: readers, apiToken: configuration.apiToken, tenants: apiTokens,
             knownApps: Set(configuration.apps.map(\.name)),
             // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
             projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
@@ -99,9 +104,12 @@ final class Service: Sendable {
         let admin = AdminAPI(
             writer: writer, readers: readers,
             access: ConsoleAccess(
-                apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses),
+                apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses,
+                tenants: apiTokens),
+            apiTokens: apiTokens,
             providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
-            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
+            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot,
+            committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         // Every route behind one front door: no other site's page, and no rebound name without a token.
@@ -117,6 +125,7 @@ final class Service: Sendable {
         try engine.start()
         database.startWakeUps { [engine] in engine.wake() }
         refreshGauges()
+        if configuration.apiToken != nil { refreshAPITokens() }
         gauges.async { self.trimBookkeeping() }
         let address = try server.start()
         Log.info("listening", [
@@ -136,6 +145,8 @@ final class Service: Sendable {
         engine.stop(gracePeriod: 10)
         tokenPool.made?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
+        let uses = apiTokens.takeUses()
+        if !uses.isEmpty { _ = try? writer.write { try $0.markAPITokensUsed(uses) } }
         if let simulatorTLS {
             simulatorTLS.front.server.shutdown(gracePeriod: 1)
             close(simulatorTLS.descriptor)
@@ -208,6 +219,17 @@ extension Service {
     }
 
     static let gaugeRefreshSeconds = 10.0
+
+    /// Every `APITokens.refreshMillis`: the uses of per-tenant tokens written as `last_used_at`, and the tokens
+    /// read again, so one made or revoked by another instance or by `herald api-tokens` holds here within that time.
+    private func refreshAPITokens() {
+        guard !stopping.isSet else { return }
+        apiTokens.refresh(readers: readers, writer: writer) {
+            self.gauges.asyncAfter(deadline: .now() + .milliseconds(Int(APITokens.refreshMillis))) {
+                self.refreshAPITokens()
+            }
+        }
+    }
 
     /// Seconds until the next refresh of the gauges after one that took `took` seconds: every 10 s, or 20 times what
     /// the last one took when that is longer. Counting the backlog reads one index entry per queued row, so with

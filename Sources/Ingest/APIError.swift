@@ -69,6 +69,11 @@ extension APIError {
         APIError(status: 401, code: "Unauthorized", message: message)
     }
 
+    /// A per-tenant API token outside its role or its apps (SPEC §22).
+    public static func forbidden(_ message: String) -> APIError {
+        APIError(status: 403, code: "Forbidden", message: message)
+    }
+
     public static func notFound(_ message: String) -> APIError {
         APIError(status: 404, code: "NotFound", message: message)
     }

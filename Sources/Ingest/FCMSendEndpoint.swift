@@ -7,7 +7,8 @@ import Support
 ///
 /// The request is read and checked by `FCMSendRequest`; what it accepts is stored exactly as `POST /v1/messages`
 /// stores a message (one write job on the group-commit writer), and the answer — FCM's own format — is given only
-/// after that commit. The normal pipeline then delivers it to the app named by `X-Herald-App` (default `default`).
+/// after that commit. The normal pipeline then delivers it to the app named by `X-Herald-App` (default `default`;
+/// for a per-tenant token, the token's only app).
 /// Authorization (`key=<API token>`) is checked by `IngestAPI` before a request gets here.
 ///
 /// | request | answer |
@@ -24,11 +25,10 @@ final class FCMSendEndpoint: Sendable {
         self.intake = intake
     }
 
-    func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
+    /// - Parameter app: the app it is for; nil for `default`.
+    func handle(_ request: HTTPRequest, app: String?, responder: any HTTPResponder) {
         let send: FCMSendRequest
-        switch FCMSendRequest.read(
-            contentType: request.header("content-type"), body: request.body, app: request.header("x-herald-app")
-        ) {
+        switch FCMSendRequest.read(contentType: request.header("content-type"), body: request.body, app: app) {
         case .failure(let refusal):
             return responder.respond(Self.refused(refusal))
         case .success(let read):

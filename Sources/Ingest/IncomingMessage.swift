@@ -5,6 +5,9 @@ import Support
 public struct IncomingMessage: Sendable, Equatable {
     /// `app`, default `"default"`: 1...100 characters of `[A-Za-z0-9._-]`.
     public var app: String
+    /// Whether the sender named `app`; false when `app` is the default Herald chose (a per-tenant token's request
+    /// that names none acts for the token's only app instead).
+    public var namesApp: Bool
     public var target: MessageTarget
     /// `.fid` when a v1 message named a Firebase Installation ID: the targets are FIDs, not tokens.
     public var tokenField: TokenField
@@ -23,6 +26,7 @@ public struct IncomingMessage: Sendable, Equatable {
 
     public init(
         app: String = "default",
+        namesApp: Bool = false,
         target: MessageTarget,
         tokenField: TokenField = .token,
         format: MessageFormat = .legacy,
@@ -34,6 +38,7 @@ public struct IncomingMessage: Sendable, Equatable {
         sendAt: Int64? = nil
     ) {
         self.app = app
+        self.namesApp = namesApp
         self.target = target
         self.tokenField = tokenField
         self.format = format

@@ -13,6 +13,7 @@ public final class IngestAPI: HTTPHandler {
     private let writer: any StoreWriter
     private let readers: any StoreReaders
     private let apiToken: [UInt8]?
+    private let tenants: APITokens
     private let isShuttingDown: @Sendable () -> Bool
     private let intake: MessageIntake
     private let fcmSend: FCMSendEndpoint
@@ -25,7 +26,9 @@ public final class IngestAPI: HTTPHandler {
 
     /// - Parameters:
     ///   - apiToken: when set, every call but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`
-    ///     (`/fcm/send` also takes FCM's `key=<token>`).
+    ///     (`/fcm/send` also takes FCM's `key=<token>`): this admin token, or a per-tenant token of `tenants`.
+    ///   - tenants: the per-tenant API tokens (SPEC §22), each limited to the routes of its role (`RouteAccess`)
+    ///     and to its apps. Honoured only with `apiToken`: without one every caller may do everything.
     ///   - isShuttingDown: makes `/readyz` answer 503 while the service stops.
     ///   - committed: called after messages were committed (wakes the claimer).
     ///   - knownApps: the apps `serve` delivers for; a message to another app is refused rather than queued
@@ -38,8 +41,9 @@ public final class IngestAPI: HTTPHandler {
     ///     refused, and so is a token it cannot register. An app not named is refused nothing here.
     ///   - guesses: who presented wrong tokens lately; shared with the console's logins.
     public init(
-        writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, knownApps: Set<String>? = nil,
-        projects: [String: String] = [:], addressing: [String: any AddressingRules] = [:],
+        writer: any StoreWriter, readers: any StoreReaders, apiToken: String?, tenants: APITokens = APITokens(),
+        knownApps: Set<String>? = nil, projects: [String: String] = [:],
+        addressing: [String: any AddressingRules] = [:],
         maxWriterBacklog: Int = 20_000, guesses: GuessThrottle = GuessThrottle(), metrics: Metrics = .herald(),
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
@@ -52,6 +56,7 @@ public final class IngestAPI: HTTPHandler {
         self.writer = writer
         self.readers = readers
         self.apiToken = apiToken.map { Array($0.utf8) }
+        self.tenants = tenants
         self.isShuttingDown = isShuttingDown
         let intake = MessageIntake(writer: writer, metrics: metrics, committed: committed)
         self.intake = intake
@@ -69,20 +74,29 @@ public final class IngestAPI: HTTPHandler {
     /// The server asks this with the head alone, before any of the body is read or `100 Continue` is sent, so
     /// a caller without the token never gets a body buffered.
     public func admit(_ head: HTTPRequest) -> HTTPResponse? {
-        authorizationFailure(head)
+        guard case .failure(let refusal) = authorize(head) else { return nil }
+        return refusal.response
     }
 
-    /// The one place the API token is checked: nil when `request` may go on, else the 401 (or, for an address that
-    /// guessed too often, the 429) in the shape the route's clients read — FCM legacy's for `/fcm/send` (which also
-    /// takes `key=<token>`), FCM v1's for `/v1/projects/{project}/messages:send`, Herald's error body for the rest.
-    /// Only the head is looked at.
-    func authorizationFailure(_ request: HTTPRequest) -> HTTPResponse? {
-        guard apiToken != nil else { return nil }
+    /// A request refused by `authorize`, with its answer.
+    struct Refusal: Error {
+        var response: HTTPResponse
+    }
+
+    /// The one place tokens are checked: the caller when `request` may go on — nil for the admin (the admin token,
+    /// or anyone when `serve` has none), else a tenant's grant — or the answer in the shape the route's clients
+    /// read: FCM legacy's for `/fcm/send` (which also takes `key=<token>`), FCM v1's for
+    /// `/v1/projects/{project}/messages:send`, Herald's error body for the rest. 401 for a missing or wrong token,
+    /// 429 for an address that guessed too often, 403 for a tenant's token outside its role, or outside its apps
+    /// where the head names the app (`RouteAccess`). Only the head is looked at: a route that names its app in the
+    /// body or a record checks the grant again once that is read.
+    func authorize(_ request: HTTPRequest) -> Result<APITokens.Grant?, Refusal> {
+        guard apiToken != nil else { return .success(nil) }
         let segments = request.pathSegments
         let dialect: Dialect
         switch (request.method, segments) {
         case ("GET", ["healthz"]), ("GET", ["readyz"]):
-            return nil
+            return .success(nil)
         case (_, ["fcm", "send"]):
             // FCM's client libraries send `Authorization: key=<server key>` and read FCM's own error answers.
             dialect = .fcmLegacy
@@ -93,23 +107,46 @@ public final class IngestAPI: HTTPHandler {
             dialect = .herald
         }
         switch checkToken(request, fcmCompatible: dialect == .fcmLegacy) {
-        case .passed:
-            return nil
+        case .passed(let grant?):
+            guard let refusal = refusal(of: grant, request, segments) else { return .success(grant) }
+            return .failure(Refusal(response: answer(refusal, in: dialect)))
+        case .passed(nil):
+            return .success(nil)
         case .refused:
             switch dialect {
-            case .fcmLegacy: return FCMSendEndpoint.unauthorized
-            case .fcmV1: return FCMV1SendEndpoint.unauthorized
+            case .fcmLegacy: return .failure(Refusal(response: FCMSendEndpoint.unauthorized))
+            case .fcmV1: return .failure(Refusal(response: FCMV1SendEndpoint.unauthorized))
             case .herald:
-                return error(.unauthorized("missing or wrong API token"), headers: [("WWW-Authenticate", "Bearer")])
+                return .failure(Refusal(response: error(
+                    .unauthorized("missing or wrong API token"), headers: [("WWW-Authenticate", "Bearer")])))
             }
         case .throttled(let seconds):
-            let failure = APIError.tooManyWrongTokens(retryAfterSeconds: seconds)
-            let retryAfter = [("Retry-After", String(seconds))]
-            switch dialect {
-            case .fcmLegacy: return FCMSendEndpoint.refused(failure, headers: retryAfter)
-            case .fcmV1: return FCMV1SendEndpoint.response(failure, headers: retryAfter)
-            case .herald: return error(failure, headers: retryAfter)
-            }
+            return .failure(Refusal(response: answer(
+                .tooManyWrongTokens(retryAfterSeconds: seconds), in: dialect,
+                headers: [("Retry-After", String(seconds))])))
+        }
+    }
+
+    /// Why a tenant's token may not make `request`, as far as its head tells; nil when it may go on.
+    private func refusal(of grant: APITokens.Grant, _ request: HTTPRequest, _ segments: [String]) -> APIError? {
+        guard let route = RouteAccess.of(method: request.method, segments: segments) else {
+            return .forbidden("\(request.method) \(request.path) needs the admin token")
+        }
+        guard route.role == grant.role else {
+            return .forbidden("this API token has role \(grant.role.rawValue); \(request.method) \(request.path) "
+                + "needs role \(route.role.rawValue)")
+        }
+        switch route.app {
+        case .header(let name):
+            guard case .failure(let refusal) = grant.app(named: request.header(name)) else { return nil }
+            return refusal
+        case .project:
+            // An unknown project is the handler's 404.
+            guard let app = FCMV1SendEndpoint.project(in: segments).flatMap(app(ofProject:)), !grant.allows(app)
+            else { return nil }
+            return grant.refusal(app)
+        case .body, .record, .feed:
+            return nil
         }
     }
 
@@ -118,9 +155,24 @@ public final class IngestAPI: HTTPHandler {
         case herald, fcmLegacy, fcmV1
     }
 
+    private func answer(
+        _ failure: APIError, in dialect: Dialect, headers: [(name: String, value: String)] = []
+    ) -> HTTPResponse {
+        switch dialect {
+        case .fcmLegacy: FCMSendEndpoint.refused(failure, headers: headers)
+        case .fcmV1: FCMV1SendEndpoint.response(failure, headers: headers)
+        case .herald: error(failure, headers: headers)
+        }
+    }
+
     public func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
-        // The server has asked `admit` already; this covers a request handed here any other way.
-        if let refusal = authorizationFailure(request) { return responder.respond(refusal) }
+        // The server has asked `admit` already; this covers a request handed here any other way, and names the
+        // caller: nil for the admin, else the tenant's grant.
+        let tenant: APITokens.Grant?
+        switch authorize(request) {
+        case .failure(let refusal): return responder.respond(refusal.response)
+        case .success(let grant): tenant = grant
+        }
         let path = request.path
         let segments = request.pathSegments
         switch (request.method, segments.first ?? "") {
@@ -138,10 +190,12 @@ public final class IngestAPI: HTTPHandler {
                 headers: [("Retry-After", "1")]))
         case (_, "fcm") where segments == ["fcm", "send"]:
             guard request.method == "POST" else { return responder.respond(FCMSendEndpoint.methodNotAllowed) }
-            if let unknown = unknownApp(request.header("x-herald-app") ?? MessageValidator.defaultApp) {
+            // A tenant's request without X-Herald-App is for the token's only app (`authorize` refused it else).
+            let app = request.header("x-herald-app") ?? tenant?.onlyApp
+            if let unknown = unknownApp(app ?? MessageValidator.defaultApp) {
                 return responder.respond(FCMSendEndpoint.refused(unknown))
             }
-            return fcmSend.handle(request, responder: responder)
+            return fcmSend.handle(request, app: app, responder: responder)
         case ("GET", "metrics") where segments.count == 1:
             return responder.respond(HTTPResponse(
                 status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
@@ -153,15 +207,15 @@ public final class IngestAPI: HTTPHandler {
         let resource = segments.count >= 2 && segments[0] == "v1" ? segments[1] : ""
         let id = segments.count == 3 && !segments[2].isEmpty ? segments[2] : nil
         switch (request.method, resource, segments.count, id) {
-        case ("POST", "messages", 2, _): postMessage(request, responder)
-        case ("POST", "messages", 3, "batch"): postBatch(request, responder)
-        case ("GET", "messages", 3, let id?): getMessage(id, responder)
-        case ("DELETE", "messages", 3, let id?): cancelMessage(id, responder)
-        case ("PUT", "tokens", 3, let token?): putToken(token, request, responder)
-        case ("GET", "tokens", 3, let token?): getToken(token, responder)
-        case ("DELETE", "tokens", 3, let token?): deleteToken(token, responder)
-        case ("GET", "token-events", 2, _): tokenEvents(request, responder)
-        case ("PUT", "subscriptions", 2, _): putSubscription(request, responder)
+        case ("POST", "messages", 2, _): postMessage(request, tenant, responder)
+        case ("POST", "messages", 3, "batch"): postBatch(request, tenant, responder)
+        case ("GET", "messages", 3, let id?): getMessage(id, tenant, responder)
+        case ("DELETE", "messages", 3, let id?): cancelMessage(id, tenant, responder)
+        case ("PUT", "tokens", 3, let token?): putToken(token, request, tenant, responder)
+        case ("GET", "tokens", 3, let token?): getToken(token, tenant, responder)
+        case ("DELETE", "tokens", 3, let token?): deleteToken(token, tenant, responder)
+        case ("GET", "token-events", 2, _): tokenEvents(request, tenant, responder)
+        case ("PUT", "subscriptions", 2, _): putSubscription(request, tenant, responder)
         case (_, "messages", 2, _), (_, "messages", 3, _?), (_, "tokens", 3, _?), (_, "token-events", 2, _),
              (_, "subscriptions", 2, _):
             responder.respond(error(APIError(
@@ -175,7 +229,7 @@ public final class IngestAPI: HTTPHandler {
 
     private func fcmV1Send(_ request: HTTPRequest, project: String, _ responder: any HTTPResponder) {
         guard request.method == "POST" else { return responder.respond(FCMV1SendEndpoint.methodNotAllowed) }
-        guard let app = projects.isEmpty ? MessageValidator.defaultApp : projects[project] else {
+        guard let app = app(ofProject: project) else {
             return responder.respond(FCMV1SendEndpoint.notFound(project: project))
         }
         guard writer.backlog < maxWriterBacklog else { return responder.respond(FCMV1SendEndpoint.unavailable) }
@@ -184,13 +238,13 @@ public final class IngestAPI: HTTPHandler {
             responder: responder)
     }
 
-    private func postMessage(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+    private func postMessage(_ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
         let key = request.header("idempotency-key")
         if let key, key.isEmpty || key.utf8.count > 255 {
             return responder.respond(error(APIError(
                 status: 400, code: "InvalidParameters", message: "Idempotency-Key must be 1 to 255 bytes")))
         }
-        switch MessageValidator.validate(body: request.body).flatMap(checkApp) {
+        switch MessageValidator.validate(body: request.body).flatMap({ scoped($0, for: tenant) }).flatMap(checkApp) {
         case .failure(let failure):
             responder.respond(error(failure))
         case .success(let message):
@@ -207,12 +261,17 @@ public final class IngestAPI: HTTPHandler {
         }
     }
 
-    private func postBatch(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+    private func postBatch(_ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
         switch MessageValidator.validateBatch(body: request.body) {
         case .failure(let failure):
             responder.respond(error(failure))
         case .success(let validated):
-            let items = validated.map { $0.flatMap(checkApp) }
+            let scopedItems = validated.map { $0.flatMap { scoped($0, for: tenant) } }
+            // An item for an app outside the token's refuses the whole batch: nothing is stored.
+            for case .failure(let refusal) in scopedItems where refusal.status == 403 {
+                return responder.respond(error(refusal))
+            }
+            let items = scopedItems.map { $0.flatMap(checkApp) }
             let messages = items.map { try? $0.get().stored(idempotencyKey: nil) }
             intake.store(messages) { result in
                 switch result {
@@ -232,23 +291,33 @@ public final class IngestAPI: HTTPHandler {
         }
     }
 
-    private func getMessage(_ id: String, _ responder: any HTTPResponder) {
-        readers.enqueue({ try $0.message(id: id) }) { result in
+    private func getMessage(_ id: String, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
+        readers.enqueue({ try $0.message(id: id) }) { [self] result in
             switch result {
-            case .success(let record?): responder.respond(.json(200, Self.messageJSON(record).serialized()))
+            case .success(let record?):
+                if let tenant, !tenant.allows(record.app) {
+                    return responder.respond(error(tenant.refusal(record.app)))
+                }
+                responder.respond(.json(200, Self.messageJSON(record).serialized()))
             case .success(nil): responder.respond(Self.notFound("message", id))
             case .failure(let failure): responder.respond(Self.unavailable(failure))
             }
         }
     }
 
-    private func cancelMessage(_ id: String, _ responder: any HTTPResponder) {
-        writer.enqueue({ try $0.cancelMessage(id: id, now: Clock.nowMillis()) }) { result in
+    private func cancelMessage(_ id: String, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
+        writer.enqueue({ store -> Result<Int?, APIError> in
+            if let tenant, let app = try store.claimedMessage(id: id)?.app, !tenant.allows(app) {
+                return .failure(tenant.refusal(app))
+            }
+            return .success(try store.cancelMessage(id: id, now: Clock.nowMillis()))
+        }) { [self] result in
             switch result {
-            case .success(let cancelled?):
+            case .success(.success(let cancelled?)):
                 let body = JSON.object([("id", .string(id)), ("cancelled", .int(Int64(cancelled)))])
                 responder.respond(.json(200, body.serialized()))
-            case .success(nil): responder.respond(Self.notFound("message", id))
+            case .success(.success(nil)): responder.respond(Self.notFound("message", id))
+            case .success(.failure(let refusal)): responder.respond(error(refusal))
             case .failure(let failure): responder.respond(Self.unavailable(failure))
             }
         }
@@ -256,22 +325,28 @@ public final class IngestAPI: HTTPHandler {
 
     // MARK: - Token registry
 
-    private func putToken(_ token: String, _ request: HTTPRequest, _ responder: any HTTPResponder) {
+    private func putToken(
+        _ token: String, _ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder
+    ) {
         let registration: (app: String, user: String?)
-        switch TokenRegistration.validate(token: token, body: request.body) {
+        switch TokenRegistration.validate(token: token, body: request.body).flatMap({ named in
+            app(named: named.app, for: tenant).map { ($0, named.user) }
+        }) {
         case .failure(let failure): return responder.respond(error(failure))
         case .success(let valid): registration = valid
         }
         if let refusal = addressing[registration.app]?.registrationRefusal(of: token, app: registration.app) {
             return responder.respond(error(refusal))
         }
-        register(token, app: registration.app, user: registration.user, responder)
+        register(token, app: registration.app, user: registration.user, tenant, responder)
     }
 
     /// `PUT /v1/subscriptions`: a browser's subscription registered as a token of a Web Push app (SPEC §16).
-    private func putSubscription(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+    private func putSubscription(_ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
         let registration: (token: String, app: String, user: String?)
-        switch SubscriptionRegistration.validate(body: request.body) {
+        switch SubscriptionRegistration.validate(body: request.body).flatMap({ named in
+            app(named: named.app, for: tenant).map { (named.token, $0, named.user) }
+        }) {
         case .failure(let failure): return responder.respond(error(failure))
         case .success(let valid): registration = valid
         }
@@ -281,42 +356,61 @@ public final class IngestAPI: HTTPHandler {
         {
             return responder.respond(error(refusal))
         }
-        register(registration.token, app: registration.app, user: registration.user, responder)
+        register(registration.token, app: registration.app, user: registration.user, tenant, responder)
     }
 
-    /// Writes the registration and answers it: 201 for a new token, 200 for one registered before.
-    private func register(_ token: String, app: String, user: String?, _ responder: any HTTPResponder) {
-        writer.enqueue({ try $0.upsertToken(token, app: app, user: user, now: Clock.nowMillis()) }) { result in
+    /// Writes the registration and answers it: 201 for a new token, 200 for one registered before. A tenant may
+    /// not move a token registered to an app outside its own.
+    private func register(
+        _ token: String, app: String, user: String?, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder
+    ) {
+        writer.enqueue({ store -> Result<(TokenRecord, created: Bool), APIError> in
+            if let tenant, let registered = try store.registeredApp(of: token), !tenant.allows(registered) {
+                return .failure(Self.registeredElsewhere)
+            }
+            return .success(try store.upsertToken(token, app: app, user: user, now: Clock.nowMillis()))
+        }) { [self] result in
             switch result {
-            case .success(let (record, created)):
+            case .success(.success(let (record, created))):
                 responder.respond(.json(created ? 201 : 200, Self.tokenJSON(record).serialized()))
+            case .success(.failure(let refusal)):
+                responder.respond(error(refusal))
             case .failure(let failure):
                 responder.respond(Self.unavailable(failure))
             }
         }
     }
 
-    private func getToken(_ token: String, _ responder: any HTTPResponder) {
-        readers.enqueue({ try $0.token(token) }) { result in
+    private func getToken(_ token: String, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
+        readers.enqueue({ try $0.token(token) }) { [self] result in
             switch result {
-            case .success(let record?): responder.respond(.json(200, Self.tokenJSON(record).serialized()))
+            case .success(let record?):
+                if let tenant, !tenant.allows(record.app) { return responder.respond(error(Self.registeredElsewhere)) }
+                responder.respond(.json(200, Self.tokenJSON(record).serialized()))
             case .success(nil): responder.respond(Self.notFound("token", token))
             case .failure(let failure): responder.respond(Self.unavailable(failure))
             }
         }
     }
 
-    private func deleteToken(_ token: String, _ responder: any HTTPResponder) {
-        writer.enqueue({ try $0.deleteToken(token) }) { result in
+    private func deleteToken(_ token: String, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
+        writer.enqueue({ store -> Result<Bool, APIError> in
+            if let tenant, let registered = try store.registeredApp(of: token), !tenant.allows(registered) {
+                return .failure(Self.registeredElsewhere)
+            }
+            return .success(try store.deleteToken(token))
+        }) { [self] result in
             switch result {
-            case .success(true): responder.respond(HTTPResponse(status: 204))
-            case .success(false): responder.respond(Self.notFound("token", token))
+            case .success(.success(true)): responder.respond(HTTPResponse(status: 204))
+            case .success(.success(false)): responder.respond(Self.notFound("token", token))
+            case .success(.failure(let refusal)): responder.respond(error(refusal))
             case .failure(let failure): responder.respond(Self.unavailable(failure))
             }
         }
     }
 
-    private func tokenEvents(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+    /// A tenant reads the events of its apps only.
+    private func tokenEvents(_ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
         let query = request.query
         let after = query["after"].map { Int64($0) } ?? 0
         let limit = query["limit"].map { Int($0) } ?? 100
@@ -325,7 +419,7 @@ public final class IngestAPI: HTTPHandler {
                 status: 400, code: "InvalidParameters",
                 message: "after must be a non-negative integer and limit an integer in 1...1000")))
         }
-        readers.enqueue({ try $0.tokenEvents(after: after, limit: limit) }) { result in
+        readers.enqueue({ try $0.tokenEvents(after: after, limit: limit, apps: tenant?.apps) }) { result in
             switch result {
             case .success(let events):
                 let body = JSON.object([
@@ -362,6 +456,31 @@ public final class IngestAPI: HTTPHandler {
         return .unknownApp(app, known: Array(knownApps))
     }
 
+    /// The app a request acts for: the one it names or, naming none, `MessageValidator.defaultApp` for the admin
+    /// and the token's only app for a tenant (`Grant.app(named:)`).
+    private func app(named: String?, for tenant: APITokens.Grant?) -> Result<String, APIError> {
+        tenant?.app(named: named) ?? .success(named ?? MessageValidator.defaultApp)
+    }
+
+    /// A tenant's message, for the app it names or, naming none, the token's only app.
+    private func scoped(_ message: IncomingMessage, for tenant: APITokens.Grant?) -> Result<IncomingMessage, APIError> {
+        guard let tenant else { return .success(message) }
+        return tenant.app(named: message.namesApp ? message.app : nil).map { app in
+            var scoped = message
+            scoped.app = app
+            return scoped
+        }
+    }
+
+    /// The app whose FCM project `project` is (`default` when no app has a project id); nil for an unknown one.
+    private func app(ofProject project: String) -> String? {
+        projects.isEmpty ? MessageValidator.defaultApp : projects[project]
+    }
+
+    /// Not the token's app's name: whose it is, is another tenant's business.
+    private static let registeredElsewhere = APIError.forbidden(
+        "the token is registered to an app this API token does not act for")
+
     private func checkApp(_ message: IncomingMessage) -> Result<IncomingMessage, APIError> {
         (unknownApp(message.app) ?? refusal(of: message)).map { .failure($0) } ?? .success(message)
     }
@@ -371,17 +490,20 @@ public final class IngestAPI: HTTPHandler {
         addressing[message.app]?.refusal(of: message, app: message.app)
     }
 
-    /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it. A request with neither
-    /// guessed nothing: it is refused without counting against its address.
-    private func checkToken(_ request: HTTPRequest, fcmCompatible: Bool) -> GuessThrottle.Verdict<Void> {
-        guard let apiToken else { return .passed(()) }
+    /// `Bearer <token>`; with `fcmCompatible`, also `key=<token>` as FCM's clients write it: the admin token (nil),
+    /// or a tenant's (its grant). A request with neither guessed nothing: it is refused without counting against
+    /// its address.
+    private func checkToken(_ request: HTTPRequest, fcmCompatible: Bool) -> GuessThrottle.Verdict<APITokens.Grant?> {
+        guard let apiToken else { return .passed(nil) }
         guard let header = request.header("authorization"),
               let scheme = (fcmCompatible ? ["Bearer ", "key="] : ["Bearer "]).first(where: {
                   header.utf8.starts(with: $0.utf8)
               })
         else { return .refused }
         return guesses.check(request.peer, "api token") {
-            constantTimeEquals(Array(header.utf8.dropFirst(scheme.utf8.count)), apiToken) ? () : nil
+            let presented = Array(header.utf8.dropFirst(scheme.utf8.count))
+            if constantTimeEquals(presented, apiToken) { return .some(nil) }
+            return tenants.grant(for: presented).map { .some($0) }
         }
     }
 
@@ -477,21 +599,22 @@ extension IncomingMessage {
     }
 }
 
-/// The body of `PUT /v1/tokens/{token}`: `{"app": "default", "user": "u1"}`, both optional.
+/// The body of `PUT /v1/tokens/{token}`: `{"app": "default", "user": "u1"}`, both optional (`app` nil when not
+/// named).
 enum TokenRegistration {
-    static func validate(token: String, body: [UInt8]) -> Result<(app: String, user: String?), APIError> {
-        func invalid(_ message: String) -> Result<(app: String, user: String?), APIError> {
+    static func validate(token: String, body: [UInt8]) -> Result<(app: String?, user: String?), APIError> {
+        func invalid(_ message: String) -> Result<(app: String?, user: String?), APIError> {
             .failure(APIError(status: 400, code: "InvalidParameters", message: message))
         }
         guard token.utf8.count <= 4096 else { return invalid("a token is at most 4096 bytes") }
-        if body.isEmpty { return .success(("default", nil)) }
+        if body.isEmpty { return .success((nil, nil)) }
         guard let object = (try? JSON.parse(body)), let fields = object.objectValue else {
             return .failure(APIError(status: 400, code: "InvalidJson", message: "the body must be a JSON object"))
         }
         if let unknown = fields.first(where: { $0.key != "app" && $0.key != "user" }) {
             return invalid("unknown field \"\(unknown.key)\"")
         }
-        var app = "default"
+        var app: String?
         if let value = object["app"] {
             guard let name = value.stringValue, !name.isEmpty else {
                 return invalid("\"app\" must be a non-empty string")
@@ -512,7 +635,7 @@ enum TokenRegistration {
 /// The body of `PUT /v1/subscriptions`: `{"app": "web", "user": "u1", "subscription": {...}}`, the subscription
 /// exactly as `PushSubscription.toJSON()` gives it; `user` optional.
 enum SubscriptionRegistration {
-    static func validate(body: [UInt8]) -> Result<(token: String, app: String, user: String?), APIError> {
+    static func validate(body: [UInt8]) -> Result<(token: String, app: String?, user: String?), APIError> {
         guard let object = (try? JSON.parse(body)), let fields = object.objectValue else {
             return .failure(APIError(status: 400, code: "InvalidJson", message: "the body must be a JSON object: "
                 + "{\"app\", \"user\", \"subscription\": PushSubscription.toJSON()}"))
@@ -529,7 +652,7 @@ enum SubscriptionRegistration {
         } catch {
             return .failure(error)
         }
-        let names: Result<(app: String, user: String?), APIError> = TokenRegistration.validate(
+        let names: Result<(app: String?, user: String?), APIError> = TokenRegistration.validate(
             token: token, body: Array(JSON.object(fields.filter { $0.key != "subscription" }).serialized().utf8))
         return names.map { (token, $0.app, $0.user) }
     }

@@ -125,6 +125,7 @@ public enum MessageValidator {
 
         return IncomingMessage(
             app: app,
+            namesApp: message["app"] != nil,
             target: target,
             payload: .object(members.filter { member in
                 !(heraldFields + targetFields).contains(where: { sameBytes($0, member.key) })

@@ -137,7 +137,7 @@ public enum V1MessageValidator {
         let ttl = android.ttl ?? apns.ttl ?? webpush.ttl ?? MessageValidator.maximumTTL
         let priority = android.priority ?? apns.priority ?? webpush.priority ?? .normal
         return IncomingMessage(
-            app: app, target: target, tokenField: tokenField, format: .v1,
+            app: app, namesApp: request["app"] != nil, target: target, tokenField: tokenField, format: .v1,
             payload: .object(fields.filter { !messageTargets.contains($0.key) }),
             collapseKey: android.collapseKey ?? apns.collapseKey, priority: priority, ttlSeconds: ttl, dryRun: dryRun,
             sendAt: sendAt)

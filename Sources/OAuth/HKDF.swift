@@ -27,12 +27,6 @@ enum HMACSHA256 {
     static let length = 32
     private static let blockSize = 64
 
-    /// SHA-256 from the default provider, fetched once; an `EVP_MD` is only read after that.
-    nonisolated(unsafe) private static let sha256: OpaquePointer = {
-        guard let digest = EVP_MD_fetch(nil, "SHA256", nil) else { fatalError("libcrypto has no SHA-256") }
-        return digest
-    }()
-
     /// HMAC(key, parts joined): 32 bytes.
     static func authenticate(_ parts: [[UInt8]], key: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw CryptoError.drain("EVP_MD_CTX_new failed") }
@@ -45,7 +39,7 @@ enum HMACSHA256 {
 
     private static func digest(_ parts: [[UInt8]], _ context: OpaquePointer) throws(CryptoError) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestInit_ex(context, sha256, nil) == 1 else { throw CryptoError.drain("SHA-256 failed") }
+        guard EVP_DigestInit_ex(context, SHA256.algorithm, nil) == 1 else { throw CryptoError.drain("SHA-256 failed") }
         for part in parts {
             guard EVP_DigestUpdate(context, part, part.count) == 1 else { throw CryptoError.drain("SHA-256 failed") }
         }

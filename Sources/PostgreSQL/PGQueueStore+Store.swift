@@ -93,13 +93,21 @@ extension PGQueueStore: Store {
         return try connection.query(sql, arguments, row: Self.tokenRecord)
     }
 
-    /// Events with an id above `after`, oldest first.
-    public func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord] {
-        try connection.query(
+    /// Events with an id above `after`, oldest first; with `apps`, only theirs.
+    public func tokenEvents(after: Int64, limit: Int, apps: [String]?) throws -> [TokenEventRecord] {
+        guard let apps else {
+            return try connection.query(
+                """
+                SELECT id, at, app, token, kind, replacement, reason, message_id
+                FROM token_events WHERE id > $1 ORDER BY id LIMIT $2
+                """, [.integer(after), .integer(Int64(limit))]
+            , row: Self.tokenEvent)
+        }
+        return try connection.query(
             """
             SELECT id, at, app, token, kind, replacement, reason, message_id
-            FROM token_events WHERE id > $1 ORDER BY id LIMIT $2
-            """, [.integer(after), .integer(Int64(limit))]
+            FROM token_events WHERE id > $1 AND app = ANY($3::text[]) ORDER BY id LIMIT $2
+            """, [.integer(after), .integer(Int64(limit)), .array(apps)]
         , row: Self.tokenEvent)
     }
 

@@ -11,4 +11,9 @@ extension Store {
             token: token, app: app, user: user, createdAt: existing?.createdAt ?? now, updatedAt: now)
         return (record, existing == nil)
     }
+
+    /// Events with an id above `after`, oldest first, of every app.
+    public func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord] {
+        try tokenEvents(after: after, limit: limit, apps: nil)
+    }
 }

@@ -48,7 +48,8 @@ public protocol Store: QueueStore {
     func token(_ token: String) throws -> TokenRecord?
     func deleteToken(_ token: String) throws -> Bool
     func tokens(app: String?, user: String?, after: String?, limit: Int) throws -> [TokenRecord]
-    func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord]
+    /// Events with an id above `after`, oldest first; with `apps`, only theirs (a per-tenant token's feed).
+    func tokenEvents(after: Int64, limit: Int, apps: [String]?) throws -> [TokenEventRecord]
     /// The feed's latest events, newest first, those with an id below `before` when given (paging back).
     func recentTokenEvents(before: Int64?, limit: Int) throws -> [TokenEventRecord]
     /// The feed's events about one token of one app, newest first.
@@ -74,6 +75,18 @@ public protocol Store: QueueStore {
     func originSwitches(app: String?, now: Int64) throws -> [OriginSwitch]
     /// Deletes the origins whose gate opened by `now` and that are not paused; returns how many.
     func forgetOpenOrigins(now: Int64) throws -> Int
+
+    // MARK: API tokens
+
+    // The rule that checks a new token's apps is `createAPIToken` (`Store+APITokens.swift`).
+
+    func insertAPIToken(_ token: APITokenRecord) throws
+    /// Every token, revoked ones too unless `activeOnly`, oldest first.
+    func apiTokens(activeOnly: Bool) throws -> [APITokenRecord]
+    /// Revokes the token with this id; false when there is none, or it was revoked already.
+    func revokeAPIToken(id: String, now: Int64) throws -> Bool
+    /// Moves each token's `last_used_at` forward to the time given (never back).
+    func markAPITokensUsed(_ uses: [(id: String, at: Int64)]) throws
 
     // MARK: Status
 

@@ -2,13 +2,22 @@ import Queue
 import Support
 
 extension SQLiteQueueStore {
-    /// Events with an id above `after`, oldest first.
-    public func tokenEvents(after: Int64, limit: Int) throws -> [TokenEventRecord] {
-        try connection.query(
+    /// Events with an id above `after`, oldest first; with `apps`, only theirs (the feed walked by id, the others
+    /// skipped: a tenant's poll reads what came since its last one).
+    public func tokenEvents(after: Int64, limit: Int, apps: [String]?) throws -> [TokenEventRecord] {
+        guard let apps else {
+            return try connection.query(
+                """
+                SELECT id, at, app, token, kind, replacement, reason, message_id
+                FROM token_events WHERE id > ? ORDER BY id LIMIT ?
+                """, [.integer(after), .integer(Int64(limit))]
+            , row: Self.tokenEvent)
+        }
+        return try connection.query(
             """
             SELECT id, at, app, token, kind, replacement, reason, message_id
-            FROM token_events WHERE id > ? ORDER BY id LIMIT ?
-            """, [.integer(after), .integer(Int64(limit))]
+            FROM token_events WHERE id > ? AND app IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?
+            """, [.integer(after), .text(JSON.array(apps.map(JSON.string)).serialized()), .integer(Int64(limit))]
         , row: Self.tokenEvent)
     }
 

@@ -178,6 +178,49 @@ private let day: Int64 = 86_400_000
         #expect(try admin.store.tokenEvents(after: rest[0].id, limit: 2).isEmpty)
     }
 
+    @Test(arguments: Engine.available) func tokenEventsOfSomeAppsOnly(_ engine: Engine) throws {
+        let admin = try Admin(engine)
+        for (at, app) in [(t0, "shop"), (t0 + 1, "news"), (t0 + 2, "shop"), (t0 + 3, "web")] {
+            _ = try admin.underTest.strings(
+                """
+                INSERT INTO token_events (at, app, token, kind, replacement, reason, message_id)
+                VALUES ($1, $2, 't', 'deleted', NULL, NULL, NULL) RETURNING id
+                """, [.integer(at), .text(app)])
+        }
+        let shop = try admin.store.tokenEvents(after: 0, limit: 10, apps: ["shop"])
+        #expect(shop.map(\.at) == [t0, t0 + 2])
+        #expect(try admin.store.tokenEvents(after: shop[0].id, limit: 1, apps: ["shop", "web"]).map(\.at) == [t0 + 2])
+        #expect(try admin.store.tokenEvents(after: 0, limit: 10, apps: ["none"]).isEmpty)
+    }
+
+    @Test(arguments: Engine.available) func apiTokensAreStoredListedUsedAndRevoked(_ engine: Engine) throws {
+        let admin = try Admin(engine)
+        try admin.store.ensureApp("shop")
+        let first = APITokenRecord(
+            id: "aaaaaaaaaaaa", secretSHA256: String(repeating: "a", count: 64), name: "team, with a comma",
+            role: .register, apps: ["shop", "default"], createdAt: t0)
+        let second = APITokenRecord(
+            id: "bbbbbbbbbbbb", secretSHA256: String(repeating: "b", count: 64), name: nil, role: .read,
+            apps: ["shop"], createdAt: t0 + 1)
+        try admin.store.ensureApp("default")
+        try admin.store.createAPIToken(first)
+        try admin.store.createAPIToken(second)
+        #expect(throws: UnknownAppsError.self) {
+            try admin.store.createAPIToken(APITokenRecord(
+                id: "cccccccccccc", secretSHA256: String(repeating: "c", count: 64), name: nil, role: .send,
+                apps: ["shop", "nope"], createdAt: t0))
+        }
+        #expect(try admin.store.apiTokens(activeOnly: false) == [first, second])
+        try admin.store.markAPITokensUsed([(first.id, t0 + 10), (second.id, t0 + 20)])
+        try admin.store.markAPITokensUsed([(first.id, t0 + 5)])
+        #expect(try admin.store.apiTokens(activeOnly: false).map(\.lastUsedAt) == [t0 + 10, t0 + 20])
+        #expect(try admin.store.revokeAPIToken(id: first.id, now: t0 + 30))
+        #expect(try !admin.store.revokeAPIToken(id: first.id, now: t0 + 31))
+        #expect(try !admin.store.revokeAPIToken(id: "nope", now: t0 + 31))
+        #expect(try admin.store.apiTokens(activeOnly: true).map(\.id) == [second.id])
+        #expect(try admin.store.apiTokens(activeOnly: false).first?.revokedAt == t0 + 30)
+    }
+
     @Test(arguments: Engine.available) func tokenEventsOfOneTokenNewestFirstWithinItsApp(_ engine: Engine) throws {
         let admin = try Admin(engine)
         for (at, app, token, kind) in [
