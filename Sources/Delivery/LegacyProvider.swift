@@ -80,7 +80,7 @@ public struct LegacyProvider: Provider {
     }
 
     /// Whole seconds left of the message's TTL; never the original TTL once time has passed.
-    static func remainingTTL(_ message: ClaimedMessage, now: Int64) -> Int {
+    public static func remainingTTL(_ message: ClaimedMessage, now: Int64) -> Int {
         guard message.ttlSeconds > 0 else { return 0 }
         return Int(max(0, (message.expiresAt - now) / 1000))
     }

@@ -13,7 +13,7 @@ import Support
 /// ```
 ///
 /// What legacy has no v1 place for (`delay_while_idle`, notification keys v1 does not know) is left out.
-enum V1Message {
+public enum V1Message {
     /// APNs refuses an `apns-collapse-id` longer than this; a longer legacy `collapse_key` still collapses on Android.
     static let maximumAPNsCollapseIDBytes = 64
 
@@ -28,7 +28,7 @@ enum V1Message {
     }
 
     /// The v1 `message` members of a legacy-shaped message, without the target.
-    static func fields(for message: ClaimedMessage, now: Int64) -> [(key: String, value: JSON)] {
+    public static func fields(for message: ClaimedMessage, now: Int64) -> [(key: String, value: JSON)] {
         let stored = (try? JSON.parse(Array(message.payload.utf8))) ?? .object([])
         let remaining = LegacyProvider.remainingTTL(message, now: now)
         var fields: [(key: String, value: JSON)] = []
@@ -102,7 +102,7 @@ enum V1Message {
     // MARK: - Values
 
     /// v1 wants strings where legacy took any JSON: a string as itself, anything else as its JSON text.
-    static func text(_ value: JSON) -> String {
+    public static func text(_ value: JSON) -> String {
         if case .string(let string) = value { return string }
         return value.serialized()
     }
