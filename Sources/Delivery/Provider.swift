@@ -123,7 +123,7 @@ extension Provider {
     /// per request for a server that does not offer h2. `caFile` replaces the CA certificates servers are checked
     /// against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator. `addressPolicy`: for hosts Herald does
     /// not choose (Web Push's), where connections may go.
-    func http2Transport(
+    public func http2Transport(
         concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil, totalConnections: Int? = nil,
         addressPolicy: AddressPolicy? = nil
     ) -> any RequestTransport {
