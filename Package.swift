@@ -49,14 +49,21 @@ let package = Package(
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; ES256 (APNs, VAPID) and
         // Web Push's message encryption (RFC 8291) with its keys.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support", "TLS"]),
-        .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
+        .target(name: "FCMSimulator", dependencies: ["HMSSimulator", "HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
+        // MARK: - Providers: one folder each (SPEC §21)
+        // HMS Push Kit: its settings, rendering, classification and client-credentials token (Providers/HMS), and
+        // its side of the simulator (Providers/HMS/Simulator).
+        .target(
+            name: "HMS", dependencies: ["Classify", "Delivery", "OAuth", "Queue", "Send", "Support"],
+            path: "Sources/Providers/HMS", exclude: ["Simulator"]),
+        .target(name: "HMSSimulator", dependencies: ["HTTP", "Support"], path: "Sources/Providers/HMS/Simulator"),
         .target(
             name: "HeraldCLI",
             dependencies: [
                 "Ingest", "Console", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery",
-                "Send", "OAuth",
+                "Send", "OAuth", "HMS", "HMSSimulator",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
@@ -84,6 +91,10 @@ let package = Package(
             dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support", "HTTPTestSupport"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Queue", "Support"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
+        .testTarget(
+            name: "HMSTests",
+            dependencies: ["HMS", "HMSSimulator", "Classify", "Delivery", "HTTP", "Queue", "Send", "Support"],
+            path: "Tests/Providers/HMSTests"),
         .testTarget(
             name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth", "Send", "NetworkTestSupport"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
