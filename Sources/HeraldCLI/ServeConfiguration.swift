@@ -1,5 +1,6 @@
 import Delivery
 import Foundation
+import HMS
 import HTTP
 import OAuth
 import Queue
@@ -32,6 +33,8 @@ struct AppConfiguration: Sendable {
     /// Web Push: the VAPID key file and subject (SPEC §16); the key once `ServeConfiguration.check` has read it.
     /// `endpoint`, when set, is where every push goes instead of its subscription's origin (a proxy, a stand-in).
     var webPush: WebPushSettings?
+    /// HMS Push Kit: the app id, OAuth client and its secret (once `ServeConfiguration.check` has read it) (SPEC §21).
+    var hms: HMSSettings?
 
     init(name: String, provider: ProviderKind, endpoint: String, serverKey: String? = nil, concurrency: Int? = nil,
          maxRate: Double? = nil, serviceAccountFile: String? = nil, projectID: String? = nil, tokenURI: String? = nil) {
@@ -48,9 +51,10 @@ struct AppConfiguration: Sendable {
     }
 
     /// Requests in flight by default. v1: enough to carry FCM's default quota (10,000/s) at a 100 ms round trip,
-    /// over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before.
+    /// over ⌈1000 ÷ 100⌉ + 1 HTTP/2 connections. Legacy: a connection per request, as before; HMS's requests carry
+    /// up to 1000 tokens each, as legacy's.
     static func defaultConcurrency(_ provider: ProviderKind) -> Int {
-        provider == .fcmLegacy ? 64 : 1000
+        provider == .fcmLegacy || provider == .hms ? 64 : 1000
     }
 }
 
@@ -104,10 +108,10 @@ struct ServeConfiguration: Sendable {
         ("apns-team-id", nil, "the Apple developer team id that owns the key"),
         ("apns-topic", nil, "the iOS app's bundle id, e.g. com.example.app"),
         ("apns-environment", "production", "production or sandbox (development builds of the app)"),
-        ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1 and APNs, 64 for FCM legacy)"),
+        ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1 and APNs, 64 for legacy, HMS)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
-        ("sandbox", nil, "send to a built-in simulator on loopback (FCM v1; APNs, Web Push over HTTP/2 + TLS)"),
+        ("sandbox", nil, "send to a built-in simulator on loopback (FCM v1, HMS; APNs, Web Push over HTTP/2 + TLS)"),
         ("log-level", "info", "debug, info, warn or error"),
         ("max-connections", "4096", "open ingest connections at most"),
         ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
@@ -304,6 +308,13 @@ struct ServeConfiguration: Sendable {
             web.webPush = WebPushSettings.sandboxed()
             apps.append(web)
         }
+        if sandbox && !apps.contains(where: { $0.name == "hms" }) {
+            // Huawei devices too: an HMS Push Kit app the simulator's HMS side answers.
+            var hms = AppConfiguration(
+                name: "hms", provider: .hms, endpoint: "", concurrency: concurrency ?? Self.sandboxConcurrency)
+            hms.hms = HMSSettings.sandboxed(secret: "")
+            apps.append(hms)
+        }
         if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
             throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")
         }
@@ -344,6 +355,15 @@ struct ServeConfiguration: Sendable {
                 switch apps[index].provider {
                 case .fcmV1: try Self.loadServiceAccount(&apps[index])
                 case .apns: break
+                case .hms:
+                    let name = apps[index].name
+                    do {
+                        try apps[index].hms?.loadSecret(app: name)
+                    } catch {
+                        throw Invalid(description: error.description)
+                    }
+                    let path = apps[index].hms?.clientSecretFile ?? ""
+                    Self.warnIfOthersCanRead(path, "the HMS client secret file", app: name)
                 case .webPush:
                     let name = apps[index].name
                     try apps[index].webPush?.loadKey(app: name)
@@ -449,7 +469,8 @@ struct ServeConfiguration: Sendable {
             let legacyKeys: Set = ["server_key"]
             let v1Keys: Set = ["service_account_file", "project_id", "token_uri"]
             let known = Set(["name", "provider", "endpoint", "concurrency", "max_rate"]).union(legacyKeys).union(v1Keys)
-                .union(APNsSettings.keys).union(WebPushSettings.keys)
+                .union(APNsSettings.keys).union(WebPushSettings.keys).union(HMSSettings.keys)
+            let hmsKeys = HMSSettings.keys.subtracting(v1Keys)
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
             }
@@ -468,7 +489,7 @@ struct ServeConfiguration: Sendable {
                 guard let kind = ProviderKind(rawValue: named) else {
                     throw Invalid(description: """
                         apps[\(index)] "\(name)": provider "\(named)" is not supported: use "fcm-v1", "apns", \
-                        "webpush" or "fcm-legacy"
+                        "webpush", "hms" or "fcm-legacy"
                         """)
                 }
                 provider = kind
@@ -476,10 +497,12 @@ struct ServeConfiguration: Sendable {
                 provider = item["service_account_file"] != nil ? .fcmV1 : .fcmLegacy
             }
             let foreign = switch provider {
-            case .fcmV1: legacyKeys.union(APNsSettings.keys).union(WebPushSettings.keys)
-            case .apns: legacyKeys.union(v1Keys).union(WebPushSettings.keys)
-            case .fcmLegacy: v1Keys.union(APNsSettings.keys).union(WebPushSettings.keys)
-            case .webPush: legacyKeys.union(v1Keys).union(APNsSettings.keys)
+            case .fcmV1: legacyKeys.union(APNsSettings.keys).union(WebPushSettings.keys).union(hmsKeys)
+            case .apns: legacyKeys.union(v1Keys).union(WebPushSettings.keys).union(hmsKeys)
+            case .fcmLegacy: v1Keys.union(APNsSettings.keys).union(WebPushSettings.keys).union(hmsKeys)
+            case .webPush: legacyKeys.union(v1Keys).union(APNsSettings.keys).union(hmsKeys)
+            case .hms: legacyKeys.union(v1Keys.subtracting(HMSSettings.keys)).union(APNsSettings.keys)
+                .union(WebPushSettings.keys)
             }
             if let misplaced = object.first(where: { foreign.contains($0.key) }) {
                 throw Invalid(description: """
@@ -513,6 +536,19 @@ struct ServeConfiguration: Sendable {
                     name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? settings.defaultEndpoint,
                     concurrency: appConcurrency, maxRate: appMaxRate)
                 app.apns = settings
+                apps.append(app)
+                continue
+            }
+            if provider == .hms {
+                var app = AppConfiguration(
+                    name: name, provider: provider,
+                    endpoint: item["endpoint"]?.stringValue ?? HMSSettings.defaultEndpoint, concurrency: appConcurrency,
+                    maxRate: appMaxRate)
+                do {
+                    app.hms = try HMSSettings(item, app: name, directory: directory)
+                } catch {
+                    throw Invalid(description: error.description)
+                }
                 apps.append(app)
                 continue
             }

@@ -2,6 +2,8 @@ import Console
 import Delivery
 import FCMSimulator
 import Foundation
+import HMS
+import HMSSimulator
 import HTTP
 import Ingest
 import OAuth
@@ -52,8 +54,13 @@ final class Service: Sendable {
                 FCMSimulator.APNsAccount(
                     publicKeyPEM: $0.publicKey.pem(), keyID: sandboxAPNs.keyID, teamID: sandboxAPNs.teamID)
             }
-            let handler = FCMSimulator(configuration: .init(
-                v1Account: sandboxAccount.map(FCMSimulator.V1Account.init), apnsAccount: apnsAccount))
+            var simulatorConfiguration = FCMSimulator.Configuration(
+                v1Account: sandboxAccount.map(FCMSimulator.V1Account.init), apnsAccount: apnsAccount)
+            // HMS apps authenticate with a throw-away client secret that only the simulator knows.
+            let hmsSecret = String(UInt64.random(in: .min ... .max), radix: 16)
+            let sandboxHMS = HMSSettings.sandboxed(secret: hmsSecret)
+            simulatorConfiguration.hmsAccount = .init(appID: sandboxHMS.appID, clientSecret: hmsSecret)
+            let handler = FCMSimulator(configuration: simulatorConfiguration)
             let simulator = HTTPServer(
                 configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)), handler: handler)
             let address = try simulator.start()
@@ -76,6 +83,10 @@ final class Service: Sendable {
                     settings.caFile = simulatorTLS.caFile
                     apps[index].endpoint = simulatorTLS.front.baseURL
                     apps[index].apns = settings
+                } else if apps[index].provider == .hms {
+                    apps[index].endpoint = "http://\(address)"
+                    apps[index].hms = sandboxHMS
+                    apps[index].hms?.tokenURI = "http://\(address)\(HMSSimulator.tokenPath)"
                 } else if apps[index].provider == .fcmV1 {
                     apps[index].endpoint = "http://\(address)"
                     apps[index].serviceAccount = sandboxAccount
@@ -102,7 +113,7 @@ final class Service: Sendable {
             simulator = nil
             simulatorTLS = nil
         }
-        let tokenPool = apps.contains { $0.provider == .fcmV1 }
+        let tokenPool = apps.contains { $0.provider == .fcmV1 || $0.provider == .hms }
             ? HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth") : nil
         self.tokenPool = tokenPool
         var options = DeliveryEngine.Options()
@@ -128,6 +139,14 @@ final class Service: Sendable {
                 Log.info("apns app", [
                     "app": .string(app.name), "topic": .string(apns.topic), "key_id": .string(apns.keyID),
                     "team_id": .string(apns.teamID), "endpoint": .string(app.endpoint),
+                ])
+            } else if app.provider == .hms, let hms = app.hms, let tokenPool {
+                provider = HMSProvider(
+                    app: app.name, settings: hms, endpoint: app.endpoint, tokenPool: tokenPool,
+                    timeoutMillis: configuration.requestTimeoutMillis)
+                Log.info("hms app", [
+                    "app": .string(app.name), "app_id": .string(hms.appID), "client_id": .string(hms.clientID),
+                    "endpoint": .string(app.endpoint), "token_uri": .string(hms.tokenURI),
                 ])
             } else if app.provider == .webPush, let webPush = app.webPush, let key = webPush.key {
                 let vapid = try VAPID(key: key, subject: webPush.subject)

@@ -25,6 +25,11 @@ extension ProviderKind {
                     + "over FCM legacy, which has no web push block; use an fcm-v1 app.")
             }
             return Self.subscriptionRefusal(message, app: app, provider: "FCM legacy")
+        case .hms where message.tokenField == .fid:
+            return .invalidParameters("app \"\(app)\" delivers over HMS Push Kit, which cannot address a Firebase "
+                + "Installation ID: send to HMS tokens, topics, conditions or users")
+        case .hms:
+            return Self.subscriptionRefusal(message, app: app, provider: "HMS Push Kit")
         case .apns:
             if let addressed {
                 return .invalidParameters("app \"\(app)\" delivers over APNs, which cannot address "
@@ -62,7 +67,7 @@ extension ProviderKind {
                 + "PUT /v1/subscriptions (PushSubscription.toJSON())")
         case (.webPush, true):
             return subscription.flatMap(endpoints.refusal(of:)).map(APIError.invalidParameters)
-        case (.fcmLegacy, true), (.fcmV1, true), (.apns, true):
+        case (.fcmLegacy, true), (.fcmV1, true), (.apns, true), (.hms, true):
             return .invalidParameters("app \"\(app)\" delivers over \(rawValue); subscriptions register with an app "
                 + "whose provider is \"webpush\"")
         default:

@@ -10,4 +10,6 @@ public enum ProviderKind: String, Sendable, CaseIterable {
     case apns
     /// Browsers' push services directly, each message encrypted to its subscription and signed with VAPID (SPEC §16).
     case webPush = "webpush"
+    /// HMS Push Kit: Huawei devices without Google's services, with OAuth client credentials (SPEC §21).
+    case hms
 }
