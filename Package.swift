@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests", dependencies: [
                 "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",
-                "NetworkTestSupport",
+                "NetworkTestSupport", "HMSSimulator", "HTTP",
             ]),
     ],
     swiftLanguageModes: [.v6]
