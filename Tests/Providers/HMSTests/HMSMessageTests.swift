@@ -51,7 +51,7 @@ private func sent(_ rendered: HMSMessage, tokens: [String] = ["t1"]) throws -> J
     @Test func theAndroidBlockIsMappedToHMSs() throws {
         let v1 = #"{"notification":{"title":"T","body":"B","image":"https://i.example/x.png"},"android":{"#
             + #""priority":"normal","ttl":"60s","fcm_options":{"analytics_label":"spring"},"notification":{"#
-            + #""icon":"ic","color":"#112233","sound":"ding","tag":"t","channel_id":"c","notification_priority":"#
+            + ##""icon":"ic","color":"#112233","sound":"ding","tag":"t","channel_id":"c","notification_priority":"##
             + #""PRIORITY_HIGH","default_vibrate_timings":true,"sticky":true,"visibility":"PUBLIC"}}}"#
         let body = try sent(HMSMessage(message(v1, ttl: 60), now: now))
         let sent = try #require(body["message"])
@@ -111,8 +111,8 @@ private func sent(_ rendered: HMSMessage, tokens: [String] = ["t1"]) throws -> J
         let body = small.body(tokens: Array(repeating: String(repeating: "t", count: 150), count: 1000))
         #expect(body.count > 100_000)
         #expect(!small.isTooBig)
-        let message = try #require(try JSON.parse(body)["message"]?.objectValue?.filter { $0.key != "token" })
-        #expect(small.messageBytes == JSON.object(message).serialized().utf8.count)
+        let members = try #require(try JSON.parse(body)["message"]?.objectValue?.filter { $0.key != "token" })
+        #expect(small.messageBytes == JSON.object(members).serialized().utf8.count)
         let big = HMSMessage(message(#"{"data":{"a":"\#(String(repeating: "x", count: 4100))"}}"#), now: now)
         #expect(big.isTooBig)
     }
