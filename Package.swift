@@ -168,8 +168,8 @@ let package = Package(
         .testTarget(
             name: "HMSTests",
             dependencies: [
-                "HMS", "HMSSimulator", "ProviderKit", "Classify", "Delivery", "HTTP", "Queue", "Send", "Support",
-                "TestSupport",
+                "HMS", "HMSSimulator", "ProviderKit", "Classify", "Delivery", "HTTP", "Ingest", "Queue", "Send",
+                "Support", "TestSupport",
             ],
             path: "Tests/Providers/HMSTests"),
         // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.

@@ -81,7 +81,8 @@ private func message(_ payload: String = #"{"data":{"a":"b"}}"#, kind: TargetKin
         let rig = try Rig()
         defer { rig.stop() }
         let big = #"{"data":{"a":"\#(String(repeating: "x", count: 4100))"}}"#
-        let requests = try rig.provider().requests(for: message(big), deliveries: deliveries(3), credential: "c", now: now)
+        let requests = try rig.provider().requests(
+            for: message(big), deliveries: deliveries(3), credential: "c", now: now)
         #expect(requests.count == 1)
         #expect(requests[0].refusal?.rawValue == "80300008")
         #expect(requests[0].deliveries.count == 3)

@@ -1,25 +1,20 @@
 import HTTP
 import Support
-import Synchronization
+import TestSupport
 import Testing
 
 @testable import HMSSimulator
-
-private final class Captured: HTTPResponder {
-    let response = Mutex<HTTPResponse?>(nil)
-    func respond(_ response: HTTPResponse) { self.response.withLock { $0 = response } }
-}
 
 /// The simulator's HMS side answers as Huawei documents (docs/hms-protocol.md), by token prefix.
 @Suite struct HMSSimulatorTests {
     let simulator = HMSSimulator(account: .init(appID: "10000001", clientSecret: "s3cret"))
 
     private func call(_ method: String, _ path: String, _ body: String, bearer: String? = nil) -> HTTPResponse? {
-        let captured = Captured()
+        let responder = WaitingResponder()
         let headers = bearer.map { [(name: "authorization", value: "Bearer " + $0)] } ?? []
         simulator.handle(
-            HTTPRequest(method: method, target: path, headers: headers, body: Array(body.utf8)), responder: captured)
-        return captured.response.withLock { $0 }
+            HTTPRequest(method: method, target: path, headers: headers, body: Array(body.utf8)), responder: responder)
+        return responder.answer()?.response
     }
 
     private func token() throws -> String {
