@@ -49,7 +49,7 @@ let package = Package(
         // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; ES256 (APNs, VAPID) and
         // Web Push's message encryption (RFC 8291) with its keys.
         .target(name: "OAuth", dependencies: ["CCrypto", "Support", "TLS"]),
-        .target(name: "FCMSimulator", dependencies: ["HTTP", "OAuth", "Support"]),
+        .target(name: "FCMSimulator", dependencies: ["HMSSimulator", "HTTP", "OAuth", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
 
@@ -81,9 +81,18 @@ let package = Package(
                 "ProviderKit", "Delivery", "Classify", "Ingest", "Send", "OAuth", "Posix", "Queue", "Support",
             ],
             path: "Sources/Providers/WebPush"),
+        .target(
+            name: "HMS",
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "HMSSimulator", "Ingest", "Send", "OAuth",
+                "Queue", "Support",
+            ],
+            path: "Sources/Providers/HMS", exclude: ["Simulator"]),
+        // HMS Push Kit's side of the simulator, which FCMSimulator routes to.
+        .target(name: "HMSSimulator", dependencies: ["HTTP", "Support"], path: "Sources/Providers/HMS/Simulator"),
         // The one place that names every provider.
         .target(
-            name: "ProviderList", dependencies: ["ProviderKit", "FCMLegacy", "FCMV1", "APNs", "WebPush"],
+            name: "ProviderList", dependencies: ["ProviderKit", "FCMLegacy", "FCMV1", "APNs", "WebPush", "HMS"],
             path: "Sources/Providers/ProviderList"),
 
         // MARK: - The command line
@@ -156,6 +165,13 @@ let package = Package(
                 "Send", "Storage", "Support",
             ],
             path: "Tests/Providers/WebPushTests"),
+        .testTarget(
+            name: "HMSTests",
+            dependencies: [
+                "HMS", "HMSSimulator", "ProviderKit", "Classify", "Delivery", "HTTP", "Ingest", "Queue", "Send",
+                "Support", "TestSupport",
+            ],
+            path: "Tests/Providers/HMSTests"),
         // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.
         .target(name: "NetworkTestSupport", dependencies: ["Send", "TestSupport"], path: "Tests/NetworkTestSupport"),
         .testTarget(
@@ -163,7 +179,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests", dependencies: [
                 "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",
-                "NetworkTestSupport", "TestSupport",
+                "NetworkTestSupport", "TestSupport", "HMSSimulator", "HTTP",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import Foundation
+import HMSSimulator
 
 extension FCMSimulator {
     /// How the simulator behaves; `parse(arguments:)` builds one from `herald fcm-sim` flags.
@@ -39,6 +40,8 @@ extension FCMSimulator {
         public var tokenLifetimeSeconds: Int
         /// APNs: the key whose provider tokens `POST /3/device/{token}` accepts; nil refuses every one.
         public var apnsAccount: FCMSimulator.APNsAccount?
+        /// HMS Push Kit: the client its token endpoint accepts and the app id its send API takes; nil accepts any.
+        public var hmsAccount: HMSSimulator.Account? = nil
         /// Where `herald fcm-sim` also serves HTTPS (`--tls-listen`, `serveTLS`); nil serves cleartext only. Read by
         /// whoever starts the servers, not by the handler.
         public var tls: FCMSimulator.TLSListener?

@@ -46,7 +46,7 @@ extension FCMSimulator {
     }
 
     private func checkAssertion(_ request: HTTPRequest, now: Int64) -> SimulatorState.AssertionCheck {
-        let form = Self.formFields(request.body)
+        let form = request.formFields
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return .invalid(error: "unsupported_grant_type", description: "Invalid grant_type: "
                 + (form["grant_type"].map { String($0.prefix(100)) } ?? ""))
@@ -88,21 +88,6 @@ extension FCMSimulator {
                 + "(60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
         }
         return .valid
-    }
-
-    /// `application/x-www-form-urlencoded` fields, percent-decoded with `+` as a space; the last value wins.
-    static func formFields(_ body: [UInt8]) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in body.split(separator: UInt8(ascii: "&")) {
-            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            func decoded(_ bytes: ArraySlice<UInt8>) -> String {
-                let plus = UInt8(ascii: "+")
-                let spaced = String(decoding: bytes.map { $0 == plus ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            fields[decoded(parts[0])] = parts.count > 1 ? decoded(parts[1]) : ""
-        }
-        return fields
     }
 
     // MARK: - POST /v1/projects/{p}/messages:send

@@ -1,3 +1,5 @@
+import Foundation
+import HMSSimulator
 import HTTP
 
 extension FCMSimulator.Configuration {
@@ -24,6 +26,8 @@ extension FCMSimulator.Configuration {
         var retryAfterSeconds: Int?
         var retryAfterAsDate = false
         var tlsValues: [Flag: String] = [:]
+        var hmsAppID: String?
+        var hmsSecret: String?
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             guard argument.hasPrefix("--") else {
@@ -85,12 +89,29 @@ extension FCMSimulator.Configuration {
                     throw ArgumentError("\(name): \(error)")
                 }
             case .tokenLifetime: configuration.tokenLifetimeSeconds = max(1, try whole(name, value, upTo: 86_400))
+            case .hmsAppID:
+                guard !value.isEmpty, value.utf8.count <= 64, value.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+                else { throw ArgumentError("\(name) must be the app's number (digits), got \"\(value.prefix(100))\"") }
+                hmsAppID = value
+            case .hmsClientSecretFile:
+                let text = FileManager.default.contents(atPath: value).flatMap { String(data: $0, encoding: .utf8) }
+                guard let secret = text?.trimmingCharacters(in: .whitespacesAndNewlines), !secret.isEmpty else {
+                    throw ArgumentError("\(name): cannot read a client secret from \(value)")
+                }
+                hmsSecret = secret
             case .tlsListen, .tlsCertificate, .tlsKey, .tlsCertificateOut, .maxConcurrentStreams:
                 guard !value.isEmpty else { throw ArgumentError("\(name) must not be empty") }
                 tlsValues[flag] = value
             }
         }
         configuration.tls = try tlsListener(tlsValues)
+        switch (hmsAppID, hmsSecret) {
+        case (let appID?, let secret?):
+            configuration.hmsAccount = HMSSimulator.Account(appID: appID, clientSecret: secret)
+        case (_?, nil): throw ArgumentError("--hms-app-id needs --hms-client-secret-file (the client's secret)")
+        case (nil, _?): throw ArgumentError("--hms-client-secret-file needs --hms-app-id (the app it is for)")
+        case (nil, nil): break
+        }
         if retryAfterAsDate {
             configuration.retryAfter = .date(secondsFromNow: retryAfterSeconds ?? 1)
         } else if let retryAfterSeconds {
@@ -119,6 +140,8 @@ extension FCMSimulator.Configuration {
         case tlsKey = "--tls-key"
         case tlsCertificateOut = "--tls-cert-out"
         case maxConcurrentStreams = "--max-concurrent-streams"
+        case hmsAppID = "--hms-app-id"
+        case hmsClientSecretFile = "--hms-client-secret-file"
     }
 
     /// The HTTPS listener from its flags: `--tls-listen HOST:PORT` turns it on, the others need it, and a

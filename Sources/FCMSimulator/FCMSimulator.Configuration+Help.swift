@@ -32,6 +32,10 @@ extension FCMSimulator.Configuration {
                                    assertions signed with its key and issued by its client_email, and
                                    messages:send only its project_id (without it, every assertion is refused)
           --token-lifetime N       FCM v1: expires_in of issued access tokens, seconds (default 3600)
+          --hms-app-id ID          HMS Push Kit: with --hms-client-secret-file FILE (the secret alone, whitespace
+          --hms-client-secret-file FILE
+                                   around it ignored), the token endpoint accepts only that client (its id the
+                                   app id) and messages:send only that app id (without them: any client)
           --help                   show this text
 
         HTTPS (beside --listen, which stays cleartext):
@@ -139,6 +143,13 @@ extension FCMSimulator.Configuration {
         "origin": "https://HOST:PORT"} makes a subscription as a browser would (PushSubscription.toJSON() plus
         its private_key); what arrives for it is decrypted (a body that does not decrypt is 400), and /stats shows
         each push's ttl, urgency, topic, body and decrypted payload under "message".
+
+        HMS Push Kit (POST /oauth2/v3/token, form grant_type=client_credentials&client_id&client_secret; then
+        POST /v1/APP_ID/messages:send with the access token): Huawei's checks of the body (one target, 1 to 1000
+        tokens, 4096 bytes without them, data a string, collapse_key -1 to 100, ttl, click_action) with its
+        codes, then per token: notreg- and illegal- refused (80100000 naming them, or 80300007 when all are),
+        unavail-N- HTTP 503 N times, internal-N- 81000001 N times, the rest 80000000. POST /hms/control
+        {"expire_tokens": true} makes issued access tokens expired (80200003); GET /hms/stats counts.
 
         Example:
           herald fcm-sim --listen 127.0.0.1:8700 --fail-rate 0.01 --retry-after 2 --seed 7

@@ -1,4 +1,5 @@
 import Dispatch
+import HMSSimulator
 import HTTP
 import OAuth
 import Support
@@ -17,6 +18,7 @@ import Synchronization
 ///   per-token outcomes in Apple's words (`FCMSimulator+APNs.swift`).
 /// - `POST /push/{id}`: a Web Push service, VAPID checked, bodies decrypted for the subscriptions it made with
 ///   `POST /webpush/subscriptions`, the same per-token outcomes as statuses (`FCMSimulator+WebPush.swift`).
+/// - `POST /oauth2/v3/token`, `POST /v1/{app_id}/messages:send`, `/hms/…`: HMS Push Kit (`HMSSimulator`).
 /// - `POST /control`: queue faults and change them, e.g. `{"fail_next": 2, "status": 503, "retry_after": "2"}`
 ///   (see `ControlChange.parse`); answers the fault settings now in force.
 /// - `GET /stats[?requests=N]`: `Stats.json(requestLimit:)`.
@@ -44,6 +46,8 @@ public final class FCMSimulator: HTTPHandler {
     /// Provider tokens already checked, and whether they passed: a client reuses one for 20 to 60 minutes, and an
     /// ES256 verification per request would cost a core at the request rates benchmarks drive over HTTP/2.
     let checkedProviderTokens = Mutex<[String: Bool]>([:])
+    /// HMS Push Kit's side, with `configuration.hmsAccount`.
+    public let hms: HMSSimulator
     /// Message IDs are `0:<idBase + n>%<idTag>`, like FCM's `0:1489053538475785%a6bd5ed5f9fd7ecd`: the start
     /// time keeps them apart from an earlier run's, the tag from another simulator's.
     private let idBase: UInt64
@@ -55,6 +59,7 @@ public final class FCMSimulator: HTTPHandler {
         state = Mutex(SimulatorState(configuration: configuration, seed: seed))
         v1PublicKey = configuration.v1Account.flatMap { try? RSAPublicKey(pem: $0.publicKeyPEM) }
         apnsPublicKey = configuration.apnsAccount.flatMap { try? P256PublicKey(pem: $0.publicKeyPEM) }
+        hms = HMSSimulator(account: configuration.hmsAccount)
         idBase = UInt64(max(0, Clock.nowMillis())) * 1000
         let tag = String(UInt64.random(in: .min ... .max), radix: 16)
         idTag = String(repeating: "0", count: 16 - tag.count) + tag
@@ -83,11 +88,12 @@ public final class FCMSimulator: HTTPHandler {
 
     public func bodyLimit(method: String, path: String) -> Int {
         path == "/fcm/send" || Self.v1Project(path) != nil || Self.apnsDevice(path) != nil
-            || Self.webPushID(path) != nil
+            || Self.webPushID(path) != nil || HMSSimulator.handles(path)
             ? Self.sendBodyLimit : Self.controlBodyLimit
     }
 
     public func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
+        if HMSSimulator.handles(request.path) { return hms.handle(request, responder: responder) }
         switch (request.method, request.path) {
         case ("POST", "/fcm/send"):
             send(request, responder)

@@ -50,6 +50,19 @@ import Testing
             maxConcurrentStreams: 100))
     }
 
+    /// HMS Push Kit's side accepts only the client named, its secret read without the whitespace around it.
+    @Test func theHMSFlagsNameItsClient() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("hms-\(UUID().uuidString)").path
+        try "  s3cret\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let configuration = try Configuration.parse(
+            arguments: ["--hms-app-id", "10000001", "--hms-client-secret-file", file])
+        #expect(configuration.hmsAccount?.appID == "10000001")
+        #expect(configuration.hmsAccount?.clientID == "10000001")
+        #expect(configuration.hmsAccount?.clientSecret == "s3cret")
+        #expect(try Configuration.parse(arguments: []).hmsAccount == nil)
+    }
+
     @Test func anAliasMayMapATokenContainingEquals() throws {
         let configuration = try Configuration.parse(arguments: ["--alias", "a=notreg-a=b"])
         #expect(configuration.aliases == ["a": "notreg-a=b"])
@@ -88,6 +101,9 @@ import Testing
         (["--tls-listen", "127.0.0.1:0", "--tls-key", "k.pem"], "--tls-cert"),
         (["--tls-listen", "127.0.0.1:0", "--max-concurrent-streams", "0"], "--max-concurrent-streams"),
         (["--tls-listen", "127.0.0.1:0", "--max-concurrent-streams", "2000000"], "--max-concurrent-streams"),
+        (["--hms-app-id", "com.example"], "--hms-app-id"),
+        (["--hms-app-id", "10000001"], "needs --hms-client-secret-file"),
+        (["--hms-client-secret-file", "/nonexistent/hms-secret"], "--hms-client-secret-file"),
         (["extra"], "extra"),
     ])
     func badArgumentsAreRefusedNamingTheCulprit(arguments: [String], culprit: String) {
@@ -104,7 +120,8 @@ import Testing
         "notreg-", "invalid-", "mismatch-", "badpkg-", "unavail-N-", "internal-N-", "ratelimit-N-", "apns-",
         "canon-OLD-to-NEW", "error-CODE-", "/topics/", "/control", "/stats", "fail_next", "unauthorized_next",
         "slow_next", "retry_after_date", "reset", "--tls-listen", "--tls-cert", "--tls-key", "--tls-cert-out",
-        "--max-concurrent-streams", "HTTP/2", "InvalidProviderToken", "Unregistered",
+        "--max-concurrent-streams", "HTTP/2", "InvalidProviderToken", "Unregistered", "--hms-app-id",
+        "--hms-client-secret-file", "/oauth2/v3/token", "80100000", "/hms/stats",
     ])
     func helpDescribes(term: String) {
         #expect(Configuration.help.contains(term))
@@ -115,17 +132,22 @@ import Testing
             .filter { $0.hasPrefix("  --") }
             .compactMap { $0.split(separator: " ").first.map(String.init) }
             .filter { $0 != "--help" }
-        #expect(flags.count == 19)
+        #expect(flags.count == 21)
         let serviceAccount = try V1SimulatorTests.serviceAccountFile()
         defer { try? FileManager.default.removeItem(atPath: serviceAccount) }
+        let hmsSecret = serviceAccount + ".hms"
+        try "s3cret\n".write(toFile: hmsSecret, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: hmsSecret) }
         for flag in flags {
             let value = [
                 "--alias": "a=b", "--fail-status": "500", "--service-account": serviceAccount,
-                "--tls-listen": "127.0.0.1:0",
+                "--tls-listen": "127.0.0.1:0", "--hms-client-secret-file": hmsSecret,
             ][flag] ?? "1"
-            // The HTTPS listener's own flags need it, and a certificate its key.
+            // The HTTPS listener's own flags need it, and a certificate its key; HMS's app id and secret go together.
             let tls = flag.hasPrefix("--tls-") || flag == "--max-concurrent-streams"
-            let companions = !tls || flag == "--tls-listen" ? []
+            let companions = flag == "--hms-app-id" ? ["--hms-client-secret-file", hmsSecret]
+                : flag == "--hms-client-secret-file" ? ["--hms-app-id", "10000001"]
+                : !tls || flag == "--tls-listen" ? []
                 : flag == "--tls-cert" ? ["--tls-listen", "127.0.0.1:0", "--tls-key", "k.pem"]
                 : flag == "--tls-key" ? ["--tls-listen", "127.0.0.1:0", "--tls-cert", "c.pem"]
                 : ["--tls-listen", "127.0.0.1:0"]

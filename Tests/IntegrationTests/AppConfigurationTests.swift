@@ -49,15 +49,15 @@ import Testing
         #expect(providers["phone"] == "apns")
     }
 
-    /// The sandbox's own apps come from the list: FCM v1's `default`, APNs' `ios`, Web Push's `web`, each with its
-    /// provider's concurrency unless told.
+    /// The sandbox's own apps come from the list: FCM v1's `default`, APNs' `ios`, Web Push's `web`, HMS's `hms`,
+    /// each with its provider's concurrency unless told.
     @Test func theSandboxHasAnAppOfEachProviderThatHasOne() throws {
         let configuration = try ServeConfiguration.resolve(
             try Arguments(["--sandbox", "--db", directory.appendingPathComponent("h.db").path],
                           options: ServeConfiguration.options),
             environment: [:])
-        #expect(configuration.apps.map(\.name) == ["default", "ios", "web"])
-        #expect(configuration.apps.map(\.provider) == ["fcm-v1", "apns", "webpush"])
+        #expect(configuration.apps.map(\.name) == ["default", "ios", "web", "hms"])
+        #expect(configuration.apps.map(\.provider) == ["fcm-v1", "apns", "webpush", "hms"])
         #expect(configuration.apps.allSatisfy { $0.concurrency == ServeConfiguration.sandboxConcurrency })
     }
 }

@@ -4,13 +4,14 @@ import Send
 import Support
 import Synchronization
 
-/// One app's OAuth2 access token for FCM HTTP v1: fetched with an RS256 JWT assertion (RFC 7523) at the service
-/// account's `token_uri`, kept until shortly before it expires, renewed in the background before then, and renewed
-/// at once when FCM refuses it.
+/// One app's OAuth2 access token: fetched at its token endpoint with the app's grant — FCM HTTP v1's RS256 JWT
+/// assertion (RFC 7523) at the service account's `token_uri`, HMS Push Kit's client credentials (RFC 6749 §4.4) —
+/// kept until shortly before it expires, renewed in the background before then, and renewed at once when the push
+/// service refuses it.
 ///
-/// Nothing here blocks its caller: signing runs on the cache's own dispatch queue and the token request goes through
-/// an `HTTPClientPool`, whose answer comes back to that queue. Callers on the delivery engine's queue only take the
-/// lock for a few loads and stores.
+/// Nothing here blocks its caller: the grant is made (signed) on the cache's own dispatch queue and the token
+/// request goes through an `HTTPClientPool`, whose answer comes back to that queue. Callers on the delivery engine's
+/// queue only take the lock for a few loads and stores.
 ///
 /// ```swift
 /// let cache = AccessTokenCache(app: "default", account: account, tokenURI: account.tokenURI!, pool: pool)
@@ -18,6 +19,10 @@ import Synchronization
 /// cache.usableToken(now: Clock.nowMillis())?.value            // "ya29.c.b0Aaek..."
 /// ```
 public final class AccessTokenCache: Sendable {
+    /// The form body of one token request, made on the cache's queue before each fetch (v1 signs a new assertion
+    /// each time); an error is a grant that can never work, and pauses the app with its text.
+    public typealias Grant = @Sendable () throws -> String
+
     struct Token: Sendable, Equatable {
         var value: String
         var obtainedAt: Int64
@@ -60,17 +65,37 @@ public final class AccessTokenCache: Sendable {
     static let maximumBackoffMillis: Int64 = 60_000
 
     let app: String
-    private let account: ServiceAccount
+    /// Who the tokens are for, in log lines: "fcm v1", "hms".
+    private let provider: String
+    private let grant: Grant
     let tokenURI: String
     private let pool: HTTPClientPool
     private let queue: DispatchQueue
     private let clock: @Sendable () -> Int64
     private let state = Mutex(State())
 
-    public init(app: String, account: ServiceAccount, tokenURI: String, pool: HTTPClientPool,
-                clock: @escaping @Sendable () -> Int64 = { Clock.nowMillis() }) {
+    /// FCM HTTP v1's: a new assertion signed with the service account's key for every fetch.
+    public convenience init(app: String, account: ServiceAccount, tokenURI: String, pool: HTTPClientPool,
+                            clock: @escaping @Sendable () -> Int64 = { Clock.nowMillis() }) {
+        self.init(app: app, provider: "fcm v1", tokenURI: tokenURI, pool: pool, clock: clock) {
+            let claims = JWT.Claims(
+                issuer: account.clientEmail, scope: JWT.firebaseMessagingScope, audience: tokenURI,
+                issuedAt: clock() / 1000, lifetime: AccessTokenCache.assertionLifetimeSeconds)
+            let assertion: String
+            do {
+                assertion = try JWT.sign(claims, with: account.privateKey)
+            } catch {
+                throw GrantError(description: "cannot sign the assertion: \(error)")
+            }
+            return "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
+        }
+    }
+
+    public init(app: String, provider: String, tokenURI: String, pool: HTTPClientPool,
+                clock: @escaping @Sendable () -> Int64 = { Clock.nowMillis() }, grant: @escaping Grant) {
         self.app = app
-        self.account = account
+        self.provider = provider
+        self.grant = grant
         self.tokenURI = tokenURI
         self.pool = pool
         self.clock = clock
@@ -153,17 +178,13 @@ public final class AccessTokenCache: Sendable {
 
     private func startFetch() {
         queue.async { [self] in
-            let claims = JWT.Claims(
-                issuer: account.clientEmail, scope: JWT.firebaseMessagingScope, audience: tokenURI,
-                issuedAt: clock() / 1000, lifetime: Self.assertionLifetimeSeconds)
-            let assertion: String
+            let form: String
             do {
-                assertion = try JWT.sign(claims, with: account.privateKey)
+                form = try grant()
             } catch {
-                finish(.refused("cannot sign the assertion: \(error)"))
+                finish(.refused("\(error)"))
                 return
             }
-            let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
             let request = OutboundRequest(
                 url: tokenURI, headers: [("Content-Type", "application/x-www-form-urlencoded")],
                 body: Array(form.utf8), timeoutMillis: 30_000)
@@ -205,14 +226,14 @@ public final class AccessTokenCache: Sendable {
         }
         switch answer {
         case .token(_, let seconds):
-            Log.info("fcm v1 access token obtained", ["app": .string(app), "expires_in_s": .int(seconds)])
+            Log.info("\(provider) access token obtained", ["app": .string(app), "expires_in_s": .int(seconds)])
         case .refused(let reason):
-            Log.warn("the token endpoint refused the service account", [
+            Log.warn("the token endpoint refused the \(provider) app's credentials", [
                 "app": .string(app), "reason": .string(reason), "waiting": .int(Int64(waiters.count)),
             ])
         case .failed(let reason):
             if case .retry(let at) = readiness {
-                Log.warn("fetching an fcm v1 access token failed", [
+                Log.warn("fetching an \(provider) access token failed", [
                     "app": .string(app), "reason": .string(reason), "retry_in_ms": .int(at - now),
                 ])
             }
@@ -227,7 +248,8 @@ public final class AccessTokenCache: Sendable {
     // MARK: - The token endpoint's answer
 
     /// RFC 6749 §5: `200 {"access_token", "expires_in", "token_type": "Bearer"}`, or `400/401 {"error",
-    /// "error_description"}`. Pure.
+    /// "error_description"}`. Huawei's endpoint writes `expires_in` as a number or a string of one, and its `error`
+    /// as a number with a `sub_error` (`{"error": 1101, "sub_error": 12304, …}`). Pure.
     static func read(_ result: TransportResult) -> Answer {
         guard case .response(let status, _, let body, _) = result else {
             if case .failure(let failure) = result { return .failed("token endpoint: \(failure)") }
@@ -242,17 +264,26 @@ public final class AccessTokenCache: Sendable {
             if let type = reply?["token_type"]?.stringValue, type.lowercased() != "bearer" {
                 return .failed("the token endpoint gave a \"\(printable(type))\" token, not a Bearer token")
             }
-            let seconds = reply?["expires_in"]?.int64Value ?? assertionLifetimeSeconds
+            let expiresIn = reply?["expires_in"]
+            let seconds = expiresIn?.int64Value ?? expiresIn?.stringValue.flatMap { Int64($0) }
+                ?? assertionLifetimeSeconds
             return .token(token, expiresInSeconds: min(max(0, seconds), 86_400))
         case 429, 500...599:
             return .failed("the token endpoint answered HTTP \(status)")
         default:
-            guard let error = reply?["error"]?.stringValue else {
+            guard let error = reply?["error"].flatMap(text) else {
                 return .refused("the token endpoint answered HTTP \(status)")
             }
+            let subError = reply?["sub_error"].flatMap(text).map { " (sub_error \(printable($0)))" } ?? ""
             let description = reply?["error_description"]?.stringValue.map { ": " + printable($0) } ?? ""
-            return .refused("OAuth \(printable(error))\(description)")
+            return .refused("OAuth \(printable(error))\(subError)\(description)")
         }
+    }
+
+    /// A string, or a number's lexeme.
+    private static func text(_ value: JSON) -> String? {
+        if case .number(let lexeme) = value { return lexeme }
+        return value.stringValue
     }
 
     /// Remote text for a pause reason or a log line: printable ASCII, at most 200 characters.
@@ -261,4 +292,9 @@ public final class AccessTokenCache: Sendable {
             (0x20...0x7e).contains($0.value) ? $0 : "?"
         }))
     }
+}
+
+/// A grant that cannot be made (a key that cannot sign): its text is the app's pause reason.
+struct GrantError: Error, CustomStringConvertible {
+    var description: String
 }

@@ -1,6 +1,7 @@
 import APNs
 import FCMLegacy
 import FCMV1
+import HMS
 import ProviderKit
 import WebPush
 
@@ -16,6 +17,7 @@ public enum ProviderList {
         FCMLegacyDefinition(),
         APNsDefinition(),
         WebPushDefinition(),
+        HMSDefinition(),
     ]
 
     /// The provider whose `"provider"` text is `name`.

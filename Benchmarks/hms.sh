@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# HMS Push Kit benchmark (SPEC §21: >= 100,000 token deliveries/s with 1000-token requests, and no duplicates):
+# Herald with its default settings draining a preloaded backlog of messages of 1000 device tokens each, for an HMS
+# app (SPEC §21) whose endpoint and token_uri are a stand-in for Huawei (scripts/hms-h2-standin.js under node: TLS,
+# HTTP/2 with HTTP/1.1 for a client that does not offer it, the client-credentials token endpoint, and messages:send
+# answered 80000000 after a fixed delay playing the round trip to Huawei, 30 ms). Each run prints:
+#   rate         token deliveries that reached `delivered` per second: the slope of
+#                herald_deliveries_total{app="huawei",outcome="delivered"} between the end of the ramp-up and the 95 %
+#                mark of the backlog (after at most HERALD_BENCH_DURATION seconds)
+#   requests/s   the same window in requests (rate / 1000)
+#   cpu/token    Herald's process CPU time (user + system) over the window / deliveries in it
+#   peak RSS     Herald's VmHWM
+#   accounting   the stand-in's count of requests and tokens against the backlog, tokens that arrived twice
+#                (duplicates, must be 0), bodies it refused as no HMS message and sends without its access token
+#                (both must be 0)
+# The backlog is generated with the sqlite3 shell in the shape `POST /v1/messages` stores a v1 message with
+# "tokens" to an HMS app (format 'v1', the payload the message without its target: notification, data and an android
+# block; 1000 deliveries each, one distinct token per delivery), into a database made by `herald migrate` with app
+# "huawei" paused; `herald resume huawei` starts the drain. The stand-in's self-signed certificate is trusted through
+# SSL_CERT_FILE. Nothing leaves loopback.
+#
+# Usage, from the repository root (needs node, openssl, sqlite3 and curl):
+#   Benchmarks/hms.sh
+# Environment (all optional):
+#   HERALD_BENCH_RUNS=3           rounds; the table ends with the medians
+#   HERALD_BENCH_DELAY=30         the stand-in's answer delay (ms)
+#   HERALD_BENCH_MESSAGES=300     1000-token messages preloaded per run
+#   HERALD_BENCH_DURATION=15      seconds at most of the rate window
+#   HERALD_BENCH_RAMP=1           seconds after the first delivery that are not counted
+#   HERALD_BENCH_POLL=0.2         seconds between two looks at /metrics
+#   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp  where the databases go (a real disk)
+#   HERALD_BENCH_SKIP_BUILD=1     use the existing .build/release/herald
+#   HERALD_BENCH_KEEP=1           keep the work directory
+# Exit status: non-zero on errors (a tool missing, Herald stopping, a delivery not ending `delivered`, a token sent
+# twice, a body the stand-in refused), never because the target was missed.
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+# shellcheck source=Benchmarks/common.sh
+source Benchmarks/common.sh
+STOP_TIMEOUT_SECONDS=60
+
+RUNS=${HERALD_BENCH_RUNS:-3}
+DELAY=${HERALD_BENCH_DELAY:-30}
+MESSAGES=${HERALD_BENCH_MESSAGES:-300}
+DURATION=${HERALD_BENCH_DURATION:-15}
+RAMP=${HERALD_BENCH_RAMP:-1}
+POLL=${HERALD_BENCH_POLL:-0.2}
+STREAMS=100
+TOKENS=1000 # a request's worth: Herald splits a message's tokens into requests of 1000
+BACKLOG=$((MESSAGES * TOKENS))
+TARGET_RATE=100000
+for value in "$RUNS" "$MESSAGES" "$DURATION" "$RAMP"; do
+    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
+done
+[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
+
+standin_run
+for tool in node openssl sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+build_herald
+WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-hms.XXXXXX")
+
+# --- the stand-in and the app ------------------------------------------------------------------------------
+standin_certificate
+STANDIN_SCRIPT=$ROOT/scripts/hms-h2-standin.js
+start_standin "$DELAY"
+(umask 077 && printf 'bench-secret\n' >"$WORK/hms-secret")
+CONFIG=$WORK/hms.json
+APP=huawei
+printf '{"apps":[{"name":"huawei","provider":"hms","app_id":"10000001","client_secret_file":"%s","endpoint":"https://127.0.0.1:%s","token_uri":"https://127.0.0.1:%s/oauth2/v3/token"}]}\n' \
+    "$WORK/hms-secret" "$STANDIN_PORT" "$STANDIN_PORT" >"$CONFIG"
+
+# --- the backlog: MESSAGES messages of 1000 tokens each, as ingest stores them -------------------------------
+STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87"},"android":{"priority":"NORMAL","notification":{"channel_id":"goals"}}}'
+TTL=2419200 # what ingest stores for a v1 message without a TTL of its own
+make_backlog() { # $1 path
+    local db=$1 now base
+    rm -f "$db" "$db-wal" "$db-shm"
+    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
+        cat "$WORK/migrate.log" >&2
+        fail "herald migrate failed"
+    }
+    now=$(now_ms)
+    base=$((now - 60000))
+    sqlite3 -bail "$db" >"$WORK/generate.out" 2>&1 <<SQL || { cat "$WORK/generate.out" >&2; fail "generating the backlog failed"; }
+PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;
+INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('huawei', 1, 'benchmark preload', $now)
+  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;
+BEGIN;
+INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+  SELECT printf('01BENCH%019d', value), 'huawei', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $TTL, 0,
+         $base + value, $base + value + $TTL * 1000, 'v1', 'token'
+  FROM generate_series(1, $MESSAGES);
+INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+  SELECT printf('01BENCH%019d', value / $TOKENS + 1), 'huawei', printf('IQAAAACy0%08x%056x', value * 2654435761 & 4294967295, value),
+         'queued', $base + value / $TOKENS + 1, $base + value / $TOKENS + 1, 1, $base + value / $TOKENS + 1
+  FROM generate_series(0, $BACKLOG - 1);
+COMMIT;
+PRAGMA wal_checkpoint(TRUNCATE);
+SQL
+    local count
+    count=$(sqlite3 "$db" "SELECT count(DISTINCT token) FROM deliveries")
+    ((count == BACKLOG)) || fail "the backlog has $count distinct tokens, not $BACKLOG"
+}
+TEMPLATE=$WORK/template.db
+log "preloading $MESSAGES messages of $TOKENS tokens"
+make_backlog "$TEMPLATE"
+
+# --- one drain -----------------------------------------------------------------------------------------------
+# Sets H_RATE H_CPU_US H_HWM H_REQUESTS H_TOKENS H_DUPLICATES H_BAD H_BAD_AUTH.
+measure_herald() {
+    local db=$WORK/run.db polls=$WORK/polls.txt before after deadline last
+    cp "$TEMPLATE" "$db"
+    rm -f "$db-wal" "$db-shm"
+    before=$(standin_stats)
+    start_herald "$db"
+    poller "$HERALD_PID" "$PORT" >"$polls" &
+    POLLER_PID=$!
+    "$HERALD" resume huawei --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
+    deadline=$(($(date +%s) + RAMP + DURATION + 60))
+    while (($(date +%s) < deadline)); do
+        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
+        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
+        [[ -n $last ]] && ((last >= BACKLOG)) && break
+        sleep 0.5
+    done
+    sleep 1
+    after=$(standin_stats)
+    stop_pid "$POLLER_PID" TERM
+    POLLER_PID=""
+    stop_herald
+    H_REQUESTS=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
+    H_TOKENS=$(($(stat_of "$after" tokens) - $(stat_of "$before" tokens)))
+    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    H_BAD=$(($(stat_of "$after" bad_requests) - $(stat_of "$before" bad_requests)))
+    H_BAD_AUTH=$(($(stat_of "$after" bad_auth) - $(stat_of "$before" bad_auth)))
+    local undelivered
+    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state <> 'delivered'")
+    ((undelivered == 0)) || fail "$undelivered deliveries did not end delivered: $(sqlite3 "$db" \
+        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    ((H_DUPLICATES == 0)) || fail "$H_DUPLICATES tokens reached the stand-in twice"
+    ((H_BAD == 0 && H_BAD_AUTH == 0)) || fail "the stand-in refused $H_BAD bodies and $H_BAD_AUTH access tokens"
+    local _conn _standin _others _steal
+    read -r H_RATE H_CPU_US _conn H_HWM _standin _others _steal <<<"$(rate_window "$polls")"
+}
+
+printf '%-4s %14s %11s %10s %9s %9s %11s %10s\n' run "deliveries/s" requests/s cpu/token "RSS MiB" requests tokens duplicates
+rates=()
+cpus=()
+for ((run = 1; run <= RUNS; run++)); do
+    measure_herald
+    rates+=("$H_RATE")
+    cpus+=("$H_CPU_US")
+    printf '%-4s %14s %11s %8.2fus %9s %9s %11s %10s\n' "$run" "$(fmt "$H_RATE")" "$(fmt "$(ratio "$H_RATE" "$TOKENS")")" \
+        "$H_CPU_US" "$H_HWM" "$H_REQUESTS" "$H_TOKENS" "$H_DUPLICATES"
+done
+rate=$(median "${rates[@]}")
+printf 'median: %s token deliveries/s (target >= %s) at a %s ms stand-in, %s us CPU a token\n' "$(fmt "$rate")" \
+    "$(fmt "$TARGET_RATE")" "$DELAY" "$(median "${cpus[@]}")"
