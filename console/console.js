@@ -173,7 +173,7 @@ async function overviewPage() {
     const now = overview.at;
     const rows = overview.apps.map((app) => el("tr", { "data-app": app.app },
         el("td", { class: "app" }, app.app),
-        el("td", {}, app.provider || "-"),
+        el("td", {}, app.provider || "-", app.certificate ? certificateNote(app.certificate, now, false) : null),
         el("td", { class: "state " + app.state }, stateText(app, now)),
         el("td", { class: "num queued" }, app.queued),
         el("td", { class: "num ready" }, app.ready),
@@ -187,6 +187,7 @@ async function overviewPage() {
         el("td", {}, isAdmin() ? switchForm(app) : null)));
     const details = overview.apps.map((app) => el("div", { class: "app-detail" },
         el("h3", {}, app.app),
+        app.certificate ? certificateNote(app.certificate, now, true) : null,
         chart(app.last_hour, now),
         app.origins.length ? el("div", { class: "origins" },
             el("h4", {}, "Push-service origins held back (the app sends on to every other origin)"),
@@ -207,12 +208,22 @@ async function overviewPage() {
     fill(view(), 
         el("h2", {}, "Overview"),
         el("p", { class: "quiet" }, "As of " + time(now) + "; refreshed every 5 s."
+            + (overview.secrets_key_id ? " Secrets key " + overview.secrets_key_id + "." : "")
             + (now - overview.counts_at > 1000 ? " The backlog is big: its counts are from " + duration(now
                 - overview.counts_at) + " ago, the last minute's figures from this process's counters." : "")),
         overview.apps.length === 0 ? el("p", {}, "No apps yet: nothing was ever queued.")
             : table(["app", "provider", "state", "queued", "ready", "scheduled", "in flight", "dead",
                 "oldest ready", "delivered/min", "dead/min", "dropped/min", ""], rows, "overview"),
         ...details);
+}
+
+// An APNs app's certificate: when it expires (a warning within 30 days), and in full its subject and fingerprint.
+function certificateNote(certificate, now, full) {
+    const left = certificate.expires_at - now;
+    const when = left > 0 ? "expires in " + duration(left) : "expired " + duration(-left) + " ago";
+    const text = full ? "APNs certificate " + (certificate.subject || "") + " " + when + " (" + time(certificate.expires_at)
+        + "); SHA-256 " + certificate.sha256 : " · certificate " + when;
+    return el(full ? "p" : "span", { class: "certificate" + (left < 30 * 86400000 ? " expiring" : "") }, text);
 }
 
 // An app's state, or a push-service origin's (the same fields).

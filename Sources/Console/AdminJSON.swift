@@ -69,6 +69,6 @@ public enum AdminJSON {
         .object((IngestAPI.messageJSON(record).objectValue ?? []).filter { $0.key != "deliveries" })
     }
 
-    static func optional(_ value: String?) -> JSON { value.map(JSON.string) ?? .null }
-    static func optional(_ value: Int64?) -> JSON { value.map(JSON.int) ?? .null }
+    public static func optional(_ value: String?) -> JSON { value.map(JSON.string) ?? .null }
+    public static func optional(_ value: Int64?) -> JSON { value.map(JSON.int) ?? .null }
 }

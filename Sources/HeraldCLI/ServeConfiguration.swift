@@ -65,6 +65,8 @@ struct ServeConfiguration: Sendable {
     /// How long a request to a provider may wait for its answer (from its submission), every app's.
     var requestTimeoutMillis = 30_000
     var apps: [AppConfiguration]
+    /// The key of the secrets stored in the database (`--secrets-key-file`); nil: storing a secret is refused.
+    var secretsKey: SecretsKey? = nil
 
     static let defaultEndpoint = FCMLegacyDefinition.defaultEndpoint
     /// The built-in simulator speaks HTTP/1.1 (a connection per request in flight), so the sandbox's v1 app keeps
@@ -89,6 +91,7 @@ struct ServeConfiguration: Sendable {
         ("apns-team-id", nil, "the Apple developer team id that owns the key"),
         ("apns-topic", nil, "the iOS app's bundle id, e.g. com.example.app"),
         ("apns-environment", "production", "production or sandbox (development builds of the app)"),
+        ("secrets-key-file", nil, "key of the secrets stored in the database (`herald secrets-key --out FILE`)"),
         ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1 and APNs, 64 for FCM legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
@@ -303,6 +306,12 @@ struct ServeConfiguration: Sendable {
             leaseMillis: lease, liveness: liveness, apps: apps)
         configuration.consoleReadOnlyToken = try raw("console-read-only-token").flatMap { $0.isEmpty ? nil : $0 }
         configuration.requestTimeoutMillis = Int(try duration("request-timeout", in: 1_000...3_600_000))
+        if let path = try given("secrets-key-file").flatMap({ $0.isEmpty ? nil : $0 }) {
+            let inFile = arguments.value("secrets-key-file") == nil
+                && environment[environmentName("secrets-key-file")] == nil
+            configuration.secretsKey = try loadSecretsKey(
+                inFile ? configDirectory.map { resolvePath(path, against: $0) } ?? path : path)
+        }
         try configuration.check()
         return configuration
     }

@@ -101,7 +101,8 @@ final class Service: Sendable {
             access: ConsoleAccess(
                 apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses),
             providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
-            metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
+            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot,
+            committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         // Every route behind one front door: no other site's page, and no rebound name without a token.
@@ -124,6 +125,7 @@ final class Service: Sendable {
             "durability": .string(
                 database.isShared ? "synchronous_commit of the server" : configuration.durability.rawValue),
             "apps": .string(configuration.apps.map(\.name).joined(separator: ",")),
+            "secrets_key_id": .string(configuration.secretsKey?.id ?? "none"),
         ])
     }
 

@@ -25,10 +25,15 @@ extension AppEntry {
 
     /// A key file that group or other users may read gets a warning (it is read all the same: refusing would stop
     /// a service over a mode): `what` names it, "the service account file".
-    public static func warnIfOthersCanRead(_ path: String, _ what: String, app: String) {
+    public static func warnIfOthersCanRead(_ path: String, _ what: String, app: String?) {
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
-            Log.warn("\(what) can be read by other users: chmod 600 it", ["app": .string(app), "file": .string(path)])
+            let message = "\(what) can be read by other users: chmod 600 it"
+            if let app {
+                Log.warn(message, ["app": .string(app), "file": .string(path)])
+            } else {
+                Log.warn(message, ["file": .string(path)])
+            }
         }
     }
 }

@@ -1,0 +1,29 @@
+import Console
+import Foundation
+import OAuth
+import ProviderKit
+
+extension ServeConfiguration {
+    /// The key in `--secrets-key-file`'s file, with a warning when other users may read it; an error that says what is
+    /// wrong without quoting the file.
+    static func loadSecretsKey(_ path: String) throws -> SecretsKey {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw Invalid(description: "cannot read the secrets key file \(path)")
+        }
+        let key: SecretsKey
+        do {
+            key = try SecretsKey(fileText: text)
+        } catch {
+            throw Invalid(description: "--secrets-key-file \(path): \(error)")
+        }
+        AppEntry.warnIfOthersCanRead(path, "the secrets key file", app: nil)
+        return key
+    }
+}
+
+extension ServeConfiguration {
+    /// The secrets key's id, for `status` and the console.
+    var credentialFacts: CredentialFacts {
+        CredentialFacts(secretsKeyID: secretsKey?.id)
+    }
+}
