@@ -12,6 +12,7 @@ public struct APNsDefinition: ProviderDefinition {
     public static let name = "apns"
     public var name: String { Self.name }
     public var keys: Set<String> { APNsSettings.keys }
+    public var secretFields: [SecretField] { [APNsSettings.keyField] }
     public var reasonCodes: [String] { APNsCode.allCases.map(\.rawValue) }
 
     public init() {}
@@ -21,7 +22,7 @@ public struct APNsDefinition: ProviderDefinition {
 
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         var settings = try APNsSettings(
-            keyFile: entry.path("key_file"), keyID: entry["key_id"]?.stringValue,
+            key: entry.secret(APNsSettings.keyField), keyID: entry["key_id"]?.stringValue,
             teamID: entry["team_id"]?.stringValue, topic: entry["topic"]?.stringValue,
             environment: entry["environment"]?.stringValue, app: entry.app)
         settings.endpoint = entry["endpoint"]?.stringValue ?? settings.defaultEndpoint
@@ -32,11 +33,13 @@ public struct APNsDefinition: ProviderDefinition {
 /// An APNs app's credentials and target (SPEC §15), from its `apps` entry or the `--apns-*` flags.
 public struct APNsSettings: AppSettings {
     /// The `apps` entry's keys for an APNs app.
-    static let keys: Set = ["key_file", "key_id", "team_id", "topic", "environment"]
+    static let keys: Set = ["key_file", "key", "key_id", "team_id", "topic", "environment"]
+    /// The `.p8` key: a file, or its PEM inline.
+    static let keyField = SecretField("key", file: "key_file")
 
     public var provider: String { APNsDefinition.name }
     public var endpoint: String
-    var keyFile: String
+    var keySource: SecretSource
     var keyID: String
     var teamID: String
     /// The app's bundle id: `apns-topic`.
@@ -53,23 +56,26 @@ public struct APNsSettings: AppSettings {
     /// `--sandbox`'s: no key file; every APNs app of the sandbox signs with one throw-away key that only the
     /// built-in simulator trusts.
     static func sandboxed(topic: String = "com.example.sandbox") -> APNsSettings {
-        APNsSettings(keyFile: "", keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
+        APNsSettings(keySource: .inline(""), keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
     }
 
-    private init(keyFile: String, keyID: String, teamID: String, topic: String, sandbox: Bool) {
-        (self.keyFile, self.keyID, self.teamID, self.topic, self.sandbox) = (keyFile, keyID, teamID, topic, sandbox)
+    private init(keySource: SecretSource, keyID: String, teamID: String, topic: String, sandbox: Bool) {
+        (self.keySource, self.keyID, self.teamID, self.topic, self.sandbox) = (keySource, keyID, teamID, topic, sandbox)
         endpoint = ""
     }
 
-    /// `keyFile` as given: a path relative to the config file's directory is resolved by the caller.
+    /// `key` as given: a path relative to the config file's directory is resolved by the caller.
     public init(
-        keyFile: String?, keyID: String?, teamID: String?, topic: String?, environment: String?, app: String
+        key: SecretSource?, keyID: String?, teamID: String?, topic: String?, environment: String?, app: String
     ) throws(ConfigurationError) {
         func required(_ value: String?, _ key: String) throws(ConfigurationError) -> String {
             guard let value, !value.isEmpty else { throw ConfigurationError("APNs app \"\(app)\" needs \"\(key)\"") }
             return value
         }
-        self.keyFile = try required(keyFile, "key_file")
+        guard let key else {
+            throw ConfigurationError("APNs app \"\(app)\" needs \"key_file\" (or the key's PEM inline, \"key\")")
+        }
+        keySource = key
         self.keyID = try required(keyID, "key_id")
         self.teamID = try required(teamID, "team_id")
         self.topic = try required(topic, "topic")
@@ -92,7 +98,7 @@ public struct APNsSettings: AppSettings {
     /// Reads the `.p8` file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.
     public mutating func load(app: String) throws(ConfigurationError) {
         key = try AppEntry.readP256Key(
-            keyFile, app: app, provider: "APNs", expected: "an APNs signing key (a .p8 file with a P-256 private key)")
+            keySource, app: app, provider: "APNs", expected: "an APNs signing key (a .p8 file with a P-256 private key)")
     }
 
     /// Every APNs app of the sandbox signs with one throw-away key that only the simulator trusts.
