@@ -93,6 +93,14 @@ public struct V1Settings: AppSettings {
         } catch {
             throw ConfigurationError(error.description)
         }
+        // A key that parses may still fail to sign (SPEC §22): sign once now, not at the first token request.
+        do {
+            _ = try JWT.sign(
+                JWT.Claims(issuer: account.clientEmail, scope: "", audience: tokenURI, issuedAt: 0, lifetime: 60),
+                with: account.privateKey)
+        } catch {
+            throw ConfigurationError("app \"\(app)\": the service account's private_key cannot sign: \(error)")
+        }
         serviceAccount = account
         self.projectID = projectID
         self.tokenURI = tokenURI
