@@ -321,9 +321,11 @@ struct ServeConfiguration: Sendable {
     mutating func check() throws {
         if !sandbox {
             if apps.isEmpty {
-                throw Invalid(description: """
-                    no FCM credentials: give --fcm-service-account FILE (FCM HTTP v1), --fcm-key (FCM legacy), \
-                    an "apps" list in --config, or run with --sandbox to send to the built-in simulator
+                // Apps may come from the database (SPEC §22), now or later.
+                Log.warn("""
+                    no app configured: only apps stored in the database will send (herald apps add, PUT \
+                    /v1/admin/apps/NAME); or give --fcm-service-account FILE, --fcm-key, an "apps" list in --config, \
+                    or run with --sandbox
                     """)
             }
             for index in apps.indices {
