@@ -51,38 +51,40 @@ struct StoredApps: Sendable {
         } catch {
             throw Refusal(status: 400, description: "\(error)")
         }
-        // Each secret as its text (a file read here, on the instance that takes the change), then sealed.
-        var secrets: [(String, JSON)] = []
+        // Each secret as its text (a file read here, on the instance that takes the change), checked, then sealed.
         var opened: [(String, JSON)] = []
         for field in definition.secretFields {
-            let source = AppEntry(json: entry, app: name, directory: nil).secret(field)
-            guard let source else { continue }
-            let text: String
+            guard let source = AppEntry(json: entry, app: name, directory: nil).secret(field) else { continue }
             do {
-                text = try source.text(app: name, what: field.fileKey.map { "\"\($0)\"" } ?? field.key)
+                let text = try source.text(app: name, what: field.fileKey.map { "\"\($0)\"" } ?? field.key)
+                opened.append((field.key, .string(text)))
             } catch {
                 throw Refusal(status: 400, description: "\(error)")
             }
-            guard let key else { throw Refusal(status: 400, description: "\(SecretsError.noKey)") }
-            let sealed: String
-            do {
-                sealed = try key.seal(Array(text.utf8), context: Self.context(name, field.key))
-            } catch {
-                throw Refusal(status: 400, description: "\(error)")
-            }
-            secrets.append((field.key, JSON(members: [("sealed", .string(sealed))] + Self.facts(text))))
-            opened.append((field.key, .string(text)))
         }
         let secretKeys = Set(definition.secretFields.flatMap { [$0.key] + ($0.fileKey.map { [$0] } ?? []) })
         let stored = JSON(members: members.filter { !secretKeys.contains($0.key) }.map { ($0.key, $0.value) })
-        let record = AppDefinitionRecord(
-            name: name, provider: definition.name, definition: stored.serialized(),
-            secrets: JSON(members: secrets).serialized(), createdAt: now, updatedAt: now)
+        let app: AppConfiguration
         do {
-            return (record, try app(name: name, definition: stored, secrets: opened))
+            app = try self.app(name: name, definition: stored, secrets: opened)
         } catch {
             throw Refusal(status: 400, description: "\(error)")
         }
+        var secrets: [(String, JSON)] = []
+        for (field, text) in opened {
+            guard let key else { throw Refusal(status: 400, description: "\(SecretsError.noKey)") }
+            let text = text.stringValue ?? ""
+            do {
+                let sealed = try key.seal(Array(text.utf8), context: Self.context(name, field))
+                secrets.append((field, JSON(members: [("sealed", .string(sealed))] + Self.facts(text))))
+            } catch {
+                throw Refusal(status: 400, description: "\(error)")
+            }
+        }
+        let record = AppDefinitionRecord(
+            name: name, provider: definition.name, definition: stored.serialized(),
+            secrets: JSON(members: secrets).serialized(), createdAt: now, updatedAt: now)
+        return (record, app)
     }
 
     /// A stored app, its secrets opened and its keys loaded, as `serve` runs it.
