@@ -28,7 +28,7 @@ public enum SecretSource: Sendable {
             return text
         case .file(let path):
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ConfigurationError("app \"\(app)\": cannot read \(what) \(path)")
+                throw ConfigurationError("app \"\(app)\": cannot read key file \(path) (\(what))")
             }
             AppEntry.warnIfOthersCanRead(path, "the \(what)", app: app)
             return text
