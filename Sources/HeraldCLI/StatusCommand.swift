@@ -28,7 +28,8 @@ enum StatusCommand {
                       is a short code (reset, timeout, connect, transport, http_503, retry_after, quota) and
                       "gated_since" the time its gate closed; "origins" lists a Web Push app's gated or paused
                       origins ({"origin", "paused", "pause_reason", "paused_at", "gated", "gate_until",
-                      "gate_reason", "gated_since"})
+                      "gate_reason", "gated_since"}); "source" is "database" for an app stored there
+                      (`herald apps`), else "config"
 
         Example:
           herald status --db /var/lib/herald/herald.db
@@ -43,18 +44,26 @@ enum StatusCommand {
         try parsed.expectPositional(0, "no arguments")
         let connection = try openExistingDatabase(parsed)
         let now = Clock.nowMillis()
-        let (apps, totals) = try connection.snapshot {
+        let (apps, totals, stored) = try connection.snapshot {
             (
                 try connection.appStatuses(now: now, lastMinute: true),
-                parsed.flag("totals") ? try connection.queueDepth() : nil
+                parsed.flag("totals") ? try connection.queueDepth() : nil,
+                try connection.appDefinitionVersions()
             )
         }
         if parsed.flag("json") {
-            var members: [(String, JSON)] = [("at", .int(now)), ("apps", .array(apps.map { json($0, now: now) }))]
+            let listed = apps.map { app in
+                JSON(members: (json(app, now: now).objectValue ?? []).map { ($0.key, $0.value) }
+                    + [("source", stored[app.name] == nil ? "config" : "database")])
+            }
+            var members: [(String, JSON)] = [("at", .int(now)), ("apps", .array(listed))]
             if let totals { members.append(("totals", .array(totals.map(json)))) }
             Output.json(JSON(members: members))
         } else {
             print(text(apps, totals: totals, now: now))
+            if !stored.isEmpty {
+                print("\nstored in the database (herald apps list): " + stored.keys.sorted().joined(separator: ", "))
+            }
         }
         return 0
     }
