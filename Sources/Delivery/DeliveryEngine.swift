@@ -239,7 +239,11 @@ public final class DeliveryEngine: @unchecked Sendable {
             switch action {
             case .claim(let limit): claim(runtime, limit: limit)
             case .send(let request): send(request, on: runtime)
-            case .write(let updates, let plan): write(updates, plan: plan, app: runtime.app.name)
+            case .write(let updates, var plan):
+                // A replaced app's old credentials are no longer the app's: their refusal pauses nothing (the rows
+                // go back to the queue, for the new ones).
+                if retired[ObjectIdentifier(runtime)] != nil { plan?.pauseReason = nil }
+                write(updates, plan: plan, app: runtime.app.name)
             case .prepare:
                 let prepared: @Sendable (ProviderReadiness) -> Void = { readiness in
                     self.queue.async {

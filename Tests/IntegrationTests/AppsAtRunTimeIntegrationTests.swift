@@ -44,6 +44,8 @@ import Testing
         // Each simulator takes only its own key: a request with the other one would be 401 (and pause the app).
         let before = try SimulatorProcess(["--server-key", Self.oldKey])
         let after = try SimulatorProcess(["--server-key", Self.newKey])
+        // Slow answers from the first: requests are in flight on its connections when the key changes.
+        try await before.control(#"{"slow_rate": 1.0, "slow_ms": 300}"#)
         let (rig, pg) = try rig(postgres: postgres)
         _ = pg
         let first = rig.instances[0], last = rig.instances[rig.instances.count - 1]
@@ -85,6 +87,15 @@ import Testing
         let afterChange = await stream.count
         try await waitFor("messages of both instances after the change") {
             await stream.count >= afterChange + 10 * rig.instances.count
+        }
+        // The old connections closed once their requests were answered: none cancelled.
+        for herald in rig.instances {
+            try await waitFor("the old connections to close") {
+                herald.logLines.contains { $0["msg"] as? String == "sender pool stopped" }
+            }
+            let stopped = herald.logLines.filter { $0["msg"] as? String == "sender pool stopped" }
+            #expect(stopped.allSatisfy { $0["pool"] as? String == "send-stream" && $0["cancelled"] as? Int == 0 },
+                    "\(stopped)")
         }
         await stream.stop()
         let ids = try await sending.value + probes
