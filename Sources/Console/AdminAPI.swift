@@ -77,7 +77,8 @@ public final class AdminAPI: Sendable {
         case ("POST", "apps", 3) where path[2] == "pause" || path[2] == "resume":
             switchApp(path[1], pause: path[2] == "pause", request, now: now, responder)
         case (_, "session", 1), (_, "overview", 1), (_, "dead", 1), (_, "dead", 2), (_, "messages", 2),
-             (_, "messages", 3), (_, "tokens", 2), (_, "users", 2), (_, "token-events", 1), (_, "apps", 1), (_, "apps", 2), (_, "apps", 3):
+             (_, "messages", 3), (_, "tokens", 2), (_, "users", 2), (_, "token-events", 1), (_, "apps", 1),
+             (_, "apps", 2), (_, "apps", 3):
             responder.respond(Self.error(APIError(
                 status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(request.path)")))
         default:

@@ -107,7 +107,7 @@ enum AppsCommand {
             print("""
                 Usage: herald apps \(verb) NAME [--file ENTRY.json] [--secrets-key-file FILE] [--db PATH|URL] [--json]
 
-                \(replacing ? "Stores app NAME, or replaces the stored one" : "Stores a new app NAME (refused when one is stored)"): \
+                \(replacing ? "Stores app NAME, or replaces the stored one" : "Stores a new app NAME"): \
                 the entry is checked first (its files read, its keys parsed, a service account signs) and refused
                 with the reason, nothing stored. Every serve on the database applies it within 5 seconds.
                 """)

@@ -371,7 +371,9 @@ struct ServeConfiguration: Sendable {
 
     /// One `apps` entry (of the config file, or stored in the database: SPEC §22) as an app, checked as far as can
     /// be without reading a file; `label` names it in errors, "apps[2]".
-    static func parseApp(_ item: JSON, label: String, concurrency: Int?, directory: String?) throws -> AppConfiguration {
+    static func parseApp(
+        _ item: JSON, label: String, concurrency: Int?, directory: String?
+    ) throws -> AppConfiguration {
         guard let object = item.objectValue else {
             throw Invalid(description: "\(label) must be an object")
         }

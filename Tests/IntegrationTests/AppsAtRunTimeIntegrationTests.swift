@@ -171,6 +171,37 @@ import Testing
         #expect(herald.stop() == 0)
     }
 
+    @Test func theAppsCommandsStoreSealedAndShowNoSecret() throws {
+        let directory = HeraldProcess.makeDirectory()
+        let database = directory.appendingPathComponent("herald.db").path
+        let keyFile = directory.appendingPathComponent("secrets.key").path
+        #expect(try runHerald(["migrate", "--db", database]).status == 0)
+        #expect(try runHerald(["secrets-key", "--out", keyFile]).status == 0)
+        let entry = directory.appendingPathComponent("entry.json").path
+        try Data(#"{"provider": "fcm-legacy", "server_key": "\#(Self.oldKey)"}"#.utf8)
+            .write(to: URL(fileURLWithPath: entry))
+
+        let noKey = try runHerald(["apps", "add", "a1", "--file", entry, "--db", database])
+        #expect(noKey.status == 1 && noKey.stderr.contains("herald secrets-key --out"), "\(noKey.stderr)")
+        let add = ["apps", "add", "a1", "--file", entry, "--db", database, "--secrets-key-file", keyFile]
+        let added = try runHerald(add)
+        #expect(added.status == 0, "\(added.stderr)")
+        let twice = try runHerald(add)
+        #expect(twice.status == 1 && twice.stderr.contains("herald apps set"), "\(twice.stderr)")
+        for command in [["apps", "show", "a1"], ["apps", "show", "a1", "--json"], ["apps", "list", "--json"],
+                        ["status", "--json"]] {
+            let shown = try runHerald(command + ["--db", database])
+            #expect(shown.status == 0 && shown.stdout.contains("a1"), "\(command): \(shown.stderr)")
+            #expect(!shown.stdout.contains(Self.oldKey), "\(command) shows the secret")
+        }
+        #expect(try runHerald(["apps", "show", "a1", "--json", "--db", database]).stdout.contains("sha256"))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: database))
+            + ((try? Data(contentsOf: URL(fileURLWithPath: database + "-wal"))) ?? Data())
+        #expect(bytes.range(of: Data(Self.oldKey.utf8)) == nil)
+        #expect(try runHerald(["apps", "remove", "a1", "--db", database]).status == 0)
+        #expect(try runHerald(["apps", "remove", "a1", "--db", database]).status == 1)
+    }
+
     /// Waits (bounded, generously: the machine may be loaded) until `condition` holds.
     func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
         let deadline = Date().addingTimeInterval(60)

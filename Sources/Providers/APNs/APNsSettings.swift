@@ -98,7 +98,8 @@ public struct APNsSettings: AppSettings {
     /// Reads the `.p8` file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.
     public mutating func load(app: String) throws(ConfigurationError) {
         key = try AppEntry.readP256Key(
-            keySource, app: app, provider: "APNs", expected: "an APNs signing key (a .p8 file with a P-256 private key)")
+            keySource, app: app, provider: "APNs",
+            expected: "an APNs signing key (a .p8 file with a P-256 private key)")
     }
 
     /// Every APNs app of the sandbox signs with one throw-away key that only the simulator trusts.

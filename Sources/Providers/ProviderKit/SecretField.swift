@@ -2,9 +2,9 @@ import Foundation
 import OAuth
 import Support
 
-/// A secret an app's entry carries (SPEC §22): inline under `key` (`"service_account": {…}`, `"key": "-----BEGIN …"`),
-/// or as a file under `fileKey` that the instance reading the entry reads. An app stored in the database keeps the
-/// secret sealed under `key`, never the path, so every instance has it.
+/// A secret an app's entry carries (SPEC §22): inline under `key` (`"service_account": {…}`,
+/// `"key": "-----BEGIN …"`), or as a file under `fileKey` that the instance reading the entry reads. An app stored in
+/// the database keeps the secret sealed under `key`, never the path, so every instance has it.
 public struct SecretField: Sendable {
     /// The inline key: `service_account`.
     public var key: String

@@ -27,8 +27,8 @@ public struct WebPushDefinition: ProviderDefinition {
 public struct WebPushSettings: AppSettings {
     /// The `apps` entry's keys for a Web Push app.
     static let keys: Set = [
-        "vapid_private_key_file", "vapid_private_key", "vapid_subject", "origin_concurrency", "max_connections", "allow_private_endpoints",
-        "trusted_push_hosts",
+        "vapid_private_key_file", "vapid_private_key", "vapid_subject", "origin_concurrency", "max_connections",
+        "allow_private_endpoints", "trusted_push_hosts",
     ]
     /// The keys whose values are not strings.
     static let nonStringKeys: Set = [
