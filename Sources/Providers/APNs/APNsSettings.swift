@@ -31,7 +31,7 @@ public struct APNsDefinition: ProviderDefinition {
 }
 
 /// An APNs app's credentials and target (SPEC §15), from its `apps` entry or the `--apns-*` flags.
-public struct APNsSettings: AppSettings {
+public struct APNsSettings: SandboxedOverTLS {
     /// The `apps` entry's keys for an APNs app.
     static let keys: Set = ["key_file", "key", "key_id", "team_id", "topic", "environment"]
     /// The `.p8` key: a file, or its PEM inline.
@@ -49,7 +49,7 @@ public struct APNsSettings: AppSettings {
     var key: P256PrivateKey?
     /// The CA file the endpoint's certificate is checked against instead of the default ones; set in the sandbox
     /// alone, to the certificate of the simulator it starts.
-    var caFile: String?
+    public var caFile: String?
 
     var defaultEndpoint: String { sandbox ? APNsProvider.sandbox : APNsProvider.production }
 
@@ -110,15 +110,6 @@ public struct APNsSettings: AppSettings {
             publicKeyPEM: key.publicKey.pem(), keyID: sandboxed.keyID, teamID: sandboxed.teamID)
         self = sandboxed
         self.key = key
-    }
-
-    /// Apple's side is HTTP/2 over TLS: the simulator's TLS front, trusted through its CA file.
-    public var sandboxNeedsTLS: Bool { true }
-
-    public mutating func connectSandbox(_ simulator: SandboxSimulator) {
-        guard let tls = simulator.tls else { return }
-        endpoint = tls.url
-        caFile = tls.caFile
     }
 
     public func provider(app: String, context: ProviderContext) throws -> any Provider {

@@ -28,3 +28,20 @@ public struct SandboxSimulator: Sendable {
         (self.url, self.tls) = (url, tls)
     }
 }
+
+/// Settings of an app the sandbox sends to over TLS (HTTP/2), as production does to Apple and the push services:
+/// to the simulator's TLS front, trusted through its CA file.
+public protocol SandboxedOverTLS: AppSettings {
+    /// The CA file the endpoint's certificate is checked against instead of the default ones (the sandbox's alone).
+    var caFile: String? { get set }
+}
+
+extension SandboxedOverTLS {
+    public var sandboxNeedsTLS: Bool { true }
+
+    public mutating func connectSandbox(_ simulator: SandboxSimulator) {
+        guard let tls = simulator.tls else { return }
+        endpoint = tls.url
+        caFile = tls.caFile
+    }
+}

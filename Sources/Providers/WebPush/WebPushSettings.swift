@@ -24,7 +24,7 @@ public struct WebPushDefinition: ProviderDefinition {
 
 /// A Web Push app's VAPID identity (SPEC §16), the endpoints it sends to and its bounds (SPEC §19), from its `apps`
 /// entry.
-public struct WebPushSettings: AppSettings {
+public struct WebPushSettings: SandboxedOverTLS {
     /// The `apps` entry's keys for a Web Push app.
     static let keys: Set = [
         "vapid_private_key_file", "vapid_private_key", "vapid_subject", "origin_concurrency", "max_connections",
@@ -45,7 +45,7 @@ public struct WebPushSettings: AppSettings {
     /// Read by `load` at start; never logged or stored.
     var key: P256PrivateKey?
     /// The sandbox's: the built-in simulator's certificate, which its push service is checked against.
-    var caFile: String?
+    public var caFile: String?
     /// `origin_concurrency`: of the app's requests in flight, how many may go to one push-service origin.
     public var originConcurrency = ProviderContext.defaultOriginConcurrency
     /// `max_connections`: connections to all push services together at most.
@@ -144,16 +144,6 @@ public struct WebPushSettings: AppSettings {
     /// A throw-away VAPID key: the simulator's push service checks the JWT against the key in the header.
     public mutating func prepareSandbox(_ sandbox: SandboxSetup) throws {
         key = try P256PrivateKey.generate()
-    }
-
-    /// Push services speak HTTP/2 over TLS: the simulator's TLS front, trusted through its CA file.
-    public var sandboxNeedsTLS: Bool { true }
-
-    /// Every subscription's push service is the simulator's, over TLS.
-    public mutating func connectSandbox(_ simulator: SandboxSimulator) {
-        guard let tls = simulator.tls else { return }
-        endpoint = tls.url
-        caFile = tls.caFile
     }
 
     public func provider(app: String, context: ProviderContext) throws -> any Provider {

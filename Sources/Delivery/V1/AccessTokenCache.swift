@@ -1,4 +1,3 @@
-import Delivery
 import Dispatch
 import OAuth
 import Send
@@ -18,7 +17,7 @@ import Synchronization
 /// cache.fetch(now: Clock.nowMillis()) { readiness in ... }    // .ready, .retry(at:), .pause(reason:)
 /// cache.usableToken(now: Clock.nowMillis())?.value            // "ya29.c.b0Aaek..."
 /// ```
-final class AccessTokenCache: Sendable {
+public final class AccessTokenCache: Sendable {
     struct Token: Sendable, Equatable {
         var value: String
         var obtainedAt: Int64
@@ -68,8 +67,8 @@ final class AccessTokenCache: Sendable {
     private let clock: @Sendable () -> Int64
     private let state = Mutex(State())
 
-    init(app: String, account: ServiceAccount, tokenURI: String, pool: HTTPClientPool,
-         clock: @escaping @Sendable () -> Int64 = { Clock.nowMillis() }) {
+    public init(app: String, account: ServiceAccount, tokenURI: String, pool: HTTPClientPool,
+                clock: @escaping @Sendable () -> Int64 = { Clock.nowMillis() }) {
         self.app = app
         self.account = account
         self.tokenURI = tokenURI

@@ -1,28 +1,26 @@
-import Delivery
-
 /// The access token as the engine drives it, when the app's scheduler asks.
 extension AccessTokenCache: Credentials {
-    func current(now: Int64) -> String? {
+    public func current(now: Int64) -> String? {
         usableToken(now: now)?.value
     }
 
-    func renewalDue(now: Int64) -> Bool {
+    public func renewalDue(now: Int64) -> Bool {
         usableToken(now: now).map { now >= $0.renewFrom } ?? false
     }
 
-    func renew(now: Int64) {
+    public func renew(now: Int64) {
         renewIfDue(now: now)
     }
 
-    func obtain(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
+    public func obtain(now: Int64, completion: @escaping @Sendable (ProviderReadiness) -> Void) {
         fetch(now: now, completion: completion)
     }
 
-    func refused(_ request: PreparedRequest) -> CredentialRefusal {
+    public func refused(_ request: PreparedRequest) -> CredentialRefusal {
         rejected(Self.bearerToken(of: request))
     }
 
-    func accepted(_ request: PreparedRequest) -> Bool {
+    public func accepted(_ request: PreparedRequest) -> Bool {
         accepted { Self.bearerToken(of: request) }
     }
 
