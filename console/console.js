@@ -151,6 +151,7 @@ function route() {
     case "dead": return deadPage(argument);
     case "messages": return messagePage(argument);
     case "tokens": return tokenPage(argument);
+    case "apps": return appsPage();
     default:
         overviewPage();
         state.timer = setInterval(overviewPage, 5000);
@@ -539,6 +540,95 @@ async function tokenPage(argument) {
                 el("h4", {}, "Events"), user.events.length ? table(eventHeaders, eventRows(user.events))
                     : el("p", { class: "quiet" }, "none"));
         }
+    } catch (error) {
+        status(error.message, true);
+    }
+}
+
+// MARK: - Apps
+
+// The apps of the config file (read-only) and those stored in the database, which an admin adds, changes and
+// removes here. Secrets are never shown: a stored secret appears as its SHA-256 and the id of the key that sealed it.
+async function appsPage() {
+    let listed;
+    try {
+        listed = await api("/v1/admin/apps");
+    } catch (error) {
+        return status(error.message, true);
+    }
+    const secretNote = (value) => [value.client_email, value.private_key_id ? "key " + value.private_key_id : null,
+        value.sha256 ? "SHA-256 " + value.sha256.slice(0, 16) + "…" : null,
+        value.secrets_key_id ? "sealed under " + value.secrets_key_id : null].filter((part) => part).join(", ");
+    const credentials = (app) => Object.entries(app)
+        .filter(([, value]) => value && typeof value === "object" && !Array.isArray(value) && value.sha256)
+        .map(([name, value]) => el("div", { class: "secret" }, name + ": " + secretNote(value)));
+    const rows = listed.apps.map((app) => el("tr", { "data-app": app.name },
+        el("td", { class: "app" }, app.name),
+        el("td", {}, app.provider),
+        el("td", {}, app.source),
+        el("td", {}, app.key_id ? "key id " + app.key_id : null, credentials(app)),
+        el("td", {}, app.version === undefined ? "-" : String(app.version)),
+        el("td", {}, time(app.updated_at)),
+        el("td", {}, isAdmin() && app.source === "database" ? [
+            el("button", { type: "button", class: "edit", onclick: () => editApp(app) }, "Edit"),
+            el("button", { type: "button", class: "remove", onclick: () => removeApp(app.name) }, "Remove"),
+        ] : null)));
+    fill(view(),
+        el("h2", {}, "Apps"),
+        el("p", { class: "quiet" }, "Apps of the config file are read-only here. A change to a stored app reaches "
+            + "every instance within 5 s; requests already sent finish with the credentials they were sent with."),
+        listed.apps.length ? table(["app", "provider", "source", "credentials", "version", "updated", ""], rows, "apps")
+            : el("p", {}, "No apps."),
+        isAdmin() ? appEditor() : null);
+}
+
+/** The form that stores an app: its name and its "apps" entry as JSON, secrets inline or as files on the server. */
+function appEditor() {
+    const name = el("input", { id: "app-name", placeholder: "name", required: true });
+    const entry = el("textarea", { id: "app-entry", rows: 10, cols: 80, spellcheck: "false",
+        placeholder: '{"provider": "fcm-v1", "service_account": {…}}  or  {"provider": "apns", "key": "-----BEGIN '
+            + 'PRIVATE KEY-----…", "key_id": "…", "team_id": "…", "topic": "…"}' });
+    return el("form", { id: "app-form", onsubmit: (event) => {
+        event.preventDefault();
+        saveApp(name.value, entry.value);
+    } }, el("h3", {}, "Add or change an app"),
+        el("p", { class: "quiet" }, "The entry is a config-file \"apps\" entry. Its secrets are stored encrypted and "
+            + "never shown again: give them again when changing an app."),
+        name, el("br"), entry, el("br"), el("button", { type: "submit" }, "Save"));
+}
+
+function editApp(app) {
+    const entry = {};
+    for (const [key, value] of Object.entries(app)) {
+        const described = value && typeof value === "object" && !Array.isArray(value) && value.sha256;
+        if (!described && !["name", "source", "version", "created_at", "updated_at"].includes(key)) entry[key] = value;
+    }
+    document.getElementById("app-name").value = app.name;
+    document.getElementById("app-entry").value = JSON.stringify(entry, null, 2);
+}
+
+async function saveApp(name, text) {
+    let entry;
+    try {
+        entry = JSON.parse(text);
+    } catch (error) {
+        return status("the entry is not JSON: " + error.message, true);
+    }
+    try {
+        const saved = await api("/v1/admin/apps/" + encodeURIComponent(name), { method: "PUT", body: entry });
+        await appsPage();
+        status("stored " + saved.name + " (version " + saved.version + ")");
+    } catch (error) {
+        status(error.message, true);
+    }
+}
+
+async function removeApp(name) {
+    if (!window.confirm("Remove app " + name + "? Its queued messages wait until an app of that name is back.")) return;
+    try {
+        await api("/v1/admin/apps/" + encodeURIComponent(name), { method: "DELETE" });
+        await appsPage();
+        status("removed " + name);
     } catch (error) {
         status(error.message, true);
     }

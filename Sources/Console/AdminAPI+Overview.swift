@@ -75,7 +75,9 @@ extension AdminAPI {
         let state = status.paused ? "paused" : status.gateUntil > now ? "gated" : "sending"
         let answers = metrics.values("herald_fcm_requests_total").filter { $0.labels["app"] == status.name }
         members += [
-            ("provider", AdminJSON.optional(providers[status.name])),
+            ("provider", AdminJSON.optional(providers[status.name] ?? apps?.providers[status.name])),
+            ("source", providers[status.name] != nil ? "config" : apps?.providers[status.name] != nil ? "database"
+                : .null),
             ("certificate", credentials.certificates[status.name]?.json ?? .null),
             ("state", .string(state)),
             ("last_hour", .array(history.lastHour(status.name, now: now).map(AdminJSON.finished))),

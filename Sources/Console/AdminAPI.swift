@@ -32,6 +32,8 @@ public final class AdminAPI: Sendable {
     let history: RateHistory
     let snapshot: StatusSnapshot
     let committed: @Sendable () -> Void
+    /// The apps as `/v1/admin/apps` changes them; nil: none can be changed.
+    let apps: (any AppDirectory)?
 
     /// - Parameters:
     ///   - snapshot: the latest count of the backlog, which the gauges' refresh keeps (see `overview`).
@@ -39,9 +41,8 @@ public final class AdminAPI: Sendable {
     public init(
         writer: any StoreWriter, readers: any StoreReaders, access: ConsoleAccess, apiTokens: APITokens = APITokens(),
         providers: [String: String], credentials: CredentialFacts = CredentialFacts(), metrics: Metrics,
-        history: RateHistory,
-        snapshot: StatusSnapshot = StatusSnapshot(),
-        committed: @escaping @Sendable () -> Void = {}
+        history: RateHistory, snapshot: StatusSnapshot = StatusSnapshot(),
+        committed: @escaping @Sendable () -> Void = {}, apps: (any AppDirectory)? = nil
     ) {
         self.writer = writer
         self.readers = readers
@@ -53,6 +54,7 @@ public final class AdminAPI: Sendable {
         self.history = history
         self.snapshot = snapshot
         self.committed = committed
+        self.apps = apps
     }
 
     /// Answers a request to `/v1/admin/…` that `ConsoleAccess` let through.
@@ -72,14 +74,18 @@ public final class AdminAPI: Sendable {
         case ("GET", "tokens", 2): token(path[1], now: now, responder)
         case ("GET", "users", 2): user(path[1], responder)
         case ("GET", "token-events", 1): tokenEvents(request, responder)
+        case ("GET", "apps", 1): listApps(responder)
+        case ("GET", "apps", 2): showApp(path[1], responder)
+        case ("PUT", "apps", 2): putApp(path[1], request, now: now, responder)
+        case ("DELETE", "apps", 2): removeApp(path[1], now: now, responder)
         case ("POST", "apps", 3) where path[2] == "pause" || path[2] == "resume":
             switchApp(path[1], pause: path[2] == "pause", request, now: now, responder)
         case ("GET", "api-tokens", 1): apiTokenList(responder)
         case ("POST", "api-tokens", 1): createAPIToken(request, now: now, responder)
         case ("DELETE", "api-tokens", 2): revokeAPIToken(path[1], now: now, responder)
         case (_, "session", 1), (_, "overview", 1), (_, "dead", 1), (_, "dead", 2), (_, "messages", 2),
-             (_, "messages", 3), (_, "tokens", 2), (_, "users", 2), (_, "token-events", 1), (_, "apps", 3),
-             (_, "api-tokens", 1), (_, "api-tokens", 2):
+             (_, "messages", 3), (_, "tokens", 2), (_, "users", 2), (_, "token-events", 1), (_, "apps", 1),
+             (_, "apps", 2), (_, "apps", 3), (_, "api-tokens", 1), (_, "api-tokens", 2):
             responder.respond(Self.error(APIError(
                 status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(request.path)")))
         default:

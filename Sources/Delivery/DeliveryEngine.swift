@@ -67,6 +67,9 @@ public final class DeliveryEngine: @unchecked Sendable {
         public var sharedQueue = false
         /// When a quiet HTTP/2 connection gets a PING, and how long its ACK may take.
         public var liveness = HTTP2Liveness.standard
+        /// How long the requests in flight of an app replaced or removed at run time may take to be answered
+        /// (seconds); then they are cancelled and their rows released.
+        public var retiredGracePeriod = 30.0
 
         public init() {}
     }
@@ -99,7 +102,11 @@ public final class DeliveryEngine: @unchecked Sendable {
     private let metrics: Metrics
     private let requestSeconds: Metrics.Series
     private let options: Options
-    private let runtimes: [String: Runtime]
+    /// The apps sending, by name. Only touched on `queue` once started.
+    private var runtimes: [String: Runtime]
+    /// Apps replaced or removed at run time whose requests are still in flight: their answers are applied as any
+    /// other's, and their pools close once drained. Only touched on `queue`.
+    private var retired: [ObjectIdentifier: Runtime] = [:]
     private var random = SystemRandomNumberGenerator()
     private var stopping = false
     /// When the outcomes gathered are written (every answer of a turn of `queue` in one writer job). Only touched
@@ -133,15 +140,55 @@ public final class DeliveryEngine: @unchecked Sendable {
             return shared ? 0 : try connection.releaseForeignLeases(owner: owner, now: Clock.nowMillis())
         }
         if released > 0 { Log.info("released leases of a previous run", ["deliveries": .int(Int64(released))]) }
-        for runtime in runtimes.values.sorted(by: { $0.app.name < $1.app.name }) {
-            Log.info("sending", [
-                "app": .string(runtime.app.name), "concurrency": .int(Int64(runtime.app.concurrency)),
-                "max_connections":
-                    .int(Int64(runtime.app.provider.maxConnections(concurrency: runtime.app.concurrency))),
-                "max_rate": runtime.app.maxRate.map { .double($0) } ?? .string("unlimited"),
-            ])
-        }
+        for runtime in runtimes.values.sorted(by: { $0.app.name < $1.app.name }) { Self.logSending(runtime.app) }
         queue.async { self.tick() }
+    }
+
+    private static func logSending(_ app: App) {
+        Log.info("sending", [
+            "app": .string(app.name), "concurrency": .int(Int64(app.concurrency)),
+            "max_connections": .int(Int64(app.provider.maxConnections(concurrency: app.concurrency))),
+            "max_rate": app.maxRate.map { .double($0) } ?? .string("unlimited"),
+        ])
+    }
+
+    // MARK: - Apps changed at run time (SPEC §22)
+
+    /// Adds `app`, or replaces the app of that name: new claims go through the new provider (its credentials, its
+    /// connections) at once, while requests the old one rendered finish with the credentials they were rendered
+    /// with, on its connections, which then close. Returns once the engine runs the new app. Call off `queue`.
+    public func put(_ app: App) {
+        queue.sync {
+            guard !stopping else { return }
+            let runtime = Runtime(app: app, options: options)
+            if let old = runtimes.updateValue(runtime, forKey: app.name) { retire(old) }
+            Self.logSending(app)
+            perform(runtime.scheduler.rowsCommitted(now: Clock.nowMillis()), on: runtime)
+        }
+    }
+
+    /// Stops sending for app `name`: nothing more is claimed for it, rows claimed and not sent go back to the queue,
+    /// requests in flight finish. Its queued deliveries stay queued. Call off `queue`.
+    public func remove(_ name: String) {
+        queue.sync {
+            guard let old = runtimes.removeValue(forKey: name) else { return }
+            retire(old)
+            Log.info("stopped sending", ["app": .string(name)])
+        }
+    }
+
+    /// `runtime` claims no more; what it claimed and did not send is released, its requests in flight are
+    /// answered (for up to `Options.retiredGracePeriod`, then cancelled and released), then its pool closes.
+    private func retire(_ runtime: Runtime) {
+        let unsent = runtime.scheduler.stop()
+        if !unsent.isEmpty { write(unsent, plan: nil, app: runtime.app.name) }
+        let key = ObjectIdentifier(runtime)
+        retired[key] = runtime
+        let grace = options.retiredGracePeriod
+        DispatchQueue.global().async {
+            runtime.pool.shutdown(gracePeriod: grace)
+            self.queue.async { self.retired[key] = nil }
+        }
     }
 
     /// New deliveries were committed: claim now rather than at the next timer.
@@ -156,16 +203,15 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// flight (the rest are cancelled and released without charging an attempt), and waits for every outcome to
     /// be written.
     public func stop(gracePeriod: Double) {
-        let unsent = queue.sync { () -> [DeliveryUpdate] in
+        let (unsent, pools) = queue.sync { () -> ([DeliveryUpdate], [any RequestTransport]) in
             stopping = true
-            return runtimes.values.flatMap { $0.scheduler.stop() }
+            return (runtimes.values.flatMap { $0.scheduler.stop() }, runtimes.values.map(\.pool))
         }
         let owner = self.owner
         if !unsent.isEmpty {
             _ = try? writer.write { try $0.apply(unsent, owner: owner, now: Clock.nowMillis()) }
         }
         // Every app's pool drains at once, so N apps take one grace period, not N.
-        let pools = runtimes.values.map(\.pool)
         DispatchQueue.concurrentPerform(iterations: pools.count) { pools[$0].shutdown(gracePeriod: gracePeriod) }
         queue.sync {}  // completions posted by the pool have been planned
         queue.sync { perform(outbox.flush(now: Self.monotonicNow())) }  // and handed to the writer
@@ -195,7 +241,11 @@ public final class DeliveryEngine: @unchecked Sendable {
             case .claim(let limit): claim(runtime, limit: limit)
             case .render(let runs): render(runs, on: runtime)
             case .send(let request): send(request, on: runtime)
-            case .write(let updates, let plan): write(updates, plan: plan, app: runtime.app.name)
+            case .write(let updates, var plan):
+                // A replaced app's old credentials are no longer the app's: their refusal pauses nothing (the rows
+                // go back to the queue, for the new ones).
+                if retired[ObjectIdentifier(runtime)] != nil { plan?.pauseReason = nil }
+                write(updates, plan: plan, app: runtime.app.name)
             case .prepare:
                 let prepared: @Sendable (ProviderReadiness) -> Void = { readiness in
                     self.queue.async {
@@ -364,7 +414,9 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     private func record(_ tally: RequestTally) {
         for (key, count) in tally.requests {
-            guard let runtime = runtimes.values.first(where: { ObjectIdentifier($0) == key.runtime }) else { continue }
+            guard let runtime = runtimes.values.first(where: { ObjectIdentifier($0) == key.runtime })
+                ?? retired[key.runtime]
+            else { continue }
             let series = runtime.requestSeries[key.code] ?? {
                 let series = metrics.series("herald_fcm_requests_total", ["app": runtime.app.name, "code": key.code])
                 runtime.requestSeries[key.code] = series

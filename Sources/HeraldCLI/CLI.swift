@@ -35,6 +35,8 @@ public enum HeraldCLI {
                 run: SimulatorCommand.run),
         Command(name: "webpush-keys", summary: "make a VAPID key pair for a Web Push app (its applicationServerKey)",
                 run: WebPushKeysCommand.run),
+        Command(name: "apps", summary: "add, change, show, list or remove apps stored in the database",
+                run: AppsCommand.run),
         Command(name: "secrets-key", summary: "make the key that encrypts the secrets stored in the database",
                 run: SecretsKeyCommand.run),
         Command(name: "help", summary: "show help for a command", run: { arguments in

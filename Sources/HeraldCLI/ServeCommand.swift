@@ -72,7 +72,12 @@ enum ServeCommand {
             `herald webpush-keys --out FILE` — "origin_concurrency", requests in flight to one push service at most,
             default 100, and optionally "trusted_push_hosts" (host suffixes its endpoints must be on) and
             "allow_private_endpoints" (true: also loopback, private addresses and any port; for tests)) go in the
-            config file's "apps" list.
+            config file's "apps" list. A secret may also be inline: "service_account" (the key file's JSON), "key"
+            (APNs), "vapid_private_key" (PEM).
+
+            Apps stored in the database (`herald apps`, PUT /v1/admin/apps/NAME) run beside them and are applied
+            while serve runs, within 5 s on every instance; their secrets are sealed under --secrets-key-file's key.
+            Without any app, serve starts and waits for one to be stored.
             """
     }
 }

@@ -19,7 +19,7 @@ extension ServeConfiguration {
             return value
         }
         let settings = try APNsSettings(
-            keyFile: keyFile, keyID: try flag("apns-key-id"), teamID: try flag("apns-team-id"),
+            key: .file(keyFile), keyID: try flag("apns-key-id"), teamID: try flag("apns-team-id"),
             topic: try flag("apns-topic"), environment: try given("apns-environment"), app: "ios")
         return AppConfiguration(name: "ios", settings: settings, concurrency: concurrency)
     }

@@ -255,14 +255,14 @@ struct ServeConfiguration: Sendable {
             }
             if let serviceAccountFile {
                 var v1 = apps[index].settings as? V1Settings ?? V1Settings()
-                v1.serviceAccountFile = serviceAccountFile
+                v1.serviceAccountSource = .file(serviceAccountFile)
                 apps[index].settings = v1
             }
             if endpointGiven { apps[index].settings.endpoint = endpoint }
             if let maxRate { apps[index].maxRate = maxRate }
         } else if let serviceAccountFile {
             let given = try given("fcm-endpoint")
-            let settings = V1Settings(endpoint: given ?? defaultV1Endpoint, serviceAccountFile: serviceAccountFile)
+            let settings = V1Settings(endpoint: given ?? defaultV1Endpoint, serviceAccount: .file(serviceAccountFile))
             apps.insert(
                 AppConfiguration(name: "default", settings: settings, concurrency: concurrency, maxRate: maxRate),
                 at: 0)
@@ -321,9 +321,11 @@ struct ServeConfiguration: Sendable {
     mutating func check() throws {
         if !sandbox {
             if apps.isEmpty {
-                throw Invalid(description: """
-                    no FCM credentials: give --fcm-service-account FILE (FCM HTTP v1), --fcm-key (FCM legacy), \
-                    an "apps" list in --config, or run with --sandbox to send to the built-in simulator
+                // Apps may come from the database (SPEC §22), now or later.
+                Log.warn("""
+                    no app configured: only apps stored in the database will send (herald apps add, PUT \
+                    /v1/admin/apps/NAME); or give --fcm-service-account FILE, --fcm-key, an "apps" list in --config, \
+                    or run with --sandbox
                     """)
             }
             for index in apps.indices {
@@ -358,71 +360,84 @@ struct ServeConfiguration: Sendable {
         guard let list = value.arrayValue else { throw Invalid(description: "config key \"apps\" must be a list") }
         var apps: [AppConfiguration] = []
         for (index, item) in list.enumerated() {
-            guard let object = item.objectValue else {
-                throw Invalid(description: "apps[\(index)] must be an object")
+            let app = try parseApp(item, label: "apps[\(index)]", concurrency: concurrency, directory: directory)
+            guard !apps.contains(where: { $0.name == app.name }) else {
+                throw Invalid(description: "apps: \"\(app.name)\" appears twice")
             }
-            let known = ProviderList.all.reduce(into: AppEntry.commonKeys) { $0.formUnion($1.keys) }
-            if let unknown = object.first(where: { !known.contains($0.key) }) {
-                throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
-            }
-            guard let name = item["name"]?.stringValue, !name.isEmpty else {
-                throw Invalid(description: "apps[\(index)] needs a \"name\"")
-            }
-            guard !apps.contains(where: { $0.name == name }) else {
-                throw Invalid(description: "apps: \"\(name)\" appears twice")
-            }
-            let notStrings = ProviderList.all.reduce(into: Set(["concurrency", "max_rate"])) {
-                $0.formUnion($1.nonStringKeys)
-            }
-            for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {
-                throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
-            }
-            let names = ProviderList.all.map { "\"\($0.name)\"" }
-            let choices = names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
-            let definition: any ProviderDefinition
-            if let named = item["provider"]?.stringValue {
-                guard let found = ProviderList.named(named) else {
-                    throw Invalid(description: """
-                        apps[\(index)] "\(name)": provider "\(named)" is not supported: use \(choices)
-                        """)
-                }
-                definition = found
-            } else {
-                guard let inferred = ProviderList.inferred(from: object.map(\.key)) else {
-                    throw Invalid(description: "apps[\(index)] \"\(name)\" needs a \"provider\": \(choices)")
-                }
-                definition = inferred
-            }
-            let own = definition.keys.union(AppEntry.commonKeys)
-            if let misplaced = object.first(where: { !own.contains($0.key) }),
-               let owner = ProviderList.all.first(where: { $0.keys.contains(misplaced.key) })
-            {
-                throw Invalid(description: """
-                    apps[\(index)] "\(name)": "\(misplaced.key)" does not apply to provider "\(definition.name)" \
-                    (it is \(owner.name)'s)
-                    """)
-            }
-            var appConcurrency = concurrency
-            if let number = item["concurrency"] {
-                guard let value = number.int64Value, (1...10_000).contains(value) else {
-                    throw Invalid(
-                        description: "apps[\(index)] \"\(name)\": concurrency must be an integer in 1...10000")
-                }
-                appConcurrency = Int(value)
-            }
-            var appMaxRate: Double?
-            if let number = item["max_rate"] {
-                guard case .number(let text) = number, let value = Double(text), maxRateRange.contains(value) else {
-                    throw Invalid(description: """
-                        apps[\(index)] "\(name)": max_rate must be a number of sends per second in 0.01...1000000
-                        """)
-                }
-                appMaxRate = value
-            }
-            let settings = try definition.settings(AppEntry(json: item, app: name, directory: directory))
-            apps.append(
-                AppConfiguration(name: name, settings: settings, concurrency: appConcurrency, maxRate: appMaxRate))
+            apps.append(app)
         }
         return apps
+    }
+
+    /// One `apps` entry (of the config file, or stored in the database: SPEC §22) as an app, checked as far as can
+    /// be without reading a file; `label` names it in errors, "apps[2]".
+    static func parseApp(
+        _ item: JSON, label: String, concurrency: Int?, directory: String?
+    ) throws -> AppConfiguration {
+        guard let object = item.objectValue else {
+            throw Invalid(description: "\(label) must be an object")
+        }
+        let known = ProviderList.all.reduce(into: AppEntry.commonKeys) { $0.formUnion($1.keys) }
+        if let unknown = object.first(where: { !known.contains($0.key) }) {
+            throw Invalid(description: "\(label): unknown key \"\(unknown.key)\"")
+        }
+        guard let name = item["name"]?.stringValue, !name.isEmpty else {
+            throw Invalid(description: "\(label) needs a \"name\"")
+        }
+        let notStrings = ProviderList.all.reduce(into: Set(["concurrency", "max_rate"])) {
+            $0.formUnion($1.nonStringKeys)
+        }
+        for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {
+            throw Invalid(description: "\(label) \"\(name)\": \"\(key)\" must be a string")
+        }
+        let names = ProviderList.all.map { "\"\($0.name)\"" }
+        let choices = names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
+        let definition: any ProviderDefinition
+        if let named = item["provider"]?.stringValue {
+            guard let found = ProviderList.named(named) else {
+                throw Invalid(description: """
+                    \(label) "\(name)": provider "\(named)" is not supported: use \(choices)
+                    """)
+            }
+            definition = found
+        } else {
+            guard let inferred = ProviderList.inferred(from: object.map(\.key)) else {
+                throw Invalid(description: "\(label) \"\(name)\" needs a \"provider\": \(choices)")
+            }
+            definition = inferred
+        }
+        let own = definition.keys.union(AppEntry.commonKeys)
+        if let misplaced = object.first(where: { !own.contains($0.key) }),
+           let owner = ProviderList.all.first(where: { $0.keys.contains(misplaced.key) })
+        {
+            throw Invalid(description: """
+                \(label) "\(name)": "\(misplaced.key)" does not apply to provider "\(definition.name)" \
+                (it is \(owner.name)'s)
+                """)
+        }
+        var appConcurrency = concurrency
+        if let number = item["concurrency"] {
+            guard let value = number.int64Value, (1...10_000).contains(value) else {
+                throw Invalid(
+                    description: "\(label) \"\(name)\": concurrency must be an integer in 1...10000")
+            }
+            appConcurrency = Int(value)
+        }
+        var appMaxRate: Double?
+        if let number = item["max_rate"] {
+            guard case .number(let text) = number, let value = Double(text), maxRateRange.contains(value) else {
+                throw Invalid(description: """
+                    \(label) "\(name)": max_rate must be a number of sends per second in 0.01...1000000
+                    """)
+            }
+            appMaxRate = value
+        }
+        let settings = try definition.settings(AppEntry(json: item, app: name, directory: directory))
+        for field in definition.secretFields {
+            if let fileKey = field.fileKey, item[fileKey] != nil, item[field.key] != nil {
+                throw Invalid(description: "\(label) \"\(name)\": give \"\(field.key)\" or \"\(fileKey)\", not both")
+            }
+        }
+        return AppConfiguration(name: name, settings: settings, concurrency: appConcurrency, maxRate: appMaxRate)
     }
 }

@@ -26,6 +26,8 @@ final class Service: Sendable {
     /// The OAuth token requests of the apps that need them (FCM v1's), made when the first such app is built.
     private let tokenPool = OnDemandPool()
     private let server: HTTPServer
+    /// The apps stored in the database, applied while running (SPEC §22).
+    private let liveApps: LiveApps
     private let stopping = StopFlag()
     private let metrics = Metrics.herald()
     /// The console's chart: what finished per minute over the last hour, sampled from `metrics`.
@@ -92,15 +94,15 @@ final class Service: Sendable {
         let apiTokens = configuration.apiToken == nil
             ? APITokens() : APITokens(try readers.read { try $0.apiTokens(activeOnly: true) })
         self.apiTokens = apiTokens
+        let known = Self.routes(of: apps, sandbox: configuration.sandbox)
         let api = IngestAPI(
             writer: database.ingestWriter, readers: readers, apiToken: configuration.apiToken, tenants: apiTokens,
-            knownApps: Set(configuration.apps.map(\.name)),
-            // The sandbox's simulator takes any project, so a backend can keep its real project id in the URL.
-            projects: configuration.sandbox ? [:] : Self.projects(of: configuration.apps),
-            addressing: Dictionary(
-                apps.map { ($0.name, $0.settings.addressing) }, uniquingKeysWith: { first, _ in first }),
+            knownApps: known.knownApps, projects: known.projects, addressing: known.addressing,
             guesses: guesses, metrics: metrics,
             isShuttingDown: { stopping.isSet }, committed: { engine.wake() })
+        liveApps = LiveApps(
+            stored: StoredApps(key: configuration.secretsKey, configApps: apps), readers: readers, engine: engine,
+            context: context, ingest: api.apps, sandbox: configuration.sandbox)
         let admin = AdminAPI(
             writer: writer, readers: readers,
             access: ConsoleAccess(
@@ -109,7 +111,7 @@ final class Service: Sendable {
             apiTokens: apiTokens,
             providers: Dictionary(apps.map { ($0.name, $0.provider) }, uniquingKeysWith: { first, _ in first }),
             credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot,
-            committed: { engine.wake() })
+            committed: { engine.wake() }, apps: liveApps)
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         // Every route behind one front door: no other site's page, and no rebound name without a token.
@@ -123,6 +125,7 @@ final class Service: Sendable {
         let window = configuration.ttlZeroWindowMillis
         for writer in database.writers { try writer.write { $0.ttlZeroWindowMillis = window } }
         try engine.start()
+        liveApps.start()
         database.startWakeUps { [engine] in engine.wake() }
         refreshGauges()
         if configuration.apiToken != nil { refreshAPITokens() }
@@ -142,6 +145,7 @@ final class Service: Sendable {
     func stop() {
         stopping.set()
         server.shutdown(gracePeriod: 10)
+        liveApps.stop()
         engine.stop(gracePeriod: 10)
         tokenPool.made?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
@@ -175,13 +179,18 @@ extension Service {
         return (front, "/proc/\(getpid())/fd/\(descriptor)", descriptor)
     }
 
-    /// FCM project id → app, for the drop-in v1 endpoint; the first app wins a project id given twice.
-    static func projects(of apps: [AppConfiguration]) -> [String: String] {
+    /// What ingest knows of `apps`: their names, FCM project id → app for the drop-in v1 endpoint (the first app
+    /// wins a project id given twice; in the sandbox none, as its simulator takes any project, so a backend can keep
+    /// its real project id in the URL), and what each can address.
+    static func routes(of apps: [AppConfiguration], sandbox: Bool) -> IngestApps.Routes {
         var projects: [String: String] = [:]
-        for app in apps {
+        for app in apps where !sandbox {
             if let project = app.settings.projectID, projects[project] == nil { projects[project] = app.name }
         }
-        return projects
+        return IngestApps.Routes(
+            knownApps: Set(apps.map(\.name)), projects: projects,
+            addressing: Dictionary(
+                apps.map { ($0.name, $0.settings.addressing) }, uniquingKeysWith: { first, _ in first }))
     }
 
     /// Queue depth, oldest ready age and paused apps come from the database, not from counters: read from the

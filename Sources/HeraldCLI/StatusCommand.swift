@@ -40,8 +40,9 @@ enum StatusCommand {
                       is a short code (reset, timeout, connect, transport, http_503, retry_after, quota) and
                       "gated_since" the time its gate closed; "origins" lists a Web Push app's gated or paused
                       origins ({"origin", "paused", "pause_reason", "paused_at", "gated", "gate_until",
-                      "gate_reason", "gated_since"}); with the serve configuration, "secrets_key_id" and an
-                      APNs app's "certificate" ({"expires_at", "sha256", "subject"})
+                      "gate_reason", "gated_since"}); "source" is "database" for an app stored there
+                      (`herald apps`), else "config"; with the serve configuration, "secrets_key_id" and an APNs
+                      app's "certificate" ({"expires_at", "sha256", "subject"})
 
         Example:
           herald status --db /var/lib/herald/herald.db
@@ -59,19 +60,19 @@ enum StatusCommand {
         let credentials = try credentials(parsed, environment: ProcessInfo.processInfo.environment)
         let connection = try openExistingDatabase(parsed)
         let now = Clock.nowMillis()
-        let (apps, totals) = try connection.snapshot {
+        let (apps, totals, stored) = try connection.snapshot {
             (
                 try connection.appStatuses(now: now, lastMinute: true),
-                parsed.flag("totals") ? try connection.queueDepth() : nil
+                parsed.flag("totals") ? try connection.queueDepth() : nil,
+                try connection.appDefinitionVersions()
             )
         }
         if parsed.flag("json") {
             var members: [(String, JSON)] = [("at", .int(now)), ("apps", .array(apps.map { app in
-                var object = json(app, now: now)
-                if let certificate = credentials?.certificates[app.name] {
-                    object = JSON(members: (object.objectValue ?? []) + [("certificate", certificate.json)])
-                }
-                return object
+                var object = (json(app, now: now).objectValue ?? []).map { ($0.key, $0.value) }
+                object.append(("source", stored[app.name] == nil ? "config" : "database"))
+                if let certificate = credentials?.certificates[app.name] { object.append(("certificate", certificate.json)) }
+                return JSON(members: object)
             }))]
             if let totals { members.append(("totals", .array(totals.map(json)))) }
             if let credentials { members.append(("secrets_key_id", AdminJSON.optional(credentials.secretsKeyID))) }
@@ -79,6 +80,9 @@ enum StatusCommand {
         } else {
             print(text(apps, totals: totals, now: now))
             if let credentials { print("\n" + text(credentials, now: now)) }
+            if !stored.isEmpty {
+                print("\nstored in the database (herald apps list): " + stored.keys.sorted().joined(separator: ", "))
+            }
         }
         return 0
     }

@@ -18,9 +18,11 @@ public final class IngestAPI: HTTPHandler {
     private let intake: MessageIntake
     private let fcmSend: FCMSendEndpoint
     private let fcmV1Send: FCMV1SendEndpoint
-    private let knownApps: Set<String>?
-    private let projects: [String: String]
-    private let addressing: [String: any AddressingRules]
+    /// The apps, their projects and addressing rules, as `serve` replaces them when apps change at run time.
+    public let apps: IngestApps
+    private var knownApps: Set<String>? { apps.current.knownApps }
+    private var projects: [String: String] { apps.current.projects }
+    private var addressing: [String: any AddressingRules] { apps.current.addressing }
     private let maxWriterBacklog: Int
     private let guesses: GuessThrottle
 
@@ -48,9 +50,7 @@ public final class IngestAPI: HTTPHandler {
         isShuttingDown: @escaping @Sendable () -> Bool = { false },
         committed: @escaping @Sendable () -> Void = {}
     ) {
-        self.knownApps = knownApps
-        self.projects = projects
-        self.addressing = addressing
+        apps = IngestApps(IngestApps.Routes(knownApps: knownApps, projects: projects, addressing: addressing))
         self.maxWriterBacklog = maxWriterBacklog
         self.guesses = guesses
         self.writer = writer

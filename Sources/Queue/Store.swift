@@ -59,6 +59,15 @@ public protocol Store: QueueStore {
 
     func ensureApp(_ name: String) throws
     func apps() throws -> [AppState]
+    /// The apps stored in the database (SPEC §22), by name.
+    func appDefinitions() throws -> [AppDefinitionRecord]
+    /// Each stored app's version, by name: what an instance reads every few seconds to see a change.
+    func appDefinitionVersions() throws -> [String: Int64]
+    /// Stores `record` as app `record.name`'s definition (a new one, or replacing the one stored), its version one
+    /// above the row's; returns the record as stored and whether it is new.
+    func putAppDefinition(_ record: AppDefinitionRecord) throws -> (stored: AppDefinitionRecord, created: Bool)
+    /// Removes app `name`'s stored definition (its pause state stays); false when it has none.
+    func removeAppDefinition(_ name: String, now: Int64) throws -> Bool
     func pauseApp(_ app: String, reason: String, now: Int64) throws -> Bool
     /// Resumes `app`, opens its gate, and resumes (forgets) its gated and paused origins; returns false when
     /// neither the app nor any of its origins was paused.

@@ -13,6 +13,7 @@ public struct APNsDefinition: ProviderDefinition {
     public static let name = "apns"
     public var name: String { Self.name }
     public var keys: Set<String> { APNsSettings.keys }
+    public var secretFields: [SecretField] { [APNsSettings.keyField] }
     public var reasonCodes: [String] { APNsCode.allCases.map(\.rawValue) }
 
     public init() {}
@@ -22,7 +23,7 @@ public struct APNsDefinition: ProviderDefinition {
 
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         var settings = try APNsSettings(
-            keyFile: entry.path("key_file"), keyID: entry["key_id"]?.stringValue,
+            key: entry.secret(APNsSettings.keyField), keyID: entry["key_id"]?.stringValue,
             teamID: entry["team_id"]?.stringValue, topic: entry["topic"]?.stringValue,
             environment: entry["environment"]?.stringValue, certificate: try APNsCertificateFiles(entry), app: entry.app)
         settings.endpoint = entry["endpoint"]?.stringValue ?? settings.defaultEndpoint
@@ -34,14 +35,16 @@ public struct APNsDefinition: ProviderDefinition {
 public struct APNsSettings: SandboxedOverTLS {
     /// The `apps` entry's keys for an APNs app.
     static let keys: Set = [
-        "key_file", "key_id", "team_id", "topic", "environment", "certificate_file", "certificate_password_file",
-        "certificate_key_file",
+        "key_file", "key", "key_id", "team_id", "topic", "environment", "certificate_file",
+        "certificate_password_file", "certificate_key_file",
     ]
+    /// The `.p8` key: a file, or its PEM inline.
+    static let keyField = SecretField("key", file: "key_file")
 
     public var provider: String { APNsDefinition.name }
     public var endpoint: String
-    /// Token-based authentication: the `.p8` key's file, its id and the team's; empty with a certificate.
-    var keyFile: String
+    /// Token-based authentication: the `.p8` key, its id and the team's; nil and empty with a certificate.
+    var keySource: SecretSource?
     var keyID: String
     var teamID: String
     /// Certificate-based authentication instead: see `APNsCertificateFiles`.
@@ -62,18 +65,18 @@ public struct APNsSettings: SandboxedOverTLS {
     /// `--sandbox`'s: no key file; every APNs app of the sandbox signs with one throw-away key that only the
     /// built-in simulator trusts.
     static func sandboxed(topic: String = "com.example.sandbox") -> APNsSettings {
-        APNsSettings(keyFile: "", keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
+        APNsSettings(keySource: .inline(""), keyID: "SANDBOXKEY", teamID: "SANDBOXTM", topic: topic, sandbox: true)
     }
 
-    private init(keyFile: String, keyID: String, teamID: String, topic: String, sandbox: Bool) {
-        (self.keyFile, self.keyID, self.teamID, self.topic, self.sandbox) = (keyFile, keyID, teamID, topic, sandbox)
+    private init(keySource: SecretSource, keyID: String, teamID: String, topic: String, sandbox: Bool) {
+        (self.keySource, self.keyID, self.teamID, self.topic, self.sandbox) = (keySource, keyID, teamID, topic, sandbox)
         endpoint = ""
     }
 
-    /// Exactly one way to authenticate: `keyFile`, `keyID` and `teamID` (a `.p8` key), or `certificate`'s files.
-    /// `keyFile` as given: a path relative to the config file's directory is resolved by the caller.
+    /// Exactly one way to authenticate: `key`, `keyID` and `teamID` (a `.p8` key), or `certificate`'s files.
+    /// `key` as given: a path relative to the config file's directory is resolved by the caller.
     public init(
-        keyFile: String?, keyID: String?, teamID: String?, topic: String?, environment: String?,
+        key: SecretSource?, keyID: String?, teamID: String?, topic: String?, environment: String?,
         certificate: APNsCertificateFiles? = nil, app: String
     ) throws(ConfigurationError) {
         func required(_ value: String?, _ key: String) throws(ConfigurationError) -> String {
@@ -81,22 +84,22 @@ public struct APNsSettings: SandboxedOverTLS {
             return value
         }
         if let certificate {
-            guard keyFile == nil, keyID == nil, teamID == nil else {
+            guard key == nil, keyID == nil, teamID == nil else {
                 throw ConfigurationError("""
                     APNs app "\(app)": give either "certificate_file" (a certificate) or "key_file", "key_id" and \
                     "team_id" (a .p8 signing key), not both
                     """)
             }
-            (self.keyFile, self.keyID, self.teamID) = ("", "", "")
+            (keySource, self.keyID, self.teamID) = (nil, "", "")
             certificateFiles = certificate
         } else {
-            guard keyFile != nil || keyID != nil || teamID != nil else {
+            guard let key else {
                 throw ConfigurationError("""
-                    APNs app "\(app)" needs "key_file", "key_id" and "team_id" (a .p8 signing key) or \
-                    "certificate_file" (a .p12, or a PEM certificate and its key)
+                    APNs app "\(app)" needs "key_file" (or the key's PEM inline, "key"), "key_id" and "team_id" (a \
+                    .p8 signing key), or "certificate_file" (a .p12, or a PEM certificate and its key)
                     """)
             }
-            self.keyFile = try required(keyFile, "key_file")
+            keySource = key
             self.keyID = try required(keyID, "key_id")
             self.teamID = try required(teamID, "team_id")
         }
@@ -126,8 +129,10 @@ public struct APNsSettings: SandboxedOverTLS {
             clientCertificate = try certificateFiles.load(app: app, topic: topic, now: Clock.nowMillis())
             return
         }
+        guard let keySource else { throw ConfigurationError("APNs app \"\(app)\" needs a key or a certificate") }
         key = try AppEntry.readP256Key(
-            keyFile, app: app, provider: "APNs", expected: "an APNs signing key (a .p8 file with a P-256 private key)")
+            keySource, app: app, provider: "APNs",
+            expected: "an APNs signing key (a .p8 file with a P-256 private key)")
     }
 
     /// Every APNs app of the sandbox signs with one throw-away key that only the simulator trusts.

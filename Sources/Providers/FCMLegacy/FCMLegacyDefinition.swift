@@ -9,6 +9,7 @@ public struct FCMLegacyDefinition: ProviderDefinition {
     public static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
     public var name: String { Self.name }
     public let keys: Set = ["server_key"]
+    public var secretFields: [SecretField] { [SecretField("server_key")] }
     /// A connection per request in flight: 64, as before HTTP v1.
     public let defaultConcurrency = 64
 

@@ -9,7 +9,9 @@ import Support
 public struct FCMV1Definition: ProviderDefinition {
     public static let name = "fcm-v1"
     public var name: String { Self.name }
-    public let keys: Set = ["service_account_file", "project_id", "token_uri"]
+    public let keys: Set = ["service_account_file", "service_account", "project_id", "token_uri"]
+    public var nonStringKeys: Set<String> { ["service_account"] }
+    public var secretFields: [SecretField] { [V1Settings.accountField] }
     public var reasonCodes: [String] { V1Code.allCases.map(\.rawValue) }
 
     public init() {}
@@ -17,7 +19,7 @@ public struct FCMV1Definition: ProviderDefinition {
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         V1Settings(
             endpoint: entry["endpoint"]?.stringValue ?? V1Provider.defaultEndpoint,
-            serviceAccountFile: entry.path("service_account_file"), projectID: entry["project_id"]?.stringValue,
+            serviceAccount: entry.secret(V1Settings.accountField), projectID: entry["project_id"]?.stringValue,
             tokenURI: entry["token_uri"]?.stringValue)
     }
 }
@@ -25,20 +27,23 @@ public struct FCMV1Definition: ProviderDefinition {
 /// An FCM HTTP v1 app: its service-account key file as configured, and (once `load` has read it) its key and the
 /// project and token endpoint in force: the config's overrides, else the file's.
 public struct V1Settings: AppSettings {
+    /// The service account's key: a file, or its JSON inline.
+    static let accountField = SecretField("service_account", file: "service_account_file")
     public var provider: String { FCMV1Definition.name }
     /// The base URL, `https://fcm.googleapis.com`.
     public var endpoint: String
-    public var serviceAccountFile: String?
+    /// Where the service account's key is: its file, or its JSON.
+    public var serviceAccountSource: SecretSource?
     public var projectID: String?
     public var tokenURI: String?
     public var serviceAccount: ServiceAccount?
 
     public init(
-        endpoint: String = V1Provider.defaultEndpoint, serviceAccountFile: String? = nil, projectID: String? = nil,
+        endpoint: String = V1Provider.defaultEndpoint, serviceAccount: SecretSource? = nil, projectID: String? = nil,
         tokenURI: String? = nil
     ) {
-        (self.endpoint, self.serviceAccountFile, self.projectID, self.tokenURI) =
-            (endpoint, serviceAccountFile, projectID, tokenURI)
+        (self.endpoint, self.serviceAccountSource, self.projectID, self.tokenURI) =
+            (endpoint, serviceAccount, projectID, tokenURI)
     }
 
     public func check(app: String) throws(ConfigurationError) {
@@ -57,15 +62,22 @@ public struct V1Settings: AppSettings {
 
     /// Reads the key file (exactly what is wrong, if anything) and settles `projectID` and `tokenURI`.
     public mutating func load(app: String) throws(ConfigurationError) {
-        guard let path = serviceAccountFile else {
+        guard let source = serviceAccountSource else {
             throw ConfigurationError("app \"\(app)\" uses fcm-v1 but names no \"service_account_file\"")
         }
         let account: ServiceAccount
         do {
-            account = try ServiceAccount(contentsOf: path)
+            switch source {
+            case .file(let path):
+                account = try ServiceAccount(contentsOf: path)
+                AppEntry.warnIfOthersCanRead(path, "the service account file", app: app)
+            case .inline(let text):
+                account = try ServiceAccount(json: Array(text.utf8), source: "its \"service_account\"")
+            }
         } catch {
             throw ConfigurationError("app \"\(app)\": \(error)")
         }
+        let path = source.place
         guard let projectID = projectID ?? account.projectID else {
             throw ConfigurationError("""
                 app "\(app)": service account file \(path) has no "project_id" and the config sets none
@@ -81,7 +93,14 @@ public struct V1Settings: AppSettings {
         } catch {
             throw ConfigurationError(error.description)
         }
-        AppEntry.warnIfOthersCanRead(path, "the service account file", app: app)
+        // A key that parses may still fail to sign (SPEC §22): sign once now, not at the first token request.
+        do {
+            _ = try JWT.sign(
+                JWT.Claims(issuer: account.clientEmail, scope: "", audience: tokenURI, issuedAt: 0, lifetime: 60),
+                with: account.privateKey)
+        } catch {
+            throw ConfigurationError("app \"\(app)\": the service account's private_key cannot sign: \(error)")
+        }
         serviceAccount = account
         self.projectID = projectID
         self.tokenURI = tokenURI

@@ -12,7 +12,8 @@ public struct HMSDefinition: ProviderDefinition {
     public static let name = "hms"
     public var name: String { Self.name }
     /// `token_uri` is FCM v1's key too: the OAuth token URL, for a proxy or a stand-in.
-    public let keys: Set = ["app_id", "client_id", "client_secret_file", "token_uri"]
+    public let keys: Set = ["app_id", "client_id", "client_secret", "client_secret_file", "token_uri"]
+    public var secretFields: [SecretField] { [HMSSettings.secretField] }
     public var reasonCodes: [String] { HMSCode.allCases.map(\.rawValue) }
     /// A request carries up to 1000 tokens, as FCM legacy's multicast: 64 of them are 64,000 tokens in flight.
     public var defaultConcurrency: Int { 64 }
@@ -28,7 +29,8 @@ public struct HMSDefinition: ProviderDefinition {
 }
 
 /// An HMS Push Kit app (SPEC §21), from its `apps` entry:
-/// `{"name", "provider": "hms", "app_id", "client_id"?, "client_secret_file", "endpoint"?, "token_uri"?}`.
+/// `{"name", "provider": "hms", "app_id", "client_id"?, "client_secret_file" (or "client_secret" inline), "endpoint"?,
+/// "token_uri"?}`.
 ///
 /// `client_id` defaults to `app_id`: an AppGallery app's OAuth client id is its app id, as Huawei's server demos use
 /// one number for both. The secret is read by `load` at start, held in memory only, never logged.
@@ -41,7 +43,9 @@ public struct HMSSettings: AppSettings {
     public var endpoint: String
     public var appID: String
     public var clientID: String
-    public var clientSecretFile: String
+    /// The client secret: a file, or inline (an app stored in the database: opened from its sealed copy).
+    public var clientSecretSource: SecretSource?
+    static let secretField = SecretField("client_secret", file: "client_secret_file")
     public var tokenURI: String
     /// Read by `load`, or the sandbox's throw-away one.
     public var clientSecret: String?
@@ -67,8 +71,8 @@ public struct HMSSettings: AppSettings {
                 \(value.prefix(100))"
                 """)
         }
-        _ = try text("client_secret_file", required: true)
-        clientSecretFile = entry.path("client_secret_file") ?? ""  // there, a non-empty string: just checked
+        if entry["client_secret"] == nil { _ = try text("client_secret_file", required: true) }
+        clientSecretSource = entry.secret(Self.secretField)
         tokenURI = try text("token_uri", required: false) ?? Self.defaultTokenURI
         endpoint = try text("endpoint", required: false) ?? Self.defaultEndpoint
     }
@@ -79,7 +83,7 @@ public struct HMSSettings: AppSettings {
     }
 
     private init(appID: String) {
-        (self.appID, clientID, clientSecretFile) = (appID, appID, "")
+        (self.appID, clientID) = (appID, appID)
         (endpoint, tokenURI) = (Self.defaultEndpoint, Self.defaultTokenURI)
     }
 
@@ -95,17 +99,15 @@ public struct HMSSettings: AppSettings {
 
     /// Reads the client secret, whitespace around it ignored (a file written by `echo` ends in a newline).
     public mutating func load(app: String) throws(ConfigurationError) {
-        guard let data = FileManager.default.contents(atPath: clientSecretFile),
-              let text = String(data: data, encoding: .utf8)
-        else { throw ConfigurationError("HMS app \"\(app)\": cannot read client_secret_file \(clientSecretFile)") }
-        let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let clientSecretSource else { throw ConfigurationError("HMS app \"\(app)\" needs \"client_secret_file\"") }
+        let secret = try clientSecretSource.text(app: app, what: "HMS client secret file")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty, !secret.contains(where: \.isNewline) else {
             throw ConfigurationError("""
-                HMS app "\(app)": \(clientSecretFile) must hold the app's client secret (one line, from AppGallery \
-                Connect's app information)
+                HMS app "\(app)": \(clientSecretSource.place) must hold the app's client secret (one line, from \
+                AppGallery Connect's app information)
                 """)
         }
-        AppEntry.warnIfOthersCanRead(clientSecretFile, "the HMS client secret file", app: app)
         clientSecret = secret
     }
 

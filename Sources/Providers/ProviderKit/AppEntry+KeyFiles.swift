@@ -3,24 +3,16 @@ import OAuth
 import Support
 
 extension AppEntry {
-    /// The P-256 private key (PEM) in `path`, for `provider`'s app `app`; an error that says what `expected` is.
+    /// The P-256 private key (PEM) in `source`, for `provider`'s app `app`; an error that says what `expected` is.
     public static func readP256Key(
-        _ path: String, app: String, provider: String, expected: String
+        _ source: SecretSource, app: String, provider: String, expected: String
     ) throws(ConfigurationError) -> P256PrivateKey {
-        let text: String
+        let text = try source.text(app: app, what: "\(provider) key file")
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            return try P256PrivateKey(pem: text)
         } catch {
-            throw ConfigurationError("\(provider) app \"\(app)\": cannot read key file \(path)")
+            throw ConfigurationError("\(provider) app \"\(app)\": \(source.place) is not \(expected): \(error)")
         }
-        let key: P256PrivateKey
-        do {
-            key = try P256PrivateKey(pem: text)
-        } catch {
-            throw ConfigurationError("\(provider) app \"\(app)\": \(path) is not \(expected): \(error)")
-        }
-        warnIfOthersCanRead(path, "the \(provider) key file", app: app)
-        return key
     }
 
     /// A key file that group or other users may read gets a warning (it is read all the same: refusing would stop

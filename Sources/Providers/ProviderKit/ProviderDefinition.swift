@@ -23,6 +23,9 @@ public protocol ProviderDefinition: Sendable {
     var keys: Set<String> { get }
     /// Of `keys`, those whose values are not strings (the others must be).
     var nonStringKeys: Set<String> { get }
+    /// Of `keys`, the secrets (SPEC §22): inline or in a file, sealed when the app is stored in the database, never
+    /// shown.
+    var secretFields: [SecretField] { get }
     /// The provider's own codes with a rule, as stored in `deliveries.reason` (its classifier's `V1Code`, …): kept
     /// verbatim by `DeliveryReason(stored:)`, so none may be the text of a reason of Herald's own.
     var reasonCodes: [String] { get }
@@ -37,6 +40,7 @@ public protocol ProviderDefinition: Sendable {
 
 extension ProviderDefinition {
     public var nonStringKeys: Set<String> { [] }
+    public var secretFields: [SecretField] { [] }
     public var reasonCodes: [String] { [] }
     public var defaultConcurrency: Int { 1000 }
     public var sandboxApp: (name: String, settings: any AppSettings)? { nil }

@@ -10,6 +10,7 @@ public struct WebPushDefinition: ProviderDefinition {
     public var name: String { Self.name }
     public var keys: Set<String> { WebPushSettings.keys }
     public var nonStringKeys: Set<String> { WebPushSettings.nonStringKeys }
+    public var secretFields: [SecretField] { [WebPushSettings.keyField] }
 
     public init() {}
 
@@ -26,17 +27,19 @@ public struct WebPushDefinition: ProviderDefinition {
 public struct WebPushSettings: SandboxedOverTLS {
     /// The `apps` entry's keys for a Web Push app.
     static let keys: Set = [
-        "vapid_private_key_file", "vapid_subject", "origin_concurrency", "max_connections", "allow_private_endpoints",
-        "trusted_push_hosts",
+        "vapid_private_key_file", "vapid_private_key", "vapid_subject", "origin_concurrency", "max_connections",
+        "allow_private_endpoints", "trusted_push_hosts",
     ]
     /// The keys whose values are not strings.
     static let nonStringKeys: Set = [
         "origin_concurrency", "max_connections", "allow_private_endpoints", "trusted_push_hosts",
     ]
+    /// The VAPID key: a file, or its PEM inline.
+    static let keyField = SecretField("vapid_private_key", file: "vapid_private_key_file")
     public var provider: String { WebPushDefinition.name }
     /// When set, where every push goes instead of its subscription's origin (a proxy, a stand-in).
     public var endpoint = ""
-    var keyFile: String
+    var keySource: SecretSource
     /// `mailto:…` or `https://…`: whom a push service contacts about this sender.
     var subject: String
     /// Read by `load` at start; never logged or stored.
@@ -52,20 +55,20 @@ public struct WebPushSettings: SandboxedOverTLS {
 
     /// `--sandbox`'s: no key file (`prepareSandbox` makes a throw-away key), and the simulator on loopback to send to.
     static func sandboxed() -> WebPushSettings {
-        var settings = WebPushSettings(keyFile: "", subject: "mailto:sandbox@herald.invalid")
+        var settings = WebPushSettings(keySource: .inline(""), subject: "mailto:sandbox@herald.invalid")
         settings.endpoints = EndpointPolicy(allowsPrivate: true)
         return settings
     }
 
-    private init(keyFile: String, subject: String) {
-        (self.keyFile, self.subject) = (keyFile, subject)
+    private init(keySource: SecretSource, subject: String) {
+        (self.keySource, self.subject) = (keySource, subject)
     }
 
     /// From the `apps` entry `entry`.
     init(_ entry: AppEntry) throws(ConfigurationError) {
         let (item, app) = (entry.json, entry.app)
         try self.init(
-            keyFile: entry.path("vapid_private_key_file"), subject: item["vapid_subject"]?.stringValue, app: app)
+            key: entry.secret(Self.keyField), subject: item["vapid_subject"]?.stringValue, app: app)
         endpoint = item["endpoint"]?.stringValue ?? ""
         endpoints = try Self.endpoints(item, app: app)
         originConcurrency = try Self.integer(
@@ -89,8 +92,8 @@ public struct WebPushSettings: SandboxedOverTLS {
         return Int(value)
     }
 
-    private init(keyFile: String?, subject: String?, app: String) throws(ConfigurationError) {
-        guard let path = keyFile, !path.isEmpty else {
+    private init(key: SecretSource?, subject: String?, app: String) throws(ConfigurationError) {
+        guard let key else {
             throw ConfigurationError("""
                 Web Push app "\(app)" needs "vapid_private_key_file" (make one with `herald webpush-keys --out FILE`)
                 """)
@@ -101,7 +104,7 @@ public struct WebPushSettings: SandboxedOverTLS {
                 services contact about your pushes
                 """)
         }
-        self.keyFile = path
+        keySource = key
         self.subject = subject
     }
 
@@ -134,7 +137,7 @@ public struct WebPushSettings: SandboxedOverTLS {
     /// Reads the PEM file and checks that it is a P-256 private key, saying exactly what is wrong otherwise.
     public mutating func load(app: String) throws(ConfigurationError) {
         key = try AppEntry.readP256Key(
-            keyFile, app: app, provider: "Web Push",
+            keySource, app: app, provider: "Web Push",
             expected: "a VAPID key (a PEM P-256 private key, as `herald webpush-keys` writes)")
     }
 

@@ -38,7 +38,7 @@ import Testing
 
         let entry = try settings([("app_id", "10000001"), ("client_secret_file", "secret.txt")])
         #expect(entry.clientID == "10000001")
-        #expect(entry.clientSecretFile == directory.path("secret.txt"))
+        #expect(entry.clientSecretSource?.place == directory.path("secret.txt"))
         #expect(entry.endpoint == HMSSettings.defaultEndpoint)
         #expect(entry.tokenURI == HMSSettings.defaultTokenURI)
     }
