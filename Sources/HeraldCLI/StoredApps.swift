@@ -56,7 +56,8 @@ struct StoredApps: Sendable {
         for field in definition.secretFields {
             guard let source = AppEntry(json: entry, app: name, directory: nil).secret(field) else { continue }
             do {
-                let text = try source.text(app: name, what: field.fileKey.map { "\"\($0)\"" } ?? field.key)
+                let text = try source.text(
+                    app: name, what: field.fileKey.map { "\"\($0)\"" } ?? field.key, binary: field.binary)
                 opened.append((field.key, .string(text)))
             } catch {
                 throw Refusal(status: 400, description: "\(error)")
