@@ -14,7 +14,7 @@ public struct APNsCertificateSource: Sendable {
     public static let expiryWarningMillis: Int64 = 30 * 86_400_000
 
     static let certificateField = SecretField("certificate", file: "certificate_file", binary: true)
-    static let passwordField = SecretField("certificate_password", file: "certificate_password_file")
+    static let passwordField = SecretField("certificate_password", file: "certificate_password_file", password: true)
     static let keyField = SecretField("certificate_key", file: "certificate_key_file")
     static let fields = [certificateField, passwordField, keyField]
 

@@ -12,9 +12,11 @@ public struct SecretField: Sendable {
     public var fileKey: String?
     /// Its file may be binary (a `.p12`): read as bytes, its text is the file's if it is PEM, else their base64.
     public var binary: Bool
+    /// A password: shown without a fingerprint, since a SHA-256 of a password can be guessed back.
+    public var isPassword: Bool
 
-    public init(_ key: String, file fileKey: String? = nil, binary: Bool = false) {
-        (self.key, self.fileKey, self.binary) = (key, fileKey, binary)
+    public init(_ key: String, file fileKey: String? = nil, binary: Bool = false, password: Bool = false) {
+        (self.key, self.fileKey, self.binary, self.isPassword) = (key, fileKey, binary, password)
     }
 }
 
