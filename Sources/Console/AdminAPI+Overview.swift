@@ -78,7 +78,7 @@ extension AdminAPI {
             ("provider", AdminJSON.optional(providers[status.name] ?? apps?.providers[status.name])),
             ("source", providers[status.name] != nil ? "config" : apps?.providers[status.name] != nil ? "database"
                 : .null),
-            ("certificate", credentials.certificates[status.name]?.json ?? .null),
+            ("certificate", (credentials.certificates[status.name] ?? apps?.certificates[status.name])?.json ?? .null),
             ("state", .string(state)),
             ("last_hour", .array(history.lastHour(status.name, now: now).map(AdminJSON.finished))),
             ("answers", .array(answers.map {

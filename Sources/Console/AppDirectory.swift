@@ -9,6 +9,8 @@ public protocol AppDirectory: Sendable {
     var configApps: [JSON] { get }
     /// App → provider of the stored apps running.
     var providers: [String: String] { get }
+    /// App → certificate of the stored apps running that have one (APNs' certificate authentication).
+    var certificates: [String: CredentialFacts.Certificate] { get }
     /// `body`, an `apps` entry, checked as app `name` (its files read, its keys parsed) with its secrets sealed:
     /// 400 with the reason, 409 for a config-file app. It reads files and signs: call it on a thread you own.
     func prepare(name: String, body: JSON, now: Int64) throws(APIError) -> AppDefinitionRecord

@@ -24,6 +24,8 @@ final class LiveApps: AppDirectory, @unchecked Sendable {
     private let stopped = StopFlag()
     /// App → provider of the stored apps running, for the console's overview.
     private let running = Mutex<[String: String]>([:])
+    /// App → certificate of the stored apps running that have one, for the overview.
+    private let runningCertificates = Mutex<[String: CredentialFacts.Certificate]>([:])
     /// The version of each stored app applied (or found unusable). Only touched on `queue`.
     private var versions: [String: Int64] = [:]
     /// The stored apps running. Only touched on `queue`.
@@ -58,6 +60,8 @@ final class LiveApps: AppDirectory, @unchecked Sendable {
     var configApps: [JSON] { stored.configApps.map(StoredApps.view) }
 
     var providers: [String: String] { running.withLock { $0 } }
+
+    var certificates: [String: CredentialFacts.Certificate] { runningCertificates.withLock { $0 } }
 
     func prepare(name: String, body: JSON, now: Int64) throws(APIError) -> AppDefinitionRecord {
         do {
@@ -135,5 +139,6 @@ final class LiveApps: AppDirectory, @unchecked Sendable {
         let all = stored.configApps + apps.values.sorted { $0.name < $1.name }
         ingest.replace(Service.routes(of: all, sandbox: sandbox))
         running.withLock { $0 = apps.mapValues(\.provider) }
+        runningCertificates.withLock { $0 = ServeConfiguration.certificates(of: apps.values) }
     }
 }

@@ -73,7 +73,8 @@ enum ServeCommand {
             default 100, and optionally "trusted_push_hosts" (host suffixes its endpoints must be on) and
             "allow_private_endpoints" (true: also loopback, private addresses and any port; for tests)) go in the
             config file's "apps" list. A secret may also be inline: "service_account" (the key file's JSON), "key"
-            (APNs), "vapid_private_key" (PEM).
+            (APNs), "vapid_private_key" (PEM), "certificate" (PEM, or the base64 of a .p12), "certificate_password",
+            "certificate_key".
 
             Apps stored in the database (`herald apps`, PUT /v1/admin/apps/NAME) run beside them and are applied
             while serve runs, within 5 s on every instance; their secrets are sealed under --secrets-key-file's key.

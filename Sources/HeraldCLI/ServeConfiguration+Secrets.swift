@@ -24,6 +24,11 @@ extension ServeConfiguration {
 extension ServeConfiguration {
     /// The secrets key's id and the certificates of the apps that have one, for `status` and the console.
     var credentialFacts: CredentialFacts {
+        CredentialFacts(secretsKeyID: secretsKey?.id, certificates: Self.certificates(of: apps))
+    }
+
+    /// App → certificate of those of `apps` that have one.
+    static func certificates(of apps: some Sequence<AppConfiguration>) -> [String: CredentialFacts.Certificate] {
         var certificates: [String: CredentialFacts.Certificate] = [:]
         for app in apps {
             guard let certificate = app.settings.clientCertificate else { continue }
@@ -31,6 +36,6 @@ extension ServeConfiguration {
                 expiresAt: certificate.notAfterMillis, sha256: certificate.sha256Fingerprint,
                 subject: certificate.subjectCommonName)
         }
-        return CredentialFacts(secretsKeyID: secretsKey?.id, certificates: certificates)
+        return certificates
     }
 }

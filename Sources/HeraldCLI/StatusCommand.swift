@@ -109,7 +109,8 @@ enum StatusCommand {
         let key = credentials.secretsKeyID.map { "id \($0)" } ?? "none (storing secrets is refused)"
         var lines = ["secrets key: " + key]
         for (app, certificate) in credentials.certificates.sorted(by: { $0.key < $1.key }) {
-            let soon = certificate.expiresAt - now < APNsCertificateFiles.expiryWarningMillis ? ": renew it soon" : ""
+            let renew = certificate.expiresAt - now < APNsCertificateSource.expiryWarningMillis
+            let soon = renew ? ": renew it soon" : ""
             lines.append("""
                 \(app): APNs certificate \(certificate.subject ?? "") expires \(Output.time(certificate.expiresAt)) \
                 (\(Output.relative(certificate.expiresAt, now: now)))\(soon); sha256 \(certificate.sha256)

@@ -56,7 +56,8 @@ struct StoredApps: Sendable {
         for field in definition.secretFields {
             guard let source = AppEntry(json: entry, app: name, directory: nil).secret(field) else { continue }
             do {
-                let text = try source.text(app: name, what: field.fileKey.map { "\"\($0)\"" } ?? field.key)
+                let text = try source.text(
+                    app: name, what: field.fileKey.map { "\"\($0)\"" } ?? field.key, binary: field.binary)
                 opened.append((field.key, .string(text)))
             } catch {
                 throw Refusal(status: 400, description: "\(error)")
@@ -70,13 +71,15 @@ struct StoredApps: Sendable {
         } catch {
             throw Refusal(status: 400, description: "\(error)")
         }
+        let passwords = Set(definition.secretFields.filter(\.isPassword).map(\.key))
         var secrets: [(String, JSON)] = []
         for (field, text) in opened {
             guard let key else { throw Refusal(status: 400, description: "\(SecretsError.noKey)") }
             let text = text.stringValue ?? ""
             do {
                 let sealed = try key.seal(Array(text.utf8), context: Self.context(name, field))
-                secrets.append((field, JSON(members: [("sealed", .string(sealed))] + Self.facts(text))))
+                let facts = passwords.contains(field) ? [] : Self.facts(text)
+                secrets.append((field, JSON(members: [("sealed", .string(sealed))] + facts)))
             } catch {
                 throw Refusal(status: 400, description: "\(error)")
             }

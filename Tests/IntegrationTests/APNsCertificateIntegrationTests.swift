@@ -128,6 +128,63 @@ import Testing
         #expect(!herald.log.contains(certificates.password) && !herald.log.contains(keyText))
     }
 
+    /// An app stored through `/v1/admin/apps` with its `.p12` and password given as files: both are sealed (the
+    /// database holds neither the password nor the `.p12`'s bytes, nor their paths), the app shows fingerprints only,
+    /// and it delivers with the certificate; the overview shows its expiry.
+    @Test func aStoredCertificateAppIsSealedAndDelivers() async throws {
+        let directory = HeraldProcess.makeDirectory()
+        let certificates = try Certificates(in: directory)
+        let standIn = try H2StandIn(
+            ["--client-ca", certificates.path("ca.pem")], script: "scripts/apns-h2-standin.js")
+        let secretsKey = certificates.path("secrets.key")
+        #expect(try runHerald(["secrets-key", "--out", secretsKey]).status == 0)
+        let herald = try HeraldProcess(
+            directory: directory, arguments: ["--secrets-key-file", secretsKey],
+            environment: ["SSL_CERT_FILE": standIn.caFile])
+        defer { herald.stop() }
+
+        let added = try await herald.request("PUT", "/v1/admin/apps/stored", body: """
+            {"provider": "apns", "topic": "\(Self.topic)", "endpoint": "https://127.0.0.1:\(standIn.port)",
+             "certificate_file": "\(certificates.path("client.p12"))",
+             "certificate_password_file": "\(certificates.path("password"))"}
+            """)
+        #expect(added.status == 201, "\(added.text)")
+        let p12 = try Data(contentsOf: URL(fileURLWithPath: certificates.path("client.p12")))
+        let shown = try await herald.request("GET", "/v1/admin/apps/stored")
+        #expect(shown.status == 200, "\(shown.text)")
+        #expect((shown.json["certificate"] as? [String: Any])?["sha256"] != nil, "\(shown.text)")
+        let password = shown.json["certificate_password"] as? [String: Any]
+        #expect(password?["secrets_key_id"] != nil && password?["sha256"] == nil, "no password hash: \(shown.text)")
+        for reply in [added, shown] {
+            #expect(!reply.text.contains(certificates.password) && !reply.text.contains(p12.base64EncodedString()))
+            #expect(!reply.text.contains("client.p12"), "no path is kept: \(reply.text)")
+        }
+
+        let sent = try await herald.request(
+            "POST", "/v1/messages", body: #"{"app":"stored","tokens":["s-1"],"message":{"notification":{"title":"Hi"}}}"#)
+        #expect(sent.status == 202, "\(sent.text)")
+        var state: String?
+        for _ in 0..<300 where state != "delivered" {
+            let connection = try Connection(path: herald.databasePath, mode: .readOnly)
+            state = try connection.query("SELECT state FROM deliveries WHERE token = 's-1'") { $0.string(0) }.first
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(state == "delivered")
+        let clients = try await standIn.statsObject()["client_certificates"] as? [String: Int] ?? [:]
+        #expect(Set(clients.keys) == [Self.topic], "\(clients)")
+        let overview = try await herald.request("GET", "/v1/admin/overview").json
+        let apps = overview["apps"] as? [[String: Any]] ?? []
+        let certificate = apps.first { $0["app"] as? String == "stored" }?["certificate"] as? [String: Any]
+        #expect((certificate?["sha256"] as? String)?.count == 64, "\(apps)")
+
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: herald.databasePath))
+            + ((try? Data(contentsOf: URL(fileURLWithPath: herald.databasePath + "-wal"))) ?? Data())
+        for secret in [Data(certificates.password.utf8), p12, Data(p12.base64EncodedString().utf8),
+                       Data(p12.base64EncodedString().prefix(64).utf8), Data("client.p12".utf8)] {
+            #expect(bytes.range(of: secret) == nil, "the database holds a secret in clear")
+        }
+    }
+
     /// An APNs app's certificate that cannot work is refused at start, saying what to fix, and never quoting a
     /// password.
     @Test func aCertificateThatCannotWorkIsRefusedAtStart() throws {
@@ -148,7 +205,7 @@ import Testing
         let cases: [(app: String, says: String)] = [
             (#"{\#(app),"certificate_file":"client.p12","key_file":"k.p8","key_id":"ABC123DEFG","team_id":"T"}"#,
              #"give either "certificate_file" (a certificate) or "key_file""#),
-            (#"{\#(app)}"#, #"needs "key_file", "key_id" and "team_id" (a .p8 signing key) or "certificate_file""#),
+            (#"{\#(app)}"#, #""team_id" (a .p8 signing key), or "certificate_file""#),
             (#"{\#(app),"certificate_password_file":"password"}"#, #"need "certificate_file""#),
             (#"{\#(app),"certificate_file":"client.p12","certificate_password_file":"wrong"}"#,
              "the password is wrong"),
@@ -163,6 +220,9 @@ import Testing
             (#"{\#(app),"certificate_file":"expired.pem","certificate_key_file":"client.key"}"#,
              "expired 2020-02-01T00:00:00Z"),
             (#"{\#(app),"certificate_file":"missing.p12"}"#, "cannot read certificate file"),
+            (#"{\#(app),"certificate":"%%%"}"#, #""certificate" must be a PEM certificate or the base64 of a .p12"#),
+            (#"{\#(app),"certificate_file":"client.p12","certificate":"x"}"#,
+             #"give "certificate" or "certificate_file", not both"#),
         ]
         for (app, says) in cases {
             let config = certificates.path("herald.json")

@@ -13,7 +13,7 @@ public struct APNsDefinition: ProviderDefinition {
     public static let name = "apns"
     public var name: String { Self.name }
     public var keys: Set<String> { APNsSettings.keys }
-    public var secretFields: [SecretField] { [APNsSettings.keyField] }
+    public var secretFields: [SecretField] { [APNsSettings.keyField] + APNsCertificateSource.fields }
     public var reasonCodes: [String] { APNsCode.allCases.map(\.rawValue) }
 
     public init() {}
@@ -25,7 +25,8 @@ public struct APNsDefinition: ProviderDefinition {
         var settings = try APNsSettings(
             key: entry.secret(APNsSettings.keyField), keyID: entry["key_id"]?.stringValue,
             teamID: entry["team_id"]?.stringValue, topic: entry["topic"]?.stringValue,
-            environment: entry["environment"]?.stringValue, certificate: try APNsCertificateFiles(entry), app: entry.app)
+            environment: entry["environment"]?.stringValue, certificate: try APNsCertificateSource(entry),
+            app: entry.app)
         settings.endpoint = entry["endpoint"]?.stringValue ?? settings.defaultEndpoint
         return settings
     }
@@ -36,7 +37,7 @@ public struct APNsSettings: SandboxedOverTLS {
     /// The `apps` entry's keys for an APNs app.
     static let keys: Set = [
         "key_file", "key", "key_id", "team_id", "topic", "environment", "certificate_file",
-        "certificate_password_file", "certificate_key_file",
+        "certificate_password_file", "certificate_key_file", "certificate", "certificate_password", "certificate_key",
     ]
     /// The `.p8` key: a file, or its PEM inline.
     static let keyField = SecretField("key", file: "key_file")
@@ -47,14 +48,14 @@ public struct APNsSettings: SandboxedOverTLS {
     var keySource: SecretSource?
     var keyID: String
     var teamID: String
-    /// Certificate-based authentication instead: see `APNsCertificateFiles`.
-    var certificateFiles: APNsCertificateFiles?
+    /// Certificate-based authentication instead: see `APNsCertificateSource`.
+    var certificate: APNsCertificateSource?
     /// The app's bundle id: `apns-topic`.
     var topic: String
     var sandbox: Bool
     /// Read by `load` at start; never logged or stored.
     var key: P256PrivateKey?
-    /// Read by `load` at start from `certificateFiles`; the TLS client certificate of the app's connections.
+    /// Read by `load` at start from `certificate`; the TLS client certificate of the app's connections.
     public private(set) var clientCertificate: TLSClientIdentity?
     /// The CA file the endpoint's certificate is checked against instead of the default ones; set in the sandbox
     /// alone, to the certificate of the simulator it starts.
@@ -73,11 +74,11 @@ public struct APNsSettings: SandboxedOverTLS {
         endpoint = ""
     }
 
-    /// Exactly one way to authenticate: `key`, `keyID` and `teamID` (a `.p8` key), or `certificate`'s files.
+    /// Exactly one way to authenticate: `key`, `keyID` and `teamID` (a `.p8` key), or `certificate`.
     /// `key` as given: a path relative to the config file's directory is resolved by the caller.
     public init(
         key: SecretSource?, keyID: String?, teamID: String?, topic: String?, environment: String?,
-        certificate: APNsCertificateFiles? = nil, app: String
+        certificate: APNsCertificateSource? = nil, app: String
     ) throws(ConfigurationError) {
         func required(_ value: String?, _ key: String) throws(ConfigurationError) -> String {
             guard let value, !value.isEmpty else { throw ConfigurationError("APNs app \"\(app)\" needs \"\(key)\"") }
@@ -91,7 +92,7 @@ public struct APNsSettings: SandboxedOverTLS {
                     """)
             }
             (keySource, self.keyID, self.teamID) = (nil, "", "")
-            certificateFiles = certificate
+            self.certificate = certificate
         } else {
             guard let key else {
                 throw ConfigurationError("""
@@ -112,7 +113,7 @@ public struct APNsSettings: SandboxedOverTLS {
                 APNs app "\(app)": environment must be "production" or "sandbox", got "\(other)"
                 """)
         }
-        guard certificateFiles != nil
+        guard self.certificate != nil
             || self.keyID.utf8.count == 10 && self.keyID.utf8.allSatisfy({ $0 < 0x80 && $0 > 0x20 })
         else {
             throw ConfigurationError("""
@@ -125,8 +126,8 @@ public struct APNsSettings: SandboxedOverTLS {
     /// Reads the `.p8` file and checks that it is a P-256 private key, or reads the certificate and its key; says
     /// exactly what is wrong otherwise.
     public mutating func load(app: String) throws(ConfigurationError) {
-        if let certificateFiles {
-            clientCertificate = try certificateFiles.load(app: app, topic: topic, now: Clock.nowMillis())
+        if let certificate {
+            clientCertificate = try certificate.load(app: app, topic: topic, now: Clock.nowMillis())
             return
         }
         guard let keySource else { throw ConfigurationError("APNs app \"\(app)\" needs a key or a certificate") }

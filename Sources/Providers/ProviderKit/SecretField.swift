@@ -10,9 +10,13 @@ public struct SecretField: Sendable {
     public var key: String
     /// The key naming a file that holds it: `service_account_file`; nil when the secret is only inline.
     public var fileKey: String?
+    /// Its file may be binary (a `.p12`): read as bytes, its text is the file's if it is PEM, else their base64.
+    public var binary: Bool
+    /// A password: shown without a fingerprint, since a SHA-256 of a password can be guessed back.
+    public var isPassword: Bool
 
-    public init(_ key: String, file fileKey: String? = nil) {
-        (self.key, self.fileKey) = (key, fileKey)
+    public init(_ key: String, file fileKey: String? = nil, binary: Bool = false, password: Bool = false) {
+        (self.key, self.fileKey, self.binary, self.isPassword) = (key, fileKey, binary, password)
     }
 }
 
@@ -21,17 +25,19 @@ public enum SecretSource: Sendable {
     case file(String)
     case inline(String)
 
-    /// The secret's text; a file that other users may read gets a warning naming `what`.
-    public func text(app: String, what: String) throws(ConfigurationError) -> String {
+    /// The secret's text; a file that other users may read gets a warning naming `what`. A `binary` file that is not
+    /// PEM (a `.p12`) gives the base64 of its bytes.
+    public func text(app: String, what: String, binary: Bool = false) throws(ConfigurationError) -> String {
         switch self {
         case .inline(let text):
             return text
         case .file(let path):
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            let bytes = FileManager.default.contents(atPath: path)
+            guard let bytes, let text = String(data: bytes, encoding: .utf8) ?? (binary ? "" : nil) else {
                 throw ConfigurationError("app \"\(app)\": cannot read key file \(path) (\(what))")
             }
             AppEntry.warnIfOthersCanRead(path, "the \(what)", app: app)
-            return text
+            return binary && !text.contains("-----BEGIN ") ? bytes.base64EncodedString() : text
         }
     }
 
