@@ -1,5 +1,5 @@
 /// Reads `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, as an absolute time.
-enum RetryAfter {
+public enum RetryAfter {
     /// The longest wait Herald honours. A broken or hostile endpoint could otherwise close an app's gate for
     /// years with one header; a day is far beyond anything FCM asks for.
     static let maximumMillis: Int64 = 86_400_000
@@ -7,7 +7,7 @@ enum RetryAfter {
     /// The first parsable `Retry-After` among `headers` (names compared case-insensitively), as absolute Unix
     /// milliseconds: a date in the past gives `now`, a wait longer than `maximumMillis` is cut to it.
     /// Unparsable values are ignored.
-    static func until(headers: [(name: String, value: String)], now: Int64) -> Int64? {
+    public static func until(headers: [(name: String, value: String)], now: Int64) -> Int64? {
         for header in headers where isRetryAfter(header.name) {
             guard let delay = delayMillis(header.value, now: now) else { continue }
             return now.saturatingAdd(min(max(delay, 0), maximumMillis))

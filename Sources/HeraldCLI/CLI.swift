@@ -26,6 +26,8 @@ public enum HeraldCLI {
         Command(name: "tokens", summary: "list, show, add or delete registered tokens", run: TokensCommand.run),
         Command(name: "token-events", summary: "the feed of tokens deleted or replaced by FCM's answers",
                 run: TokenEventsCommand.run),
+        Command(name: "outcomes", summary: "the feed of every delivery's final state, in commit order",
+                run: OutcomesCommand.run),
         Command(name: "prune", summary: "delete old delivered and dropped deliveries (never dead letters)",
                 run: PruneCommand.run),
         Command(name: "backup", summary: "write an online, consistent copy of the database", run: BackupCommand.run),
@@ -33,6 +35,8 @@ public enum HeraldCLI {
                 run: SimulatorCommand.run),
         Command(name: "webpush-keys", summary: "make a VAPID key pair for a Web Push app (its applicationServerKey)",
                 run: WebPushKeysCommand.run),
+        Command(name: "webhook-secret", summary: "make a Standard Webhooks secret for an outcome webhook",
+                run: WebhookSecretCommand.run),
         Command(name: "help", summary: "show help for a command", run: { arguments in
             guard let name = arguments.first else {
                 print(usage)

@@ -71,7 +71,7 @@ struct ServeConfiguration: Sendable {
     var maxConnections: Int
     /// How long after acceptance a `time_to_live: 0` message may still be sent.
     var ttlZeroWindowMillis: Int64
-    /// How long the token-event feed keeps its entries.
+    /// How long the token-event and outcome feeds keep their entries.
     var tokenEventRetentionMillis: Int64
     /// How long a claim holds a delivery unless renewed.
     var leaseMillis: Int64
@@ -80,6 +80,8 @@ struct ServeConfiguration: Sendable {
     /// How long a request to a provider may wait for its answer (from its submission), every app's.
     var requestTimeoutMillis = 30_000
     var apps: [AppConfiguration]
+    /// The outcome webhooks (`outcome_webhook`, SPEC §23), each app's own and the top-level one.
+    var outcomeWebhooks: [OutcomeWebhook] = []
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
     /// The built-in simulator speaks HTTP/1.1 (a connection per request in flight), so the sandbox's v1 app keeps
@@ -111,7 +113,7 @@ struct ServeConfiguration: Sendable {
         ("log-level", "info", "debug, info, warn or error"),
         ("max-connections", "4096", "open ingest connections at most"),
         ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
-        ("token-event-retention", "30d", "how long GET /v1/token-events keeps its entries (trimmed hourly)"),
+        ("token-event-retention", "30d", "how long the token-event and outcome feeds keep entries (trimmed hourly)"),
         ("lease", "2m", "a claimed delivery's lease; renewed while held, taken back when a process stops renewing"),
         ("h2-ping-after", "3s", "HTTP/2: a PING when a connection with requests on it has received nothing this long"),
         ("h2-ping-timeout", "5s", "HTTP/2: a PING unanswered this long closes its connection; requests are retried"),
@@ -139,7 +141,8 @@ struct ServeConfiguration: Sendable {
             guard let object = (try? JSON.parse(bytes))?.objectValue else {
                 throw Invalid(description: "config file \(configPath) is not a JSON object")
             }
-            let known = Set(settings.map { $0.name.replacingOccurrences(of: "-", with: "_") } + ["apps"])
+            let known = Set(
+                settings.map { $0.name.replacingOccurrences(of: "-", with: "_") } + ["apps", outcomeWebhookKey])
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "config file \(configPath): unknown key \"\(unknown.key)\"")
             }
@@ -326,6 +329,7 @@ struct ServeConfiguration: Sendable {
             leaseMillis: lease, liveness: liveness, apps: apps)
         configuration.consoleReadOnlyToken = try raw("console-read-only-token").flatMap { $0.isEmpty ? nil : $0 }
         configuration.requestTimeoutMillis = Int(try duration("request-timeout", in: 1_000...3_600_000))
+        configuration.outcomeWebhooks = try outcomeWebhooks(file: file, directory: configDirectory)
         try configuration.check()
         return configuration
     }
@@ -448,7 +452,8 @@ struct ServeConfiguration: Sendable {
             }
             let legacyKeys: Set = ["server_key"]
             let v1Keys: Set = ["service_account_file", "project_id", "token_uri"]
-            let known = Set(["name", "provider", "endpoint", "concurrency", "max_rate"]).union(legacyKeys).union(v1Keys)
+            let known = Set(["name", "provider", "endpoint", "concurrency", "max_rate", outcomeWebhookKey])
+                .union(legacyKeys).union(v1Keys)
                 .union(APNsSettings.keys).union(WebPushSettings.keys)
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "apps[\(index)]: unknown key \"\(unknown.key)\"")
@@ -459,7 +464,7 @@ struct ServeConfiguration: Sendable {
             guard !apps.contains(where: { $0.name == name }) else {
                 throw Invalid(description: "apps: \"\(name)\" appears twice")
             }
-            let notStrings = WebPushSettings.nonStringKeys.union(["concurrency", "max_rate"])
+            let notStrings = WebPushSettings.nonStringKeys.union(["concurrency", "max_rate", outcomeWebhookKey])
             for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {
                 throw Invalid(description: "apps[\(index)] \"\(name)\": \"\(key)\" must be a string")
             }

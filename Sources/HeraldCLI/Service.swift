@@ -32,6 +32,8 @@ final class Service: Sendable {
     /// The latest count of the backlog, from the gauges' refresh: the console's overview with a big backlog.
     private let statusSnapshot = StatusSnapshot()
     private let gauges = DispatchQueue(label: "herald-gauges")
+    /// The outcome webhooks' threads; nil without webhooks.
+    private let webhooks: OutcomeWebhookSender?
 
     init(_ configuration: ServeConfiguration) throws {
         self.configuration = configuration
@@ -151,6 +153,9 @@ final class Service: Sendable {
                 name: app.name, provider: provider, concurrency: app.concurrency, maxRate: app.maxRate,
                 originConcurrency: app.webPush?.originConcurrency ?? WebPushSettings.defaultOriginConcurrency)
         }, metrics: metrics, options: options)
+        webhooks = configuration.outcomeWebhooks.isEmpty ? nil : OutcomeWebhookSender(
+            webhooks: configuration.outcomeWebhooks, writer: writer, readers: readers, metrics: metrics,
+            options: .init(retentionMillis: configuration.tokenEventRetentionMillis))
         let (stopping, engine) = (self.stopping, self.engine)
         // Wrong tokens count against a client's address whether sent to ingest, the console's API or its login.
         let guesses = GuessThrottle()
@@ -186,6 +191,7 @@ final class Service: Sendable {
         for writer in database.writers { try writer.write { $0.ttlZeroWindowMillis = window } }
         try engine.start()
         database.startWakeUps { [engine] in engine.wake() }
+        webhooks?.start()
         refreshGauges()
         gauges.async { self.trimBookkeeping() }
         let address = try server.start()
@@ -203,6 +209,7 @@ final class Service: Sendable {
         stopping.set()
         server.shutdown(gracePeriod: 10)
         engine.stop(gracePeriod: 10)
+        webhooks?.stop(gracePeriod: 2)
         tokenPool?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
         if let simulatorTLS {
@@ -283,7 +290,7 @@ extension Service {
         max(gaugeRefreshSeconds, 20 * took)
     }
 
-    /// Hourly (and at start): the token-event feed past its retention, and reconciliation's bookkeeping past the
+    /// Hourly (and at start): the token-event and outcome feeds past their retention, and reconciliation's bookkeeping past the
     /// longest TTL, in small writer jobs so ingest never waits behind a big delete.
     private func trimBookkeeping() {
         guard !stopping.isSet else { return }
@@ -292,14 +299,15 @@ extension Service {
         do {
             while !stopping.isSet {
                 let count = try writer.write { connection in
-                    try connection.pruneTokenEvents(before: eventsCutoff, limit: 1000)
+                    let feeds = try connection.pruneFeeds(before: eventsCutoff, limit: 1000)
+                    return try feeds.tokenEvents + feeds.outcomes
                         + connection.pruneReconciliationState(now: Clock.nowMillis(), limit: 1000)
                 }
                 trimmed += count
                 if count == 0 { break }
             }
             if trimmed > 0 {
-                Log.info("trimmed token events and reconciliation bookkeeping", ["rows": .int(Int64(trimmed))])
+                Log.info("trimmed token events, outcomes and reconciliation bookkeeping", ["rows": .int(Int64(trimmed))])
             }
         } catch {
             Log.warn("trimming token events failed", ["error": .string("\(error)")])

@@ -53,7 +53,10 @@ enum WebPushKeysCommand {
             }
             return 0
         }
-        try write(pem, to: path)
+        try SecretFile.create(
+            path, holding: pem,
+            existing: "webpush-keys never overwrites a file (a new key would leave every subscription made with the "
+                + "old one unable to receive)")
         if parsed.flag("json") {
             Output.json(["application_server_key": .string(applicationServerKey), "private_key_file": .string(path)])
         } else {
@@ -64,34 +67,5 @@ enum WebPushKeysCommand {
                 + #""mailto:you@example.com"}); pages pass the applicationServerKey to pushManager.subscribe."#)
         }
         return 0
-    }
-
-    /// Creates `path` (mode 0600, never over an existing file) holding `pem`, synced to disk.
-    private static func write(_ pem: String, to path: String) throws {
-        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            if errno == EEXIST {
-                throw CommandError(description: "\(path) already exists; webpush-keys never overwrites a file (a new "
-                    + "key would leave every subscription made with the old one unable to receive)")
-            }
-            throw CommandError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
-        }
-        var failure: Int32 = 0
-        let bytes = Array(pem.utf8)
-        var offset = 0
-        while offset < bytes.count, failure == 0 {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written > 0 {
-                offset += written
-            } else if written < 0, errno != EINTR {
-                failure = errno
-            }
-        }
-        if failure == 0, fsync(descriptor) != 0 { failure = errno }
-        if close(descriptor) != 0, failure == 0 { failure = errno }
-        if failure != 0 {
-            unlink(path)
-            throw CommandError(description: "cannot write \(path): \(String(cString: strerror(failure)))")
-        }
     }
 }

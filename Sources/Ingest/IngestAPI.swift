@@ -167,9 +167,10 @@ public final class IngestAPI: HTTPHandler {
         case ("GET", "tokens", 3, let token?): getToken(token, responder)
         case ("DELETE", "tokens", 3, let token?): deleteToken(token, responder)
         case ("GET", "token-events", 2, _): tokenEvents(request, responder)
+        case ("GET", "outcomes", 2, _): outcomes(request, responder)
         case ("PUT", "subscriptions", 2, _): putSubscription(request, responder)
         case (_, "messages", 2, _), (_, "messages", 3, _?), (_, "tokens", 3, _?), (_, "token-events", 2, _),
-             (_, "subscriptions", 2, _):
+             (_, "outcomes", 2, _), (_, "subscriptions", 2, _):
             responder.respond(error(APIError(
                 status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(path)")))
         default:
@@ -325,15 +326,40 @@ public final class IngestAPI: HTTPHandler {
         }
     }
 
-    private func tokenEvents(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+    /// A feed's page as the query names it (`after` exclusive, default 0; `limit` 1…1000, default 100); nil, with
+    /// the 400 answered, when either is malformed.
+    private func feedPage(_ request: HTTPRequest, _ responder: any HTTPResponder) -> (after: Int64, limit: Int)? {
         let query = request.query
         let after = query["after"].map { Int64($0) } ?? 0
         let limit = query["limit"].map { Int($0) } ?? 100
         guard let after, after >= 0, let limit, (1...1000).contains(limit) else {
-            return responder.respond(error(APIError(
+            responder.respond(error(APIError(
                 status: 400, code: "InvalidParameters",
                 message: "after must be a non-negative integer and limit an integer in 1...1000")))
+            return nil
         }
+        return (after, limit)
+    }
+
+    /// `GET /v1/outcomes?after=&app=&limit=`: every delivery's final state in commit order (SPEC §23).
+    private func outcomes(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+        guard let (after, limit) = feedPage(request, responder) else { return }
+        let app = request.query["app"]
+        readers.enqueue({ try $0.outcomes(after: after, app: app, limit: limit) }) { result in
+            switch result {
+            case .success(let outcomes):
+                let body = JSON.object([
+                    ("outcomes", .array(outcomes.map(\.json))), ("next", .int(outcomes.last?.seq ?? after)),
+                ])
+                responder.respond(.json(200, body.serialized()))
+            case .failure(let failure):
+                responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    private func tokenEvents(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+        guard let (after, limit) = feedPage(request, responder) else { return }
         readers.enqueue({ try $0.tokenEvents(after: after, limit: limit) }) { result in
             switch result {
             case .success(let events):

@@ -49,6 +49,22 @@ public protocol Store: QueueStore {
     /// The feed's events about one token of one app, newest first.
     func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord]
 
+    // MARK: Outcomes
+
+    /// The outcome feed: outcomes with a seq above `after`, of `app` only when given, in seq (commit) order.
+    func outcomes(after: Int64, app: String?, limit: Int) throws -> [OutcomeRecord]
+    /// The outcome webhooks' states, by name.
+    func outcomeWebhooks() throws -> [OutcomeWebhookState]
+    /// Takes (or renews) the lease on webhook `name` for `owner` until `until`, unless another owner's lease is still
+    /// good at `now`; creates its row first, acknowledged up to the feed's end (a new webhook starts from now).
+    /// Returns its state while `owner` holds it, nil when another does.
+    func leaseOutcomeWebhook(_ name: String, owner: String, until: Int64, now: Int64) throws -> OutcomeWebhookState?
+    /// Stores how far webhook `name` has got, renewing `owner`'s lease until `until`; false (nothing changed) when
+    /// `owner` no longer holds it.
+    func saveOutcomeWebhook(
+        _ name: String, owner: String, seq: Int64, inFlight: [Int64], skipped: Int64, until: Int64, now: Int64
+    ) throws -> Bool
+
     // MARK: Apps
 
     func ensureApp(_ name: String) throws
@@ -127,6 +143,9 @@ public protocol Store: QueueStore {
     /// Deletes the oldest token-feed entries recorded before `cutoff`, up to `limit` of them; returns how many. The
     /// feed is only history for backends that follow it: claims read `token_tombstones`.
     func pruneTokenEvents(before cutoff: Int64, limit: Int) throws -> Int
+    /// Deletes the oldest outcome-feed entries recorded before `cutoff`, up to `limit` of them; returns how many.
+    /// Call again until it returns 0.
+    func pruneOutcomes(before cutoff: Int64, limit: Int) throws -> Int
     /// Deletes up to `limit` token tombstones and up to `limit` collapse heads made before `cutoff`; returns how
     /// many.
     func pruneReconciliationState(before cutoff: Int64, limit: Int) throws -> Int

@@ -1,0 +1,87 @@
+import Queue
+import Support
+
+extension PGQueueStore {
+    // MARK: - Outcome feed
+
+    /// Outcomes after `after` in seq order, which is commit order (the `outcome_recorded` trigger's advisory lock,
+    /// `migrations/postgres/0013_outcomes.sql`).
+    public func outcomes(after: Int64, app: String?, limit: Int) throws -> [OutcomeRecord] {
+        guard let app else {
+            return try connection.query(
+                "\(Self.outcomeColumns) WHERE seq > $1 ORDER BY seq LIMIT $2",
+                [.integer(after), .integer(Int64(limit))], row: Self.outcome)
+        }
+        return try connection.query(
+            "\(Self.outcomeColumns) WHERE app = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            [.text(app), .integer(after), .integer(Int64(limit))], row: Self.outcome)
+    }
+
+    public func pruneOutcomes(before cutoff: Int64, limit: Int) throws -> Int {
+        try connection.run(
+            """
+            DELETE FROM outcomes WHERE seq IN (
+                SELECT seq FROM (SELECT seq, at FROM outcomes ORDER BY seq LIMIT $1) AS oldest WHERE at < $2)
+            """, .integer(Int64(limit)), .integer(cutoff))
+    }
+
+    private static let outcomeColumns = """
+        SELECT seq, at, message_id, app, token, "user", state, reason, provider_message_id FROM outcomes
+        """
+
+    private static func outcome(_ row: PGRow) -> OutcomeRecord {
+        OutcomeRecord(
+            seq: row.int64(0), at: row.int64(1), messageID: row.string(2), app: row.string(3), token: row.string(4),
+            user: row.optionalString(5), state: DeliveryState(stored: row.string(6)),
+            reason: row.optionalString(7).map(DeliveryReason.init(stored:)), providerMessageID: row.optionalString(8))
+    }
+
+    // MARK: - Outcome webhooks
+
+    public func outcomeWebhooks() throws -> [OutcomeWebhookState] {
+        try connection.query(
+            """
+            SELECT name, seq, in_flight, lease_owner, lease_expires_at, skipped, updated_at FROM outcome_webhooks
+            ORDER BY name
+            """, row: Self.webhook)
+    }
+
+    /// The lease is on the callers' clocks (unlike the deliveries' leases): a webhook is sent by one instance at a
+    /// time, and instances whose clocks disagree by less than the lease only ever wait longer for a dead one.
+    public func leaseOutcomeWebhook(_ name: String, owner: String, until: Int64, now: Int64) throws
+        -> OutcomeWebhookState?
+    {
+        try connection.run(
+            """
+            INSERT INTO outcome_webhooks (name, seq, updated_at)
+            SELECT $1, coalesce(max(seq), 0), $2 FROM outcomes
+            ON CONFLICT (name) DO NOTHING
+            """, .text(name), .integer(now))
+        return try connection.query(
+            """
+            UPDATE outcome_webhooks SET lease_owner = $1, lease_expires_at = $2
+            WHERE name = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_at <= $4)
+            RETURNING name, seq, in_flight, lease_owner, lease_expires_at, skipped, updated_at
+            """, [.text(owner), .integer(until), .text(name), .integer(now)], row: Self.webhook
+        ).first
+    }
+
+    public func saveOutcomeWebhook(
+        _ name: String, owner: String, seq: Int64, inFlight: [Int64], skipped: Int64, until: Int64, now: Int64
+    ) throws -> Bool {
+        try connection.run(
+            """
+            UPDATE outcome_webhooks SET seq = $1, in_flight = $2, skipped = skipped + $3, lease_expires_at = $4,
+                updated_at = $5
+            WHERE name = $6 AND lease_owner = $7
+            """, .integer(seq), .text(OutcomeWebhookState.stored(inFlight: inFlight)), .integer(skipped),
+            .integer(until), .integer(now), .text(name), .text(owner)) > 0
+    }
+
+    private static func webhook(_ row: PGRow) -> OutcomeWebhookState {
+        OutcomeWebhookState(
+            name: row.string(0), seq: row.int64(1), inFlight: OutcomeWebhookState.inFlight(stored: row.string(2)),
+            leaseOwner: row.optionalString(3), leaseExpiresAt: row.optionalInt64(4), skipped: row.int64(5),
+            updatedAt: row.int64(6))
+    }
+}
