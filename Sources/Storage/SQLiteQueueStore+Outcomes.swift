@@ -80,10 +80,11 @@ enum OutcomeSQL {
         SELECT name, seq, in_flight, lease_owner, lease_expires_at, skipped, updated_at FROM outcome_webhooks
         """
 
-    /// A new webhook is acknowledged up to the feed's end: it sends what happens from now on.
+    /// A new webhook is acknowledged up to the feed's end: it sends what happens from now on. (`WHERE true` tells
+    /// SQLite's parser that `ON CONFLICT` is the upsert's, not a join's.)
     static let createWebhook = """
         INSERT INTO outcome_webhooks (name, seq, updated_at)
-        SELECT ?, coalesce(max(seq), 0), ? FROM outcomes
+        SELECT ?, coalesce(max(seq), 0), ? FROM outcomes WHERE true
         ON CONFLICT (name) DO NOTHING
         """
 }

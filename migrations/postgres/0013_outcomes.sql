@@ -26,10 +26,10 @@ CREATE TABLE outcomes (
 
 CREATE INDEX outcomes_by_app ON outcomes (app, seq);
 
--- SQLite's trigger body, as a trigger function; the lock key is "outcome" in ASCII.
+-- SQLite's trigger body, as a trigger function; the lock key is "outcome" in ASCII (0x6f7574636f6d65).
 CREATE FUNCTION outcome_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock(0x6f7574636f6d65);
+    PERFORM pg_advisory_xact_lock(31372865159785829);
     INSERT INTO outcomes (at, delivery_id, message_id, app, token, "user", state, reason, provider_message_id)
     VALUES (NEW.updated_at, NEW.id, NEW.message_id, NEW.app, NEW.token, NEW."user", NEW.state, NEW.reason,
             NEW.fcm_message_id);

@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+
+/// Outcome webhooks end to end (SPEC §23): a real `herald serve` in the sandbox posts its outcomes to a receiver that
+/// checks every signature with the Standard Webhooks reference library from PyPI (`scripts/outcome_receiver.py`).
+@Suite(.serialized) struct OutcomeWebhookIntegrationTests {
+    /// The receiver: its log of requests, one JSON object each.
+    final class Receiver: @unchecked Sendable {
+        let process = Process()
+        let port: Int
+        let logFile: URL
+
+        init(directory: URL, secretFile: String, arguments: [String] = []) throws {
+            logFile = directory.appendingPathComponent("receiver.jsonl")
+            process.executableURL = URL(fileURLWithPath: try PythonSDKs.python())
+            process.arguments = [
+                PythonSDKs.root.appendingPathComponent("scripts/outcome_receiver.py").path,
+                "--secret-file", secretFile, "--log", logFile.path,
+            ] + arguments
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            var line = Data()
+            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+                line += byte
+            }
+            port = try #require(Int(String(decoding: line, as: UTF8.self)), "the receiver printed no port")
+        }
+
+        deinit {
+            process.terminate()
+            process.waitUntilExit()
+        }
+
+        var requests: [[String: Any]] {
+            ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+            }
+        }
+
+        /// Each outcome the receiver accepted (answered 2xx), by its seq.
+        var accepted: [Int: [String: Any]] {
+            var outcomes: [Int: [String: Any]] = [:]
+            for request in requests where request["status"] as? Int == 204 {
+                for item in request["data"] as? [[String: Any]] ?? [] { outcomes[item["seq"] as? Int ?? -1] = item }
+            }
+            return outcomes
+        }
+
+        /// Waits (bounded) until `done` holds for what the receiver has accepted.
+        func waitUntil(seconds: Double = 120, _ done: ([Int: [String: Any]]) -> Bool) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline, !done(accepted) { try await Task.sleep(nanoseconds: 100_000_000) }
+        }
+    }
+
+    /// A secret made by `herald webhook-secret --out`, and a config file naming the receiver as the top-level webhook.
+    static func configure(_ directory: URL) throws -> (secret: String, config: String) {
+        let secret = directory.appendingPathComponent("outcomes.whsec").path
+        let made = try runHerald(["webhook-secret", "--out", secret])
+        #expect(made.status == 0, "\(made.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: secret)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        return (secret, directory.appendingPathComponent("herald.json").path)
+    }
+
+    static func writeConfig(_ path: String, port: Int, secret: String) throws {
+        try Data(#"{"outcome_webhook": {"url": "http://127.0.0.1:\#(port)/hook", "secret_file": "\#(secret)"}}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test func everyOutcomeOfAMixedBatchArrivesSignedAfterTheReceiverRefusedAtFirst() async throws {
+        let directory = HeraldProcess.makeDirectory()
+        let (secret, config) = try Self.configure(directory)
+        let receiver = try Receiver(directory: directory, secretFile: secret, arguments: ["--fail-first", "2"])
+        try Self.writeConfig(config, port: receiver.port, secret: secret)
+        let herald = try HeraldProcess(directory: directory, arguments: ["--sandbox", "--config", config])
+        let reply = try await herald.request(
+            "POST", "/v1/messages", body: #"{"registration_ids": ["ok-1", "notreg-2", "invalid-3"]}"#)
+        let id = try #require(reply.json["id"] as? String)
+
+        try await receiver.waitUntil { $0.count >= 3 }
+        let outcomes = receiver.accepted.values.filter { $0["message_id"] as? String == id }
+        let states = Dictionary(uniqueKeysWithValues: outcomes.map {
+            ($0["token"] as? String ?? "?", "\($0["state"] as? String ?? "?") \($0["reason"] as? String ?? "-")")
+        })
+        #expect(states == [
+            "ok-1": "delivered -", "notreg-2": "dropped NotRegistered", "invalid-3": "dead InvalidRegistration",
+        ])
+        let requests = receiver.requests
+        #expect(requests.allSatisfy { $0["verified"] as? Bool == true }, "a request did not verify")
+        #expect(requests.allSatisfy { $0["type"] as? String == "outcomes" })
+        // The refused batches came again under the same id.
+        let refused = Set(requests.filter { $0["status"] as? Int == 503 }.compactMap { $0["id"] as? String })
+        let accepted = Set(requests.filter { $0["status"] as? Int == 204 }.compactMap { $0["id"] as? String })
+        #expect(!refused.isEmpty && refused.isSubset(of: accepted), "refused \(refused), accepted \(accepted)")
+        // The feed says the same, in order.
+        let feed = try await herald.request("GET", "/v1/outcomes?app=default").json
+        let items = feed["outcomes"] as? [[String: Any]] ?? []
+        #expect(items.compactMap { $0["seq"] as? Int } == receiver.accepted.keys.sorted())
+        #expect(herald.stop() == 0)
+    }
+
+    @Test func killedWithBatchesInFlightItSendsEveryOutcomeAndRepeatsOnlyUnderTheSameID() async throws {
+        let directory = HeraldProcess.makeDirectory()
+        let (secret, config) = try Self.configure(directory)
+        let hold = directory.appendingPathComponent("hold")
+        FileManager.default.createFile(atPath: hold.path, contents: nil)
+        let receiver = try Receiver(directory: directory, secretFile: secret, arguments: ["--hold", hold.path])
+        try Self.writeConfig(config, port: receiver.port, secret: secret)
+        let herald = try HeraldProcess(directory: directory, arguments: ["--sandbox", "--config", config])
+        var tokens: [String] = []
+        for index in 0..<30 {
+            let batch = (0..<10).map { "t\(index)-\($0)" }
+            tokens += batch
+            let body = #"{"registration_ids": [\#(batch.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+            _ = try await herald.request("POST", "/v1/messages", body: body)
+        }
+        // Batches are in flight (refused, waiting to be sent again) when the process is killed.
+        for _ in 0..<1200 where receiver.requests.count < 2 { try await Task.sleep(nanoseconds: 50_000_000) }
+        #expect(receiver.requests.count >= 2)
+        herald.stop(signal: SIGKILL)
+        try FileManager.default.removeItem(at: hold)
+
+        let restarted = try HeraldProcess(directory: directory, arguments: ["--sandbox", "--config", config])
+        try await receiver.waitUntil { Set($0.values.compactMap { $0["token"] as? String }).count >= tokens.count }
+        #expect(Set(receiver.accepted.values.compactMap { $0["token"] as? String }) == Set(tokens))
+        // Every outcome sent more than once went under one id.
+        var idsOfSeq: [Int: Set<String>] = [:]
+        for request in receiver.requests {
+            for item in request["data"] as? [[String: Any]] ?? [] {
+                idsOfSeq[item["seq"] as? Int ?? -1, default: []].insert(request["id"] as? String ?? "?")
+            }
+        }
+        #expect(idsOfSeq.values.allSatisfy { $0.count == 1 }, "an outcome was sent under two ids")
+        #expect(restarted.stop() == 0)
+    }
+}
