@@ -67,36 +67,45 @@ let package = Package(
         .plugin(name: "EmbedConsole", capability: .buildTool(), dependencies: ["EmbedConsoleTool"]),
 
         // MARK: - Tests
+        // What test targets share: waiting for a condition or a handler's answer, a count and a value behind a lock
+        // for other threads, a temporary directory, a raw HTTP/1.1 client (not a test target).
+        .target(name: "TestSupport", dependencies: ["HTTP"], path: "Tests/TestSupport"),
         .testTarget(name: "SupportTests", dependencies: ["Support"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Posix", "NetworkTestSupport"]),
-        .testTarget(name: "QueueTests", dependencies: ["Queue"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Queue", "Support"]),
-        // The throw-away PostgreSQL server of the tests that need one (not a test target: shared by two).
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "Posix", "NetworkTestSupport", "TestSupport"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "Support"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Queue", "Support", "TestSupport"]),
+        // The throw-away PostgreSQL server of the tests that need one, and a schema of its own per test (not a test
+        // target: shared by two).
         .target(name: "PostgreSQLTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgreSQLTestSupport"),
+        // The queue's rules through the storage interface, the same tests on every engine: SQLite always, PostgreSQL
+        // where HERALD_TEST_POSTGRES_URL names a server (scripts/test starts one).
+        .testTarget(
+            name: "QueueStoreTests",
+            dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support", "TestSupport"]),
         .testTarget(
             name: "PostgreSQLTests",
-            dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support"]),
-        // A handler's answer waited for, and a scratch directory: what the handlers' tests share.
-        .target(name: "HTTPTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPTestSupport"),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support", "HTTPTestSupport"]),
+            dependencies: ["PostgreSQL", "PostgreSQLTestSupport", "Queue", "Storage", "Support", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Queue", "Storage", "Support", "TestSupport"]),
         .testTarget(
             name: "ConsoleTests",
-            dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support", "HTTPTestSupport"]),
+            dependencies: ["Console", "HTTP", "Ingest", "Queue", "Storage", "Support", "TestSupport"]),
         .testTarget(name: "ClassifyTests", dependencies: ["Classify", "Queue", "Support"]),
-        .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support"]),
+        .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support", "TestSupport"]),
         .testTarget(
-            name: "FCMSimulatorTests", dependencies: ["FCMSimulator", "HTTP", "OAuth", "Send", "NetworkTestSupport"]),
+            name: "FCMSimulatorTests",
+            dependencies: ["FCMSimulator", "HTTP", "OAuth", "Send", "NetworkTestSupport", "TestSupport"]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",
-            dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP"]),
+            dependencies: ["Delivery", "Queue", "Classify", "Send", "OAuth", "Support", "HTTP", "TestSupport"]),
         // The TLS + HTTP/2 stand-in, the TCP fault proxy and the TLS probe (node scripts) as the tests run them.
-        .target(name: "NetworkTestSupport", dependencies: ["Send"], path: "Tests/NetworkTestSupport"),
-        .testTarget(name: "SendTests", dependencies: ["Send", "HTTP", "Posix", "Support", "NetworkTestSupport"]),
+        .target(name: "NetworkTestSupport", dependencies: ["Send", "TestSupport"], path: "Tests/NetworkTestSupport"),
+        .testTarget(
+            name: "SendTests", dependencies: ["Send", "HTTP", "Posix", "Support", "NetworkTestSupport", "TestSupport"]),
         .testTarget(
             name: "IntegrationTests", dependencies: [
                 "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",
-                "NetworkTestSupport",
+                "NetworkTestSupport", "TestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -173,11 +173,12 @@ async function overviewPage() {
     const now = overview.at;
     const rows = overview.apps.map((app) => el("tr", { "data-app": app.app },
         el("td", { class: "app" }, app.app),
-        el("td", {}, app.provider || "-"),
+        el("td", {}, app.provider || "-", app.certificate ? certificateNote(app.certificate, now, false) : null),
         el("td", { class: "state " + app.state }, stateText(app, now)),
         el("td", { class: "num queued" }, app.queued),
         el("td", { class: "num ready" }, app.ready),
         el("td", { class: "num" }, app.scheduled),
+        el("td", { class: "num scheduled-messages" }, app.scheduled_messages),
         el("td", { class: "num" }, app.inflight),
         el("td", { class: "num dead" }, el("a", { href: "#dead/" + encodeURIComponent(app.app) }, app.dead)),
         el("td", { class: "num" }, app.oldest_ready_seconds === null ? "-" : duration(app.oldest_ready_seconds * 1000)),
@@ -187,6 +188,7 @@ async function overviewPage() {
         el("td", {}, isAdmin() ? switchForm(app) : null)));
     const details = overview.apps.map((app) => el("div", { class: "app-detail" },
         el("h3", {}, app.app),
+        app.certificate ? certificateNote(app.certificate, now, true) : null,
         chart(app.last_hour, now),
         app.origins.length ? el("div", { class: "origins" },
             el("h4", {}, "Push-service origins held back (the app sends on to every other origin)"),
@@ -207,12 +209,22 @@ async function overviewPage() {
     fill(view(), 
         el("h2", {}, "Overview"),
         el("p", { class: "quiet" }, "As of " + time(now) + "; refreshed every 5 s."
+            + (overview.secrets_key_id ? " Secrets key " + overview.secrets_key_id + "." : "")
             + (now - overview.counts_at > 1000 ? " The backlog is big: its counts are from " + duration(now
                 - overview.counts_at) + " ago, the last minute's figures from this process's counters." : "")),
         overview.apps.length === 0 ? el("p", {}, "No apps yet: nothing was ever queued.")
-            : table(["app", "provider", "state", "queued", "ready", "scheduled", "in flight", "dead",
+            : table(["app", "provider", "state", "queued", "ready", "scheduled", "scheduled msgs", "in flight", "dead",
                 "oldest ready", "delivered/min", "dead/min", "dropped/min", ""], rows, "overview"),
         ...details);
+}
+
+// An APNs app's certificate: when it expires (a warning within 30 days), and in full its subject and fingerprint.
+function certificateNote(certificate, now, full) {
+    const left = certificate.expires_at - now;
+    const when = left > 0 ? "expires in " + duration(left) : "expired " + duration(-left) + " ago";
+    const text = full ? "APNs certificate " + (certificate.subject || "") + " " + when + " ("
+        + time(certificate.expires_at) + "); SHA-256 " + certificate.sha256 : " · certificate " + when;
+    return el(full ? "p" : "span", { class: "certificate" + (left < 30 * 86400000 ? " expiring" : "") }, text);
 }
 
 // An app's state, or a push-service origin's (the same fields).
@@ -461,7 +473,9 @@ async function messagePage(id) {
     const payload = Object.assign({}, message);
     delete payload.deliveries;
     fill(document.getElementById("message"), 
-        el("p", {}, message.app + ", " + message.format + ", created " + time(message.created_at) + ": " + counts),
+        el("p", {}, message.app + ", " + message.format + ", created " + time(message.created_at)
+            + (message.send_at === null ? "" : ", scheduled for " + time(message.send_at))
+            + (message.cancelled_at === null ? "" : ", cancelled " + time(message.cancelled_at)) + ": " + counts),
         isAdmin() && message.counts.queued > 0 ? el("button", { type: "button", id: "cancel-message",
             onclick: () => cancelMessage(message.id) }, "Cancel its queued deliveries") : null,
         table(["token", "state", "reason", "attempts", "next attempt", "provider id"], rows),

@@ -7,7 +7,11 @@
 //   node apns-h2-standin.js --cert cert.pem --key key.pem --auth-key public.pem --key-id KEYID --team-id TEAM
 //                           [--delay-ms 30] [--streams 100] [--initial-streams 0] [--expire-first 0]
 //                           [--arrivals FILE]
+//   node apns-h2-standin.js --cert cert.pem --key key.pem --client-ca ca.pem [...]
 //
+// --client-ca: certificate-based authentication instead of provider tokens (SPEC §22): the TLS handshake requires a
+// client certificate issued by ca.pem (no other connection is made), and requests must carry no authorization
+// header (those that do are answered 403 and counted as "authorization_headers").
 // --initial-streams N (N > 0): each connection's SETTINGS first allow N concurrent streams, raised to --streams once
 // its first request has been answered, as Apple does with a connection it has not seen work yet.
 // --expire-first 1: the first provider token seen is answered 403 ExpiredProviderToken, every time it comes back.
@@ -31,7 +35,7 @@ const crypto = require('crypto');
 
 const options = {
     delayMs: 30, streams: 100, initialStreams: 0, expireFirst: 0, cert: null, key: null, authKey: null, keyId: null,
-    teamId: null, arrivals: null,
+    teamId: null, arrivals: null, clientCa: null,
 };
 for (let i = 2; i < process.argv.length; i += 2) {
     const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
@@ -39,14 +43,14 @@ for (let i = 2; i < process.argv.length; i += 2) {
     if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
     options[name] = typeof options[name] === 'number' ? Number(value) : value;
 }
-for (const required of ['cert', 'key', 'authKey', 'keyId', 'teamId']) {
+for (const required of options.clientCa ? ['cert', 'key'] : ['cert', 'key', 'authKey', 'keyId', 'teamId']) {
     if (!options[required]) { console.error(`--${required.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())} is required`); process.exit(2); }
 }
 
-const publicKey = crypto.createPublicKey(fs.readFileSync(options.authKey));
+const publicKey = options.clientCa ? null : crypto.createPublicKey(fs.readFileSync(options.authKey));
 const stats = {
     sessions: 0, requests: 0, duplicates: 0, peak_session_streams: 0, over_limit: 0, bad_jwt: 0, jwts: 0,
-    expired_answers: 0, ids: {}, headers: {}, bodies: {},
+    expired_answers: 0, authorization_headers: 0, client_certificates: {}, ids: {}, headers: {}, bodies: {},
 };
 const verified = new Map();
 // Tokens with ids, headers and bodies kept: a count, as Object.keys(stats.ids) costs ~25 µs a request at 1000 keys.
@@ -77,13 +81,19 @@ function verify(jwt) {
 }
 
 const initial = options.initialStreams > 0 ? options.initialStreams : options.streams;
-const server = http2.createSecureServer({
+const server = http2.createSecureServer(Object.assign({
     cert: fs.readFileSync(options.cert), key: fs.readFileSync(options.key),
     settings: { maxConcurrentStreams: initial },
-});
+}, options.clientCa ? { requestCert: true, rejectUnauthorized: true, ca: fs.readFileSync(options.clientCa) } : {}));
 
 server.on('session', (session) => {
     stats.sessions++;
+    if (options.clientCa) {
+        // Sessions exist only after a handshake with a certificate the CA issued (rejectUnauthorized).
+        const subject = session.socket.getPeerCertificate().subject || {};
+        const name = subject.UID || subject.CN || '?';
+        stats.client_certificates[name] = (stats.client_certificates[name] || 0) + 1;
+    }
     session.heraldOpen = 0;
     session.heraldAllowed = initial;
     session.on('error', () => {});
@@ -124,7 +134,12 @@ server.on('stream', (stream, headers) => {
             stats.headers[token] = apns;
             stats.bodies[token] = Buffer.concat(chunks).toString();
         }
-        if (!verify(jwt)) {
+        if (options.clientCa) {
+            if (auth) {
+                stats.authorization_headers++;
+                return later(() => answer(res, 403, { 'apns-id': id }, { reason: 'InvalidProviderToken' }));
+            }
+        } else if (!verify(jwt)) {
             stats.bad_jwt++;
             return later(() => answer(res, 403, { 'apns-id': id }, { reason: 'InvalidProviderToken' }));
         }

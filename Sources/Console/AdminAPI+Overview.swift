@@ -8,8 +8,9 @@ extension AdminAPI {
     static let freshCountLimitMillis: Int64 = 50
 
     /// `GET /v1/admin/overview`: per app (every app the database knows, whatever its provider) the figures of
-    /// `herald status` (from index ranges only), the last hour a minute at a time (`RateHistory`), the provider's
-    /// answers by code since this process started, and the dead letters of the last hour by reason.
+    /// `herald status` (from index ranges only), its certificate (an APNs app with one: expiry and fingerprint), the
+    /// last hour a minute at a time (`RateHistory`), the provider's answers by code since this process started, and
+    /// the dead letters of the last hour by reason; and the secrets key's id.
     ///
     /// While counting the backlog is quick it is counted for each overview. When the latest count took longer than
     /// `freshCountLimitMillis` (a backlog of about half a million rows and more), the backlog figures are
@@ -45,6 +46,7 @@ extension AdminAPI {
                     "at": .int(now),
                     "counts_at": .int(countedAt),
                     "history_since": .int(self.history.since),
+                    "secrets_key_id": AdminJSON.optional(self.credentials.secretsKeyID),
                     "apps": .array(apps),
                 ])
             }
@@ -74,6 +76,7 @@ extension AdminAPI {
         let answers = metrics.values("herald_fcm_requests_total").filter { $0.labels["app"] == status.name }
         members += [
             ("provider", AdminJSON.optional(providers[status.name])),
+            ("certificate", credentials.certificates[status.name]?.json ?? .null),
             ("state", .string(state)),
             ("last_hour", .array(history.lastHour(status.name, now: now).map(AdminJSON.finished))),
             ("answers", .array(answers.map {

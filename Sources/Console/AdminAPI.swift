@@ -24,6 +24,8 @@ public final class AdminAPI: Sendable {
     /// Configured app → provider (`fcm-v1`, `fcm-legacy`, `apns`, `webpush`); the database knows the apps, not
     /// their providers.
     let providers: [String: String]
+    /// The secrets key's id and the apps' certificates, for the overview.
+    let credentials: CredentialFacts
     let metrics: Metrics
     let history: RateHistory
     let snapshot: StatusSnapshot
@@ -34,13 +36,15 @@ public final class AdminAPI: Sendable {
     ///   - committed: called after a requeue committed, to wake the claimer (as ingest does).
     public init(
         writer: any StoreWriter, readers: any StoreReaders, access: ConsoleAccess, providers: [String: String],
-        metrics: Metrics, history: RateHistory, snapshot: StatusSnapshot = StatusSnapshot(),
+        credentials: CredentialFacts = CredentialFacts(), metrics: Metrics, history: RateHistory,
+        snapshot: StatusSnapshot = StatusSnapshot(),
         committed: @escaping @Sendable () -> Void = {}
     ) {
         self.writer = writer
         self.readers = readers
         self.access = access
         self.providers = providers
+        self.credentials = credentials
         self.metrics = metrics
         self.history = history
         self.snapshot = snapshot

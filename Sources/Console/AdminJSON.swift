@@ -18,6 +18,7 @@ public enum AdminJSON {
             "queued": .int(app.queued),
             "ready": .int(app.ready),
             "scheduled": .int(app.queued - app.ready),
+            "scheduled_messages": .int(app.scheduledMessages),
             "oldest_ready_seconds": app.oldestReadySince.map { .double(Double(now - $0) / 1000) } ?? .null,
             "inflight": .int(app.inflight),
             "dead": .int(app.dead),
@@ -69,6 +70,6 @@ public enum AdminJSON {
         .object((IngestAPI.messageJSON(record).objectValue ?? []).filter { $0.key != "deliveries" })
     }
 
-    static func optional(_ value: String?) -> JSON { value.map(JSON.string) ?? .null }
-    static func optional(_ value: Int64?) -> JSON { value.map(JSON.int) ?? .null }
+    public static func optional(_ value: String?) -> JSON { value.map(JSON.string) ?? .null }
+    public static func optional(_ value: Int64?) -> JSON { value.map(JSON.int) ?? .null }
 }

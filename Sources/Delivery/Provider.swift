@@ -121,22 +121,24 @@ extension Provider {
     /// Herald's HTTP/2 client for `concurrency` requests in flight, `maxConnections(concurrency:)` of them to one
     /// host and `totalConnections` (nil: no other limit) to all hosts together, and an HTTP/1.1 pool of a connection
     /// per request for a server that does not offer h2. `caFile` replaces the CA certificates servers are checked
-    /// against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator. `addressPolicy`: for hosts Herald does
-    /// not choose (Web Push's), where connections may go.
+    /// against (`$SSL_CERT_FILE`, else the system's): the sandbox's simulator. `clientIdentity`: the certificate the
+    /// connections present (APNs' certificate authentication). `addressPolicy`: for hosts Herald does not choose (Web
+    /// Push's), where connections may go.
     func http2Transport(
-        concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil, totalConnections: Int? = nil,
-        addressPolicy: AddressPolicy? = nil
+        concurrency: Int, name: String, liveness: HTTP2Liveness, caFile: String? = nil,
+        clientIdentity: TLSClientIdentity? = nil, totalConnections: Int? = nil, addressPolicy: AddressPolicy? = nil
     ) -> any RequestTransport {
         let connections = maxConnections(concurrency: concurrency)
         let http1 = HTTPClientPool.connectionsNeeded(inFlight: concurrency, multiplexed: false)
         guard let caFile else {
             return HTTP2ClientPool(
                 maxConnectionsPerHost: connections, maxConnections: totalConnections,
-                maxResponseBytes: maxResponseBytes, http1Connections: http1, name: name, liveness: liveness,
-                addressPolicy: addressPolicy)
+                maxResponseBytes: maxResponseBytes, http1Connections: http1, name: name,
+                clientIdentity: clientIdentity, liveness: liveness, addressPolicy: addressPolicy)
         }
         return HTTP2ClientPool(
             maxConnectionsPerHost: connections, maxConnections: totalConnections, maxResponseBytes: maxResponseBytes,
-            http1Connections: http1, name: name, caFile: caFile, liveness: liveness, addressPolicy: addressPolicy)
+            http1Connections: http1, name: name, caFile: caFile, clientIdentity: clientIdentity, liveness: liveness,
+            addressPolicy: addressPolicy)
     }
 }

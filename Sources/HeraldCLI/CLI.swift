@@ -37,6 +37,8 @@ public enum HeraldCLI {
                 run: WebPushKeysCommand.run),
         Command(name: "webhook-secret", summary: "make a Standard Webhooks secret for an outcome webhook",
                 run: WebhookSecretCommand.run),
+        Command(name: "secrets-key", summary: "make the key that encrypts the secrets stored in the database",
+                run: SecretsKeyCommand.run),
         Command(name: "help", summary: "show help for a command", run: { arguments in
             guard let name = arguments.first else {
                 print(usage)

@@ -66,7 +66,9 @@ enum ServeCommand {
 
             Per-app providers ("fcm-v1" with "service_account_file", "project_id", "token_uri", "endpoint";
             "fcm-legacy" with "server_key", "endpoint"; "apns" with "key_file", "key_id", "team_id", "topic",
-            "environment"; "webpush" with "vapid_private_key_file", "vapid_subject" — make the key with
+            "environment" — or, for a certificate instead of a .p8 key, "certificate_file" (a .p12, with
+            "certificate_password_file" if it has a password, or a PEM certificate with "certificate_key_file");
+            "webpush" with "vapid_private_key_file", "vapid_subject" — make the key with
             `herald webpush-keys --out FILE` — "origin_concurrency", requests in flight to one push service at most,
             default 100, and optionally "trusted_push_hosts" (host suffixes its endpoints must be on) and
             "allow_private_endpoints" (true: also loopback, private addresses and any port; for tests)) go in the

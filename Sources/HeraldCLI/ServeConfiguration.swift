@@ -82,6 +82,8 @@ struct ServeConfiguration: Sendable {
     var apps: [AppConfiguration]
     /// The outcome webhooks (`outcome_webhook`, SPEC §23), each app's own and the top-level one.
     var outcomeWebhooks: [OutcomeWebhook] = []
+    /// The key of the secrets stored in the database (`--secrets-key-file`); nil: storing a secret is refused.
+    var secretsKey: SecretsKey? = nil
 
     static let defaultEndpoint = "https://fcm.googleapis.com/fcm/send"
     /// The built-in simulator speaks HTTP/1.1 (a connection per request in flight), so the sandbox's v1 app keeps
@@ -106,6 +108,7 @@ struct ServeConfiguration: Sendable {
         ("apns-team-id", nil, "the Apple developer team id that owns the key"),
         ("apns-topic", nil, "the iOS app's bundle id, e.g. com.example.app"),
         ("apns-environment", "production", "production or sandbox (development builds of the app)"),
+        ("secrets-key-file", nil, "key of the secrets stored in the database (`herald secrets-key --out FILE`)"),
         ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1 and APNs, 64 for FCM legacy)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
         ("durability", "full", "SQLite: full fsyncs before acknowledging; normal survives a crash, not a power cut"),
@@ -330,6 +333,12 @@ struct ServeConfiguration: Sendable {
         configuration.consoleReadOnlyToken = try raw("console-read-only-token").flatMap { $0.isEmpty ? nil : $0 }
         configuration.requestTimeoutMillis = Int(try duration("request-timeout", in: 1_000...3_600_000))
         configuration.outcomeWebhooks = try outcomeWebhooks(file: file, directory: configDirectory)
+        if let path = try given("secrets-key-file").flatMap({ $0.isEmpty ? nil : $0 }) {
+            let inFile = arguments.value("secrets-key-file") == nil
+                && environment[environmentName("secrets-key-file")] == nil
+            configuration.secretsKey = try loadSecretsKey(
+                inFile ? configDirectory.map { resolvePath(path, against: $0) } ?? path : path)
+        }
         try configuration.check()
         return configuration
     }
@@ -430,10 +439,15 @@ struct ServeConfiguration: Sendable {
 
     /// A key file that group or other users may read gets a warning (it is read all the same: refusing would stop a
     /// service over a mode): `what` names it, "the service account file".
-    static func warnIfOthersCanRead(_ path: String, _ what: String, app: String) {
+    static func warnIfOthersCanRead(_ path: String, _ what: String, app: String?) {
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
-            Log.warn("\(what) can be read by other users: chmod 600 it", ["app": .string(app), "file": .string(path)])
+            let message = "\(what) can be read by other users: chmod 600 it"
+            if let app {
+                Log.warn(message, ["app": .string(app), "file": .string(path)])
+            } else {
+                Log.warn(message, ["file": .string(path)])
+            }
         }
     }
 
@@ -513,7 +527,8 @@ struct ServeConfiguration: Sendable {
                 let settings = try APNsSettings(
                     keyFile: item["key_file"]?.stringValue, keyID: item["key_id"]?.stringValue,
                     teamID: item["team_id"]?.stringValue, topic: item["topic"]?.stringValue,
-                    environment: item["environment"]?.stringValue, app: name, directory: directory)
+                    environment: item["environment"]?.stringValue,
+                    certificate: try APNsCertificateFiles(item, app: name), app: name, directory: directory)
                 var app = AppConfiguration(
                     name: name, provider: provider, endpoint: item["endpoint"]?.stringValue ?? settings.defaultEndpoint,
                     concurrency: appConcurrency, maxRate: appMaxRate)

@@ -123,6 +123,17 @@ final class Service: Sendable {
                     "client_email": .string(account.clientEmail),
                     "endpoint": .string(app.endpoint), "token_uri": .string(tokenURI),
                 ])
+            } else if app.provider == .apns, let apns = app.apns, let certificate = apns.certificate {
+                provider = APNsProvider(
+                    app: app.name, certificate: certificate, topic: apns.topic, endpoint: app.endpoint,
+                    timeoutMillis: configuration.requestTimeoutMillis, caFile: apns.caFile)
+                Log.info("apns app", [
+                    "app": .string(app.name), "topic": .string(apns.topic),
+                    "certificate": .string(certificate.subjectCommonName ?? "-"),
+                    "certificate_sha256": .string(certificate.sha256Fingerprint),
+                    "certificate_expires": .string(Output.time(certificate.notAfterMillis)),
+                    "endpoint": .string(app.endpoint),
+                ])
             } else if app.provider == .apns, let apns = app.apns, let key = apns.key {
                 provider = APNsProvider(
                     app: app.name, key: key, keyID: apns.keyID, teamID: apns.teamID, topic: apns.topic,
@@ -176,7 +187,8 @@ final class Service: Sendable {
                 apiToken: configuration.apiToken, readOnlyToken: configuration.consoleReadOnlyToken, guesses: guesses),
             providers: Dictionary(
                 apps.map { ($0.name, $0.provider.rawValue) }, uniquingKeysWith: { first, _ in first }),
-            metrics: metrics, history: history, snapshot: statusSnapshot, committed: { engine.wake() })
+            credentials: configuration.credentialFacts, metrics: metrics, history: history, snapshot: statusSnapshot,
+            committed: { engine.wake() })
         var serverConfiguration = HTTPServerConfiguration(address: configuration.listen)
         serverConfiguration.maxConnections = configuration.maxConnections
         // Every route behind one front door: no other site's page, and no rebound name without a token.
@@ -200,6 +212,7 @@ final class Service: Sendable {
             "durability": .string(
                 database.isShared ? "synchronous_commit of the server" : configuration.durability.rawValue),
             "apps": .string(configuration.apps.map(\.name).joined(separator: ",")),
+            "secrets_key_id": .string(configuration.secretsKey?.id ?? "none"),
         ])
     }
 
@@ -271,6 +284,9 @@ extension Service {
                     }
                 })
                 metrics.replace("herald_app_paused", with: apps.map { (["app": $0.name], $0.paused ? 1 : 0) })
+                metrics.replace("herald_scheduled_messages", with: apps.map {
+                    (["app": $0.name], Double($0.scheduledMessages))
+                })
                 metrics.replace("herald_oldest_ready_seconds", with: apps.map { app in
                     (["app": app.name], app.oldestReadySince.map { Double(max(0, now - $0)) / 1000 } ?? 0)
                 })

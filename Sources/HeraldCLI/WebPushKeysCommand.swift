@@ -53,10 +53,8 @@ enum WebPushKeysCommand {
             }
             return 0
         }
-        try SecretFile.create(
-            path, holding: pem,
-            existing: "webpush-keys never overwrites a file (a new key would leave every subscription made with the "
-                + "old one unable to receive)")
+        try NewKeyFile.write(pem, to: path, keepsExisting: "webpush-keys never overwrites a file (a new key "
+            + "would leave every subscription made with the old one unable to receive)")
         if parsed.flag("json") {
             Output.json(["application_server_key": .string(applicationServerKey), "private_key_file": .string(path)])
         } else {

@@ -33,9 +33,9 @@ enum WebhookSecretCommand {
             if parsed.flag("json") { Output.json(["secret": .string(secret)]) } else { print(secret) }
             return 0
         }
-        try SecretFile.create(
-            path, holding: secret + "\n",
-            existing: "webhook-secret never overwrites a file (receivers still check signatures with the old secret)")
+        try NewKeyFile.write(
+            secret + "\n", to: path,
+            keepsExisting: "webhook-secret never overwrites a file (receivers still check signatures with the old secret)")
         if parsed.flag("json") {
             Output.json(["secret_file": .string(path)])
         } else {

@@ -87,6 +87,8 @@ extension FCMSendRequest {
 
     private enum FieldType {
         case string, strings, boolean, number, object
+        /// `send_at`: RFC 3339 text or Unix milliseconds, read by `MessageValidator`.
+        case time
 
         var name: String {
             switch self {
@@ -95,6 +97,7 @@ extension FCMSendRequest {
             case .boolean: "true or false"
             case .number: "a JSON number"
             case .object: "a JSON object"
+            case .time: "a JSON string or number"
             }
         }
 
@@ -105,18 +108,20 @@ extension FCMSendRequest {
             case .boolean: value.boolValue != nil
             case .number: if case .number = value { true } else { false }
             case .object: value.objectValue != nil
+            case .time: value.stringValue != nil || FieldType.number.matches(value)
             }
         }
     }
 
     /// Table 1 of FCM's legacy HTTP reference, plus `fcm_options` (analytics labels, sent by node-gcm): every field
-    /// FCM takes, with its JSON type. Herald's own `app` and `users` are not among them.
+    /// FCM takes, with its JSON type, and Herald's `send_at` (SPEC §23). Herald's own `app` and `users` are not among
+    /// them.
     private static let jsonFields: [(name: String, type: FieldType)] = [
         ("to", .string), ("registration_ids", .strings), ("condition", .string),
         ("collapse_key", .string), ("priority", .string), ("content_available", .boolean),
         ("mutable_content", .boolean), ("delay_while_idle", .boolean), ("time_to_live", .number),
         ("restricted_package_name", .string), ("dry_run", .boolean),
-        ("data", .object), ("notification", .object), ("fcm_options", .object),
+        ("data", .object), ("notification", .object), ("fcm_options", .object), ("send_at", .time),
     ]
 
     private static func readJSON(_ body: [UInt8], app: String) throws(APIError) -> FCMSendRequest {
@@ -202,7 +207,7 @@ extension FCMSendRequest {
                         + "send JSON with registration_ids to reach several")
                 }
                 registrationID = value
-            case "collapse_key", "priority", "restricted_package_name":
+            case "collapse_key", "priority", "restricted_package_name", "send_at":
                 options.append((name, .string(value)))
             case "content_available", "mutable_content", "delay_while_idle", "dry_run":
                 options.append((name, .bool(try flag(value, name: name))))

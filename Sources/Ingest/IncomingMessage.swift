@@ -18,6 +18,8 @@ public struct IncomingMessage: Sendable, Equatable {
     /// 0...2419200 seconds.
     public var ttlSeconds: Int
     public var dryRun: Bool
+    /// `send_at` as given, in Unix milliseconds: not sent before it (SPEC §23); nil sends it now.
+    public var sendAt: Int64?
 
     public init(
         app: String = "default",
@@ -28,7 +30,8 @@ public struct IncomingMessage: Sendable, Equatable {
         collapseKey: String? = nil,
         priority: Priority = .normal,
         ttlSeconds: Int = 2_419_200,
-        dryRun: Bool = false
+        dryRun: Bool = false,
+        sendAt: Int64? = nil
     ) {
         self.app = app
         self.target = target
@@ -39,5 +42,6 @@ public struct IncomingMessage: Sendable, Equatable {
         self.priority = priority
         self.ttlSeconds = ttlSeconds
         self.dryRun = dryRun
+        self.sendAt = sendAt
     }
 }

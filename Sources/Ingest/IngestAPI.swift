@@ -473,6 +473,8 @@ public final class IngestAPI: HTTPHandler {
             ("dry_run", .bool(record.dryRun)),
             ("created_at", .int(record.createdAt)),
             ("expires_at", .int(record.expiresAt)),
+            ("send_at", record.sendAt.map(JSON.int) ?? .null),
+            ("cancelled_at", record.cancelledAt.map(JSON.int) ?? .null),
             ("payload", (try? JSON.parse(Array(record.payload.utf8))) ?? .string(record.payload)),
             ("counts", .object(counts)),
             ("deliveries", .array(deliveries)),
@@ -510,7 +512,7 @@ extension IncomingMessage {
         NewMessage(
             app: app, idempotencyKey: idempotencyKey, payload: payload.serialized(), format: format, target: target,
             tokenField: tokenField, collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds,
-            dryRun: dryRun)
+            dryRun: dryRun, sendAt: sendAt)
     }
 }
 

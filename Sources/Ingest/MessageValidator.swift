@@ -8,7 +8,7 @@ import Support
 /// Rules apply in a fixed order so the same input always gets the same error:
 /// 1. JSON object (`InvalidJson`); 2. known top-level fields only (`InvalidParameters`);
 /// 3. exactly one non-empty, well-formed target (`MissingRegistration`, `InvalidParameters`);
-/// 4. `app` and options of the right type and value (`InvalidParameters`); 5. `time_to_live` (`InvalidTtl`);
+/// 4. `app`, `send_at` and options of the right type and value (`InvalidParameters`); 5. `time_to_live` (`InvalidTtl`);
 /// 6. `data` keys (`InvalidDataKey`); 7. `data` + `notification` size (`MessageTooBig`).
 ///
 /// ```swift
@@ -22,18 +22,21 @@ public enum MessageValidator {
     public static let payloadLimit = 4096
     public static let topicPayloadLimit = 2048
 
-    public static func validate(body: some Collection<UInt8>) -> Result<IncomingMessage, APIError> {
-        Result { () throws(APIError) in try check(parseObject(body)) }
+    /// - Parameter now: Unix milliseconds, what `send_at` is checked against (at most 30 days ahead).
+    public static func validate(
+        body: some Collection<UInt8>, now: Int64 = Clock.nowMillis()
+    ) -> Result<IncomingMessage, APIError> {
+        Result { () throws(APIError) in try check(parseObject(body), now: now) }
     }
 
     /// Validates one message already parsed, e.g. an item of a batch.
-    public static func validate(object: JSON) -> Result<IncomingMessage, APIError> {
-        Result { () throws(APIError) in try check(object) }
+    public static func validate(object: JSON, now: Int64 = Clock.nowMillis()) -> Result<IncomingMessage, APIError> {
+        Result { () throws(APIError) in try check(object, now: now) }
     }
 
     /// `{"messages": [ ... ]}` → one result per item, in order; a body that is not that shape is one APIError.
     public static func validateBatch(
-        body: some Collection<UInt8>
+        body: some Collection<UInt8>, now: Int64 = Clock.nowMillis()
     ) -> Result<[Result<IncomingMessage, APIError>], APIError> {
         Result { () throws(APIError) in
             let batch = try parseObject(body)
@@ -47,7 +50,7 @@ public enum MessageValidator {
                 throw .invalidParameters("\"messages\" must be an array of messages")
             }
             guard !items.isEmpty else { throw .invalidParameters("\"messages\" must hold at least one message") }
-            return items.map { validate(object: $0) }
+            return items.map { validate(object: $0, now: now) }
         }
     }
 
@@ -56,8 +59,10 @@ public enum MessageValidator {
     private static let targetFields = ["to", "registration_ids", "condition", "users", "subscription"]
     private static let knownFields = targetFields + [
         "app", "collapse_key", "priority", "content_available", "mutable_content", "delay_while_idle",
-        "time_to_live", "restricted_package_name", "dry_run", "data", "notification",
+        "time_to_live", "restricted_package_name", "dry_run", "data", "notification", "send_at",
     ]
+    /// Herald's own fields besides the target: they are not part of the message sent.
+    private static let heraldFields = ["app", "send_at"]
 
     /// Rule 1 for a whole body.
     private static func parseObject(_ body: some Collection<UInt8>) throws(APIError) -> JSON {
@@ -71,12 +76,12 @@ public enum MessageValidator {
         return value
     }
 
-    private static func check(_ message: JSON) throws(APIError) -> IncomingMessage {
+    private static func check(_ message: JSON, now: Int64) throws(APIError) -> IncomingMessage {
         // 1
         guard case .object(let members) = message else { throw .invalidJSON("a message must be a JSON object") }
         // An FCM HTTP v1 request (SPEC §13): `{"message": {...}}`, which legacy has no field for.
         if V1MessageValidator.isV1(message) {
-            return try V1MessageValidator.validate(object: message, heraldFields: true).get()
+            return try V1MessageValidator.validate(object: message, heraldFields: true, now: now).get()
         }
         // 2
         for member in members where !knownFields.contains(where: { sameBytes($0, member.key) }) {
@@ -108,6 +113,7 @@ public enum MessageValidator {
             }
         }
         let priority = try checkPriority(message["priority"])
+        let sendAt = try checkSendAt(message["send_at"], now: now)
         // 5
         let ttl = try checkTTL(message["time_to_live"])
         // 6
@@ -121,12 +127,13 @@ public enum MessageValidator {
             app: app,
             target: target,
             payload: .object(members.filter { member in
-                !sameBytes(member.key, "app") && !targetFields.contains(where: { sameBytes($0, member.key) })
+                !(heraldFields + targetFields).contains(where: { sameBytes($0, member.key) })
             }),
             collapseKey: message["collapse_key"]?.stringValue,
             priority: priority,
             ttlSeconds: ttl,
-            dryRun: message["dry_run"]?.boolValue ?? false
+            dryRun: message["dry_run"]?.boolValue ?? false,
+            sendAt: sendAt
         )
     }
 
@@ -223,6 +230,15 @@ public enum MessageValidator {
             throw .invalidParameters("priority must be \"normal\" or \"high\"")
         }
         return sameBytes(priority, "high") ? .high : .normal
+    }
+
+    private static func checkSendAt(_ value: JSON?, now: Int64) throws(APIError) -> Int64? {
+        guard let value else { return nil }
+        do {
+            return try SendAt.read(value, now: now)
+        } catch {
+            throw .invalidParameters("send_at \(error.reason)")
+        }
     }
 
     private static func checkTTL(_ value: JSON?) throws(APIError) -> Int {

@@ -29,8 +29,8 @@ public enum V1MessageValidator {
 
     /// - Parameters:
     ///   - heraldFields: allow Herald's `app`, `tokens`, `users` and `subscription` beside `message`
-    ///     (`POST /v1/messages`); the drop-in endpoint takes exactly FCM's request.
-    ///   - now: Unix milliseconds, to turn an absolute `apns-expiration` into a TTL.
+    ///     (`POST /v1/messages`); the drop-in endpoint takes FCM's request and `send_at`.
+    ///   - now: Unix milliseconds, to turn an absolute `apns-expiration` into a TTL and to check `send_at`.
     public static func validate(
         object: JSON, heraldFields: Bool, now: Int64 = Clock.nowMillis()
     ) -> Result<IncomingMessage, APIError> {
@@ -73,7 +73,8 @@ public enum V1MessageValidator {
     private static let urgencies = ["very-low", "low", "normal", "high"]
     private static let apnsStrings = ["live_activity_token"]
     private static let fanOuts = ["tokens", "users", "subscription"]
-    private static let fcmTopLevel = ["message", "validate_only"]
+    /// FCM's request, and Herald's `send_at`, which the drop-in endpoint takes too (SPEC §23).
+    private static let fcmTopLevel = ["message", "validate_only", "send_at"]
     private static let heraldTopLevel = fcmTopLevel + fanOuts + ["app"]
     private static let webpushFields = ["headers", "data", "notification", "fcm_options"]
     private static let optionsFields = ["analytics_label", "link", "image"]
@@ -102,6 +103,14 @@ public enum V1MessageValidator {
             }
             dryRun = flag
         }
+        var sendAt: Int64?
+        if let value = request["send_at"] {
+            do {
+                sendAt = try SendAt.read(value, now: now)
+            } catch {
+                throw invalid("Invalid value at 'send_at': \(error.reason).")
+            }
+        }
         let (target, tokenField) = try checkTarget(request, message: message)
         // A message to users that names no app reaches them in every app (SPEC §17).
         var app = request["users"] != nil ? NewMessage.everyApp : MessageValidator.defaultApp
@@ -120,7 +129,8 @@ public enum V1MessageValidator {
         try checkObject(message["fcm_options"], at: "message.fcm_options", fields: optionsFields,
                         strings: optionsFields)
         let android = try checkAndroid(message["android"])
-        let apns = try checkAPNs(message["apns"], now: now)
+        // An absolute `apns-expiration` leaves the TTL it names after the message's first chance to be sent.
+        let apns = try checkAPNs(message["apns"], now: max(now, sendAt ?? now))
         let webpush = try checkWebpush(message["webpush"])
         try checkSize(message, target: target)
 
@@ -129,7 +139,8 @@ public enum V1MessageValidator {
         return IncomingMessage(
             app: app, target: target, tokenField: tokenField, format: .v1,
             payload: .object(fields.filter { !messageTargets.contains($0.key) }),
-            collapseKey: android.collapseKey ?? apns.collapseKey, priority: priority, ttlSeconds: ttl, dryRun: dryRun)
+            collapseKey: android.collapseKey ?? apns.collapseKey, priority: priority, ttlSeconds: ttl, dryRun: dryRun,
+            sendAt: sendAt)
     }
 
     /// Exactly one of the message's `token`, `fid`, `topic`, `condition` and Herald's `tokens`, `users`.

@@ -77,7 +77,7 @@ public enum WebPushEncryption {
         }
         guard recordSize >= 18 else { throw malformed("its record size \(recordSize) is below the minimum of 18") }
         let record = body[headerLength...]
-        guard record.count > AES128GCM.tagLength else {
+        guard record.count > AESGCM.tagLength else {
             throw malformed("its record of \(record.count) bytes is too short for the tag and padding delimiter")
         }
         guard record.count <= recordSize else {
@@ -88,7 +88,7 @@ public enum WebPushEncryption {
         let (key, nonce) = try contentKeyAndNonce(
             secret: secret, auth: auth, receiverPublic: privateKey.agreement.publicPoint, senderPublic: senderPublic,
             salt: salt)
-        guard var padded = try AES128GCM.open(record, key: key, nonce: nonce) else {
+        guard var padded = try AESGCM.open(record, key: key, nonce: nonce) else {
             throw malformed("it does not decrypt: the AES-GCM tag does not match (other keys, or changed bytes)")
         }
         guard let delimiter = padded.lastIndex(where: { $0 != 0 }) else {
@@ -121,11 +121,11 @@ public enum WebPushEncryption {
             secret: secret, auth: keys.auth, receiverPublic: keys.p256dh, senderPublic: ephemeral.publicPoint,
             salt: salt)
         var body = salt
-        body.reserveCapacity(headerLength + plaintext.count + 1 + AES128GCM.tagLength)
+        body.reserveCapacity(headerLength + plaintext.count + 1 + AESGCM.tagLength)
         body += [UInt8(recordSize >> 24 & 0xff), UInt8(recordSize >> 16 & 0xff), UInt8(recordSize >> 8 & 0xff),
                  UInt8(recordSize & 0xff), UInt8(P256Curve.uncompressedPointLength)]
         body += ephemeral.publicPoint
-        try AES128GCM.seal(plaintext, trailer: [paddingDelimiter], key: key, nonce: nonce, appendingTo: &body)
+        try AESGCM.seal(plaintext, trailer: [paddingDelimiter], key: key, nonce: nonce, appendingTo: &body)
         return body
     }
 

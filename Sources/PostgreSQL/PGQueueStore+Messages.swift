@@ -53,7 +53,7 @@ extension PGQueueStore {
 
     /// `storeMessagesSQL`'s parameters: one array per column of the messages (`$1`–`$16`), the explicit targets as
     /// (message position, token) pairs (`$17`, `$18`), the users of `users` targets likewise (`$19`, `$20`), the
-    /// wake-up channel and `NewMessage.everyApp`.
+    /// wake-up channel, `NewMessage.everyApp`, and the messages' `send_at` and first due times (`$23`, `$24`).
     private static func arguments(_ inserts: ArraySlice<MessageInsert>) -> [PGValue] {
         var (targetOf, targets, userOf, users): ([Int64], [String], [Int64], [String]) = ([], [], [], [])
         for (position, insert) in zip(Int64(1)..., inserts) {
@@ -79,7 +79,8 @@ extension PGQueueStore {
             .array(inserts.map(\.expiresAt)), .array(messages.map(\.format.rawValue)),
             .array(messages.map(\.tokenField.rawValue)), .array(inserts.map(\.lane.rawValue)),
             .array(inserts.map(\.collapseHeadKey)), .array(targetOf), .array(targets), .array(userOf), .array(users),
-            .text(readyChannel), .text(NewMessage.everyApp),
+            .text(readyChannel), .text(NewMessage.everyApp), .array(inserts.map(\.sendAt)),
+            .array(inserts.map(\.dueAt)),
         ]
     }
 
@@ -96,15 +97,15 @@ extension PGQueueStore {
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
                                  $7::text[], $8::text[], $9::int[], $10::int[], $11::bigint[], $12::bigint[],
-                                 $13::text[], $14::text[], $15::int[], $16::text[])
+                                 $13::text[], $14::text[], $15::int[], $16::text[], $23::bigint[], $24::bigint[])
                 WITH ORDINALITY AS m (id, app, idempotency_key, fingerprint, payload, target_kind, collapse_key,
                                       priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field,
-                                      rank, head_key, position)),
+                                      rank, head_key, send_at, due_at, position)),
         message AS (
             INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
-                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field, send_at)
             SELECT id, app, idempotency_key, fingerprint, payload, target_kind, collapse_key, priority, ttl_seconds,
-                   dry_run, created_at, expires_at, format, token_field
+                   dry_run, created_at, expires_at, format, token_field, send_at
             FROM input ORDER BY position
             ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING id, rowid),
@@ -127,7 +128,7 @@ extension PGQueueStore {
         inserted AS (
             INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
                                     created_at, "user")
-            SELECT input.id, target.app, target.token, 'queued', input.created_at, input.created_at, input.rank,
+            SELECT input.id, target.app, target.token, 'queued', input.due_at, input.created_at, input.rank,
                    input.created_at, target."user"
             FROM target JOIN input ON input.position = target.position JOIN message ON message.id = input.id
             ORDER BY target.position, target.ordinal
@@ -152,6 +153,19 @@ extension PGQueueStore {
 
     public func messageExists(id: String) throws -> Bool {
         try connection.queryOne("SELECT 1 FROM messages WHERE id = $1", [.text(id)], row: { _ in true }) ?? false
+    }
+
+    public func markCancelled(id: String, now: Int64) throws -> Bool {
+        try connection.run(
+            "UPDATE messages SET cancelled_at = coalesce(cancelled_at, $1) WHERE id = $2", .integer(now), .text(id)) > 0
+    }
+
+    /// `messages_scheduled`, from `now` on: only the messages still waiting are read.
+    public func scheduledMessageCounts(now: Int64) throws -> [String: Int] {
+        let rows = try connection.query(
+            "SELECT app, count(*) FROM messages WHERE send_at > $1 AND cancelled_at IS NULL GROUP BY app",
+            [.integer(now)], row: { ($0.string(0), $0.int(1)) })
+        return Dictionary(rows, uniquingKeysWith: +)
     }
 
     /// An upsert keeps the row, and with it the `rowid` a `users` fan-out orders by.

@@ -25,7 +25,7 @@ extension PGQueueStore: Store {
             var record = try connection.queryOne(
                 """
                 SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at,
-                       expires_at, format, token_field
+                       expires_at, format, token_field, send_at, cancelled_at
                 FROM messages WHERE id = $1
                 """, [.text(id)],
                 row: {
@@ -36,7 +36,8 @@ extension PGQueueStore: Store {
                         tokenField: TokenField(rawValue: $0.string(11)) ?? .token,
                         collapseKey: $0.optionalString(4), priority: Priority(stored: $0.string(5)),
                         ttlSeconds: $0.int(6),
-                        dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
+                        dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9),
+                        sendAt: $0.optionalInt64(12), cancelledAt: $0.optionalInt64(13), deliveries: [])
                 })
         else { return nil }
         record.deliveries = try connection.query(

@@ -16,6 +16,8 @@ public struct AppStatus: Sendable, Equatable {
     public var queued: Int
     /// Queued deliveries whose `next_attempt_at` has come.
     public var ready: Int
+    /// Messages waiting for their `send_at` (not cancelled); a message to users in every app counts in every app.
+    public var scheduledMessages: Int = 0
     /// The earliest `next_attempt_at` of the ready rows: how long the oldest ready delivery has been waiting.
     public var oldestReadySince: Int64?
     public var inflight: Int

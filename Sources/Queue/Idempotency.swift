@@ -102,6 +102,8 @@ extension NewMessage {
             payload, collapseKey ?? "\u{0}", priority.rawValue, String(ttlSeconds), dryRun ? "1" : "0", format.rawValue,
             tokenField.rawValue,
         ] { mix(part) }
+        // Only when given, so a message without one keeps the fingerprint stored before `send_at` existed.
+        if let sendAt { for part in ["send_at", String(sendAt)] { mix(part) } }
         return Int64(bitPattern: hash)
     }
 }

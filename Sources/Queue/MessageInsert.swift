@@ -10,8 +10,14 @@ public struct MessageInsert: Sendable {
     /// The fingerprint stored with an idempotency key; nil without one.
     public var fingerprint: Int64?
     public var createdAt: Int64
-    /// When its deliveries expire: the TTL after acceptance, or for TTL 0 ("now or never") the end of the store's
-    /// `ttlZeroWindowMillis`.
+    /// `messages.send_at`: the `send_at` given, or acceptance when that is past (a past one means now); nil when
+    /// none was given.
+    public var sendAt: Int64?
+    /// When its deliveries are first due (`next_attempt_at`): `sendAt`, else acceptance. A scheduled delivery waits
+    /// in the claim's index as a retry does, so the claim stays one range scan.
+    public var dueAt: Int64
+    /// When its deliveries expire: the TTL after `dueAt`, or for TTL 0 ("now or never") the end of the store's
+    /// `ttlZeroWindowMillis` after it.
     public var expiresAt: Int64
     /// The claim lane its deliveries wait in (`deliveries.priority_rank`), from the message's priority.
     public var lane: PriorityLane
@@ -26,7 +32,9 @@ public struct MessageInsert: Sendable {
         self.id = id
         self.fingerprint = fingerprint
         createdAt = now
-        expiresAt = message.ttlSeconds == 0 ? now + ttlZeroWindowMillis : now + Int64(message.ttlSeconds) * 1000
+        sendAt = message.sendAt.map { max($0, now) }
+        dueAt = sendAt ?? now
+        expiresAt = dueAt + (message.ttlSeconds == 0 ? ttlZeroWindowMillis : Int64(message.ttlSeconds) * 1000)
         lane = message.priority.lane
         collapseHeadKey = message.dryRun ? nil : message.collapseKey
     }

@@ -98,12 +98,13 @@ extension QueueStore {
 extension CollapseHead {
     /// Whether this newer message will really reach the device, so an older one (`messageID`) is superseded: it is
     /// delivered, or still pending and not expired. A dry run never becomes a head, and one that ended dead or
-    /// dropped stopped being one; a head whose row was pruned was delivered.
+    /// dropped stopped being one; a head whose row was pruned was delivered. A head scheduled for later (`send_at`)
+    /// supersedes nothing before its time: until then the older message is the latest the device can have.
     func supersedes(_ messageID: String, now: Int64) -> Bool {
         guard self.messageID > messageID else { return false }
         switch state {
         case .delivered?, nil: return true
-        case .queued?, .inflight?: return (expiresAt ?? 0) > now
+        case .queued?, .inflight?: return (expiresAt ?? 0) > now && (sendAt ?? 0) <= now
         case .dead?, .dropped?: return false
         }
     }

@@ -203,11 +203,14 @@ public struct CollapseHead: Sendable, Equatable {
     /// row deletes its head too, the schema's `collapse_head_removed` trigger).
     public var state: DeliveryState?
     public var expiresAt: Int64?
+    /// Its message's `send_at`: until then it is not sent, and supersedes nothing.
+    public var sendAt: Int64?
 
-    public init(messageID: String, state: DeliveryState?, expiresAt: Int64?) {
+    public init(messageID: String, state: DeliveryState?, expiresAt: Int64?, sendAt: Int64? = nil) {
         self.messageID = messageID
         self.state = state
         self.expiresAt = expiresAt
+        self.sendAt = sendAt
     }
 }
 

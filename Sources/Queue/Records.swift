@@ -61,11 +61,14 @@ public struct NewMessage: Sendable, Equatable {
     public var priority: Priority
     public var ttlSeconds: Int
     public var dryRun: Bool
+    /// `send_at` as the backend gave it (Unix milliseconds): no delivery is sent before it, and the TTL counts from
+    /// it; a past one means now (`MessageInsert`). Nil: now.
+    public var sendAt: Int64?
 
     public init(
         app: String, idempotencyKey: String? = nil, payload: String, format: MessageFormat = .legacy,
         target: MessageTarget, tokenField: TokenField = .token, collapseKey: String? = nil,
-        priority: Priority = .normal, ttlSeconds: Int = 2_419_200, dryRun: Bool = false
+        priority: Priority = .normal, ttlSeconds: Int = 2_419_200, dryRun: Bool = false, sendAt: Int64? = nil
     ) {
         self.app = app
         self.idempotencyKey = idempotencyKey
@@ -77,6 +80,7 @@ public struct NewMessage: Sendable, Equatable {
         self.priority = priority
         self.ttlSeconds = ttlSeconds
         self.dryRun = dryRun
+        self.sendAt = sendAt
     }
 }
 
@@ -120,17 +124,23 @@ public struct MessageRecord: Sendable, Equatable {
     public var dryRun: Bool
     public var createdAt: Int64
     public var expiresAt: Int64
+    /// `messages.send_at`: when it was scheduled for, nil when it was sent at once.
+    public var sendAt: Int64?
+    /// `messages.cancelled_at`: when `DELETE /v1/messages/{id}` first cancelled it.
+    public var cancelledAt: Int64?
     public var deliveries: [DeliveryRecord]
 
     public init(
         id: String, app: String, payload: String, format: MessageFormat = .legacy, targetKind: TargetKind,
         tokenField: TokenField = .token, collapseKey: String?, priority: Priority, ttlSeconds: Int, dryRun: Bool,
-        createdAt: Int64, expiresAt: Int64, deliveries: [DeliveryRecord]
+        createdAt: Int64, expiresAt: Int64, sendAt: Int64? = nil, cancelledAt: Int64? = nil,
+        deliveries: [DeliveryRecord]
     ) {
         (self.id, self.app, self.payload, self.format, self.targetKind, self.tokenField) =
             (id, app, payload, format, targetKind, tokenField)
         (self.collapseKey, self.priority, self.ttlSeconds, self.dryRun) = (collapseKey, priority, ttlSeconds, dryRun)
-        (self.createdAt, self.expiresAt, self.deliveries) = (createdAt, expiresAt, deliveries)
+        (self.createdAt, self.expiresAt, self.sendAt, self.cancelledAt, self.deliveries) =
+            (createdAt, expiresAt, sendAt, cancelledAt, deliveries)
     }
 }
 

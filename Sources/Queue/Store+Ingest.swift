@@ -148,11 +148,14 @@ private struct IngestPlan {
 }
 
 extension Store {
-    /// Drops the message's queued deliveries with reason `Cancelled` (`DELETE /v1/messages/{id}`, the console).
-    /// Nil when there is no such message; otherwise how many were cancelled (deliveries already in flight or finished
-    /// are left alone).
+    /// Drops the message's queued deliveries — due now or scheduled for later (`send_at`, a retry's backoff) — with
+    /// reason `Cancelled` through the queue's own final-state operation (`endQueuedDeliveries`), and stamps the
+    /// message's `cancelled_at` (`DELETE /v1/messages/{id}`, the console). Nil when there is no such message;
+    /// otherwise how many were cancelled. A delivery in flight cannot be unsent: its outcome stands (it was leased
+    /// before the cancel, or the cancel's update waited for the claim and found it no longer queued), and so does a
+    /// finished one.
     public func cancelMessage(id: String, now: Int64) throws -> Int? {
-        guard try messageExists(id: id) else { return nil }
+        guard try markCancelled(id: id, now: now) else { return nil }
         return try endQueuedDeliveries(of: id, app: nil, state: .dropped, reason: .cancelled, now: now)
     }
 }

@@ -27,12 +27,14 @@ extension Store {
         let origins = Dictionary(grouping: try originSwitches(app: nil, now: now), by: \.app)
         let inflight = try inflightCounts()
         let dead = try deadCounts(since: nil)
+        let scheduled = try scheduledMessageCounts(now: now)
         var statuses = try appSwitches()
         for index in statuses.indices {
             let app = statuses[index].name
             let backlog = try self.backlog(app: app, now: now)
             statuses[index].queued = backlog.queued
             statuses[index].ready = backlog.ready
+            statuses[index].scheduledMessages = (scheduled[app] ?? 0) + (scheduled[NewMessage.everyApp] ?? 0)
             if let due = try nextDue(app: app), due <= now { statuses[index].oldestReadySince = due }
             statuses[index].inflight = inflight[app] ?? 0
             statuses[index].dead = dead[app] ?? 0

@@ -33,6 +33,11 @@ public protocol Store: QueueStore {
     func storeMessages(_ inserts: [MessageInsert]) throws -> [StoredMessage?]
     func message(id: String) throws -> MessageRecord?
     func messageExists(id: String) throws -> Bool
+    /// Stamps the message's `cancelled_at` with `now` unless it has one; false when there is no such message.
+    func markCancelled(id: String, now: Int64) throws -> Bool
+    /// Messages whose `send_at` is after `now` and that were not cancelled, per `messages.app` (`NewMessage.everyApp`
+    /// for a message to users in every app).
+    func scheduledMessageCounts(now: Int64) throws -> [String: Int]
 
     // MARK: Token registry
 

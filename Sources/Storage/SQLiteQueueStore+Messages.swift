@@ -37,24 +37,29 @@ extension SQLiteQueueStore {
         try connection.run(
             """
             INSERT INTO messages (id, app, idempotency_key, idempotency_fingerprint, payload, target_kind, collapse_key,
-                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field,
+                                  send_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             .text(insert.id), .text(message.app), .optional(message.idempotencyKey), .optional(insert.fingerprint),
             .text(message.payload), .text(message.target.kind.rawValue), .optional(message.collapseKey),
             .text(message.priority.rawValue),
             .integer(Int64(message.ttlSeconds)), .integer(message.dryRun ? 1 : 0), .integer(insert.createdAt),
-            .integer(insert.expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue))
+            .integer(insert.expiresAt), .text(message.format.rawValue), .text(message.tokenField.rawValue),
+            .optional(insert.sendAt))
         let rowID = connection.lastInsertRowID
         let (id, app, rank, now) = (insert.id, message.app, insert.lane.rawValue, insert.createdAt)
         let deliveries: Int
         switch message.target {
         case .users(let users):
-            deliveries = try insertDeliveries(toUsers: users, messageID: id, app: app, rank: rank, now: now)
+            deliveries = try insertDeliveries(
+                toUsers: users, messageID: id, app: app, rank: rank, due: insert.dueAt, now: now)
         case .tokens(let tokens):
-            deliveries = try insertDeliveries(to: tokens, messageID: id, app: app, rank: rank, now: now)
+            deliveries = try insertDeliveries(
+                to: tokens, messageID: id, app: app, rank: rank, due: insert.dueAt, now: now)
         case .topic(let target), .condition(let target):
-            deliveries = try insertDeliveries(to: [target], messageID: id, app: app, rank: rank, now: now)
+            deliveries = try insertDeliveries(
+                to: [target], messageID: id, app: app, rank: rank, due: insert.dueAt, now: now)
         }
         if let collapseKey = insert.collapseHeadKey, deliveries > 0 {
             try makeHeads(messageID: id, collapseKey: collapseKey, now: now)
@@ -62,10 +67,10 @@ extension SQLiteQueueStore {
         return StoredMessage(rowID: rowID, deliveries: deliveries)
     }
 
-    /// One queued delivery per target, in the order given; returns how many.
-    private func insertDeliveries(to targets: [String], messageID: String, app: String, rank: Int64, now: Int64) throws
-        -> Int
-    {
+    /// One queued delivery per target, in the order given, first due at `due`; returns how many.
+    private func insertDeliveries(
+        to targets: [String], messageID: String, app: String, rank: Int64, due: Int64, now: Int64
+    ) throws -> Int {
         let insert = try connection.statement(
             """
             INSERT INTO deliveries
@@ -74,7 +79,7 @@ extension SQLiteQueueStore {
             """)
         for target in targets {
             try insert.execute([
-                .text(messageID), .text(app), .text(target), .integer(now), .integer(now), .integer(rank),
+                .text(messageID), .text(app), .text(target), .integer(due), .integer(now), .integer(rank),
                 .integer(now),
             ])
         }
@@ -91,21 +96,21 @@ extension SQLiteQueueStore {
     /// looked up user by user, a large fan-out reads one random page per token, several seconds for a million. Every
     /// app is every app `apps` knows (serve registers its apps there as it starts), each looked up through the same
     /// `(app, user)` index.
-    private func insertDeliveries(toUsers users: [String], messageID: String, app: String, rank: Int64, now: Int64)
-        throws -> Int
-    {
+    private func insertDeliveries(
+        toUsers users: [String], messageID: String, app: String, rank: Int64, due: Int64, now: Int64
+    ) throws -> Int {
         let apps = app == NewMessage.everyApp ? "app IN (SELECT name FROM apps)" : "app = ?2"
         return try connection.run(
             """
             INSERT INTO deliveries
                 (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at, user)
-            SELECT ?1, app, token, 'queued', ?3, ?3, ?4, ?3, user FROM tokens
+            SELECT ?1, app, token, 'queued', ?6, ?3, ?4, ?3, user FROM tokens
             WHERE rowid IN (
                 SELECT rowid FROM tokens WHERE \(apps) AND user IN (SELECT value FROM json_each(?5))
             )
             ORDER BY rowid
             """, .text(messageID), .text(app), .integer(now), .integer(rank),
-            .text(JSON.array(users.map(JSON.string)).serialized()))
+            .text(JSON.array(users.map(JSON.string)).serialized()), .integer(due))
     }
 
     /// Each delivery of this message becomes the collapse head for its target (the claim decides what a head
@@ -127,7 +132,7 @@ extension SQLiteQueueStore {
             var record = try connection.queryOne(
                 """
                 SELECT id, app, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at,
-                       expires_at, format, token_field
+                       expires_at, format, token_field, send_at, cancelled_at
                 FROM messages WHERE id = ?
                 """, [.text(id)],
                 row: {
@@ -138,7 +143,8 @@ extension SQLiteQueueStore {
                         tokenField: TokenField(rawValue: $0.string(11)) ?? .token,
                         collapseKey: $0.optionalString(4), priority: Priority(stored: $0.string(5)),
                         ttlSeconds: $0.int(6),
-                        dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9), deliveries: [])
+                        dryRun: $0.int(7) != 0, createdAt: $0.int64(8), expiresAt: $0.int64(9),
+                        sendAt: $0.optionalInt64(12), cancelledAt: $0.optionalInt64(13), deliveries: [])
                 })
         else { return nil }
         record.deliveries = try connection.query(
@@ -160,5 +166,24 @@ extension SQLiteQueueStore {
 
     public func messageExists(id: String) throws -> Bool {
         try connection.queryOne("SELECT 1 FROM messages WHERE id = ?", [.text(id)], row: { _ in true }) ?? false
+    }
+
+    public func markCancelled(id: String, now: Int64) throws -> Bool {
+        try connection.run(
+            "UPDATE messages SET cancelled_at = coalesce(cancelled_at, ?) WHERE id = ?", .integer(now), .text(id)) > 0
+    }
+
+    /// `messages_scheduled`, from `now` on: only the messages still waiting are read.
+    public func scheduledMessageCounts(now: Int64) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for (app, count) in try connection.query(
+            """
+            SELECT app, count(*) FROM messages INDEXED BY messages_scheduled
+            WHERE send_at > ? AND cancelled_at IS NULL GROUP BY app
+            """, [.integer(now)], row: { ($0.string(0), $0.int(1)) })
+        {
+            counts[app] = count
+        }
+        return counts
     }
 }

@@ -109,7 +109,7 @@ extension SQLiteQueueStore: QueueStore {
     public func collapseHead(app: String, collapseKey: String, token: String) throws -> CollapseHead? {
         try connection.queryOne(
             """
-            SELECT h.message_id, d.state, m.expires_at
+            SELECT h.message_id, d.state, m.expires_at, m.send_at
             FROM collapse_heads AS h
             LEFT JOIN deliveries AS d ON d.id = h.delivery_id
             LEFT JOIN messages AS m ON m.id = h.message_id
@@ -118,7 +118,7 @@ extension SQLiteQueueStore: QueueStore {
         ) {
             CollapseHead(
                 messageID: $0.string(0), state: $0.optionalString(1).flatMap(DeliveryState.init(rawValue:)),
-                expiresAt: $0.optionalInt64(2))
+                expiresAt: $0.optionalInt64(2), sendAt: $0.optionalInt64(3))
         }
     }
 

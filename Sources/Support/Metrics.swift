@@ -217,6 +217,8 @@ extension Metrics {
                        + "provider and are sent again, per app."),
             Family("herald_queue_depth", .gauge, "Deliveries per app and state (refreshed every few seconds)."),
             Family("herald_oldest_ready_seconds", .gauge, "Age of the oldest delivery ready to send, per app."),
+            Family("herald_scheduled_messages", .gauge,
+                   "Messages waiting for their send_at (not cancelled), per app (refreshed every few seconds)."),
             Family("herald_tokens_deleted_total", .counter, "Tokens deleted after NotRegistered, per app."),
             Family("herald_tokens_replaced_total", .counter, "Tokens replaced by their canonical id, per app."),
             Family("herald_app_paused", .gauge, "1 while the app is paused."),

@@ -58,6 +58,9 @@ public final class TLSStream {
     private var handshakeWantsWrite = false
     /// A read or write failed: no close_notify on the way out.
     private var broken = false
+    /// OpenSSL's reason when a read ended the connection ("… alert certificate required", "unexpected eof while
+    /// reading"); nil after a clean close_notify.
+    public private(set) var readFailure: String?
 
     /// Nil when OpenSSL cannot make a session (`OpenSSLError.reason` says why).
     public init?(context: OpaquePointer, fd: Int32, role: Role) {
@@ -164,7 +167,7 @@ public final class TLSStream {
             return .drained
         default:
             broken = true
-            OpenSSLError.clear()
+            readFailure = OpenSSLError.drain().first
             return .closed
         }
     }

@@ -2,7 +2,7 @@ import Console
 import Dispatch
 import Foundation
 import HTTP
-import HTTPTestSupport
+import TestSupport
 import Ingest
 import Queue
 import Storage
@@ -13,7 +13,7 @@ import Testing
 /// file: which requests reach what, what the head alone refuses, what the login sets, and what every page answer
 /// carries.
 @Suite struct ConsoleRouterTests {
-    private let directory = ScratchDirectory(prefix: "herald-console")
+    private let directory = TemporaryDirectory(prefix: "herald-console")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
     private let router: FrontDoor

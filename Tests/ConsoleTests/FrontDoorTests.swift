@@ -1,7 +1,7 @@
 import Console
 import Foundation
 import HTTP
-import HTTPTestSupport
+import TestSupport
 import Ingest
 import Storage
 import Support
@@ -17,7 +17,7 @@ import Testing
         func advance(_ by: Int64) { millis.add(by, ordering: .relaxed) }
     }
 
-    private let directory = ScratchDirectory(prefix: "herald-front-door")
+    private let directory = TemporaryDirectory(prefix: "herald-front-door")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
     private let clock = TestClock()

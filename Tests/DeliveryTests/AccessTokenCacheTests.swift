@@ -3,8 +3,8 @@ import HTTP
 import OAuth
 import Send
 import Support
-import Synchronization
 import Testing
+import TestSupport
 
 @testable import Delivery
 
@@ -59,7 +59,7 @@ import Testing
         clock.advance(seconds: 3600 - 240)
         #expect(cache.usableToken(now: clock.now)?.value == "token-1")
         cache.renewIfDue(now: clock.now)
-        #expect(eventually { cache.usableToken(now: clock.now)?.value == "token-2" })
+        eventually("the renewed token") { cache.usableToken(now: clock.now)?.value == "token-2" }
         #expect(endpoint.forms.count == 2)
         let token = try #require(cache.usableToken(now: clock.now))
         #expect(token.expiresAt == clock.now + 3_600_000)
@@ -192,11 +192,4 @@ import Testing
     @Test func transportFailuresAreRetried() {
         #expect(AccessTokenCache.read(.failure(.connect)) == .failed("token endpoint: connect"))
     }
-}
-
-/// A value behind a lock, for completions to write and tests to read.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result { mutex.withLock { body(&$0) } }
 }

@@ -4,6 +4,7 @@ import OAuth
 import Send
 import Support
 import Synchronization
+import TestSupport
 
 @testable import Delivery
 
@@ -56,16 +57,6 @@ final class TestTokenEndpoint: HTTPHandler, Sendable {
         }
         responder.respond(answer(count, form))
     }
-}
-
-/// Waits (bounded) for `condition`; a failure to become true is reported by the caller's expectation.
-func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
 }
 
 /// The readiness `prepare`/`fetch` reports, awaited on the calling thread.

@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import Support
 import Testing
+import TestSupport
 
 /// Request-level faults: queued through /control (deterministic) or drawn at a rate from a seeded generator.
 @Suite struct FaultTests {
@@ -81,14 +82,14 @@ import Testing
         _ = try simulator.control(#"{"slow_next": 1, "slow_ms": 20}"#)
         var threads: [Bool] = []
         for _ in 1...2 {
-            let responder = CapturingResponder()
+            let responder = WaitingResponder()
             let caller = pthread_self()
             simulator.handle(
                 HTTPRequest(method: "POST", target: "/fcm/send",
                             headers: [("content-type", "application/json"), ("authorization", "key=k")],
                             body: Array(Self.message.utf8)),
                 responder: responder)
-            let answer = try #require(responder.wait())
+            let answer = try #require(responder.answer())
             #expect(answer.response.status == 200)
             #expect(meaning(of: try #require(answer.response.json()["results"]?.arrayValue?.first)) == .delivered)
             threads.append(pthread_equal(answer.thread, caller) != 0)

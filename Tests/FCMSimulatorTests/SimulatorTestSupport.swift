@@ -1,27 +1,9 @@
-import Dispatch
 import FCMSimulator
 import Foundation
 import HTTP
 import Support
-import Synchronization
 import Testing
-
-/// Captures the one response a handler gives, and the thread that gave it.
-final class CapturingResponder: HTTPResponder {
-    private let captured = Mutex<(response: HTTPResponse, thread: pthread_t)?>(nil)
-    private let answered = DispatchSemaphore(value: 0)
-
-    func respond(_ response: HTTPResponse) {
-        captured.withLock { $0 = (response, pthread_self()) }
-        answered.signal()
-    }
-
-    /// The response, waiting for a delayed one; nil if none came within `seconds` (a failure, not a measurement).
-    func wait(seconds: Double = 10) -> (response: HTTPResponse, thread: pthread_t)? {
-        guard answered.wait(timeout: .now() + seconds) == .success else { return nil }
-        return captured.withLock { $0 }
-    }
-}
+import TestSupport
 
 struct NoResponse: Error, CustomStringConvertible {
     var description: String { "the simulator did not answer" }
@@ -38,10 +20,10 @@ extension FCMSimulator {
     func call(_ method: String, _ target: String, headers: [(name: String, value: String)] = [], bytes: [UInt8])
         throws -> HTTPResponse
     {
-        let responder = CapturingResponder()
+        let responder = WaitingResponder()
         let request = HTTPRequest(method: method, target: target, headers: headers, body: bytes)
         handle(request, responder: responder)
-        guard let answer = responder.wait() else { throw NoResponse() }
+        guard let answer = responder.answer(within: 10) else { throw NoResponse() }
         return answer.response
     }
 
@@ -82,10 +64,6 @@ extension HTTPResponse {
     var text: String { String(decoding: body, as: UTF8.self) }
 
     func json() throws -> JSON { try JSON.parse(body) }
-
-    func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
 }
 
 extension JSON {

@@ -6,6 +6,7 @@ import OAuth
 import Send
 import Support
 import Testing
+import TestSupport
 
 /// The simulator over real TLS on an ephemeral loopback port (`serveTLS`), reached as Herald reaches Apple: Herald's
 /// own `HTTP2ClientPool` trusting the certificate the simulator wrote out, and node's TLS and HTTP/2 clients
@@ -229,12 +230,10 @@ import Testing
 
     @Test func givenCertificateFilesAreServedAndWrittenOut() async throws {
         let identity = try TLSIdentity.selfSigned(names: ["127.0.0.1"])
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sim-files-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory(prefix: "sim-files")
         let (certificateFile, keyFile, out) = (
-            directory.appendingPathComponent("cert.pem").path, directory.appendingPathComponent("key.pem").path,
-            directory.appendingPathComponent("out.pem").path)
+            directory.path("cert.pem"), directory.path("key.pem"),
+            directory.path("out.pem"))
         try identity.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
         try identity.privateKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
 
@@ -250,7 +249,7 @@ import Testing
 
         #expect {
             _ = try simulator.serveTLS(.init(
-                address: .tcp(host: "127.0.0.1", port: 0), certificateFile: directory.path + "/missing.pem",
+                address: .tcp(host: "127.0.0.1", port: 0), certificateFile: directory.path("missing.pem"),
                 keyFile: keyFile))
         } throws: { error in
             "\(error)".contains("cannot read the TLS certificate file")

@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import NetworkTestSupport
 import Testing
+import TestSupport
 
 /// `HTTPSServer` on an ephemeral loopback port with a throw-away certificate, probed by node's own TLS and HTTP/2
 /// clients (`scripts/tls-probe.js`): ALPN, both protocols, the certificate, and what happens to a client that breaks
@@ -82,11 +83,9 @@ import Testing
 
     @Test func aCertificateAndKeyFromFilesAreServed() async throws {
         let made = try TLSIdentity.selfSigned(names: ["localhost"])
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("https-files-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let certificateFile = directory.appendingPathComponent("cert.pem").path
-        let keyFile = directory.appendingPathComponent("key.pem").path
+        let directory = TemporaryDirectory(prefix: "https-files")
+        let certificateFile = directory.path("cert.pem")
+        let keyFile = directory.path("key.pem")
         try made.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
         try made.privateKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
 

@@ -4,6 +4,7 @@ import Glibc
 import Posix
 import Synchronization
 import Testing
+import TestSupport
 
 /// The real server on an ephemeral 127.0.0.1 port (or a Unix socket in a temporary directory),
 /// driven by a raw-socket client.
@@ -11,7 +12,7 @@ import Testing
     @Test func keepAliveConnectionServesSeveralRequests() throws {
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         for index in 1...5 {
             try client.send("GET /request/\(index) HTTP/1.1\r\nHost: t\r\n\r\n")
             let response = try client.readResponse()
@@ -33,7 +34,7 @@ import Testing
         }
         let (server, address) = try startServer(handler)
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send(
             "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n"
                 + "POST /3 HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
@@ -44,7 +45,7 @@ import Testing
     @Test func expectContinueRoundTrip() throws {
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
         #expect(try client.read(count: 25) == "HTTP/1.1 100 Continue\r\n\r\n")
         try client.send("hello")
@@ -58,7 +59,7 @@ import Testing
             responder.respond(HTTPResponse(status: 200))
         })
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 413)
@@ -77,7 +78,7 @@ import Testing
             configuration.bodyTimeout = 0.3
         }
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send(partial)
         let response = try client.readResponse()
         #expect(response.status == 408)
@@ -89,7 +90,7 @@ import Testing
     @Test func idleKeepAliveConnectionIsClosedSilently() throws {
         let (server, address) = try startServer { $0.idleTimeout = 0.3 }
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /once HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().status == 200)
         #expect(try client.readsEndOfStream())
@@ -98,13 +99,13 @@ import Testing
     @Test func connectionsOverTheLimitGet503AndTheLimitFreesUp() throws {
         let (server, address) = try startServer { $0.maxConnections = 2 }
         defer { server.shutdown(gracePeriod: 1) }
-        var first: TestClient? = try TestClient(address)
-        let second = try TestClient(address)
+        var first: RawHTTPClient? = try RawHTTPClient(address)
+        let second = try RawHTTPClient(address)
         for client in [first!, second] {
             try client.send("GET /held HTTP/1.1\r\nHost: h\r\n\r\n")
             #expect(try client.readResponse().status == 200)
         }
-        let third = try TestClient(address)
+        let third = try RawHTTPClient(address)
         let refused = try third.readResponse()
         #expect(refused.status == 503)
         #expect(refused.errorCode == "Unavailable")
@@ -116,7 +117,7 @@ import Testing
         first = nil
         var admitted = false
         for _ in 0..<200 where !admitted {
-            let client = try TestClient(address)
+            let client = try RawHTTPClient(address)
             try client.send("GET /again HTTP/1.1\r\nHost: h\r\n\r\n")
             admitted = try client.readResponse().status == 200
             if !admitted { usleep(10_000) }
@@ -126,11 +127,8 @@ import Testing
     }
 
     @Test func unixSocketServesAndIsRemovedAtShutdown() throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-http-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("h.sock").path
+        let directory = TemporaryDirectory(prefix: "herald-http")
+        let path = directory.path("h.sock")
 
         // A socket file left by a dead process must not stop the server from starting.
         let stale = socket(AF_UNIX, CInt(SOCK_STREAM.rawValue), 0)
@@ -152,7 +150,7 @@ import Testing
         #expect(info.st_mode & S_IFMT == S_IFSOCK)
         #expect(info.st_mode & 0o777 == 0o660)
 
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /over-unix HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().body == "/over-unix")
 
@@ -161,11 +159,8 @@ import Testing
     }
 
     @Test func unixSocketFileIsBornWithNoMoreThanItsFinalMode() throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-mode-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("m.sock").path
+        let directory = TemporaryDirectory(prefix: "herald-mode")
+        let path = directory.path("m.sock")
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
@@ -197,7 +192,7 @@ import Testing
         }
         let (server, address) = try startServer(handler)
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         for target in ["/a", "/b", "/c"] {
             try client.send("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n")
             let response = try client.readResponse()
@@ -209,7 +204,7 @@ import Testing
     @Test func requestTheHandlerDropsIsAnswered500() throws {
         let (server, address) = try startServer(TestHandler { _, _ in })
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /forgotten HTTP/1.1\r\nHost: h\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 500)
@@ -229,7 +224,7 @@ import Testing
         }
         let (server, address) = try startServer(handler)
         defer { server.shutdown(gracePeriod: 1) }
-        let gone = try TestClient(address)
+        let gone = try RawHTTPClient(address)
         try gone.send("GET /park HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(received.wait())
         gone.reset()
@@ -241,7 +236,7 @@ import Testing
         }
         #expect(closed)
         parked.withLock { $0.forEach { $0.respond(.text(200, "too late")) } }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().body == "alive")
     }
@@ -260,11 +255,11 @@ import Testing
     func badRequestGetsAnErrorAndCloseWithoutHurtingOthers(raw: String, status: Int, code: String) throws {
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
-        let bystander = try TestClient(address)
+        let bystander = try RawHTTPClient(address)
         try bystander.send("GET /before HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try bystander.readResponse().status == 200)
 
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         if status == 0 {
             // U+FFFD is valid UTF-8; swap in bytes that are not.
             try client.send(Array(raw.utf8).map { $0 == 0xEF ? 0xC3 : $0 == 0xBF ? 0x28 : $0 })
@@ -291,7 +286,7 @@ import Testing
     func connectionSemanticsOverTheWire(version: String, header: String, answer: String?, closes: Bool) throws {
         let (server, address) = try startServer { $0.idleTimeout = 5 }
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /c \(version)\r\nHost: h\r\n\(header)\r\n")
         let response = try client.readResponse()
         #expect(response.status == 200)
@@ -307,7 +302,7 @@ import Testing
     @Test func clientThatHalfClosesStillGetsItsAnswers() throws {
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /x HTTP/1.1\r\nHost: h\r\n\r\nGET /y HTTP/1.1\r\nHost: h\r\n\r\n")
         client.finishSending()
         #expect(try client.readResponse().body == "/x")
@@ -318,7 +313,7 @@ import Testing
     @Test func headRequestGetsTheLengthButNoBody() throws {
         let (server, address) = try startServer()
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("HEAD /sized HTTP/1.1\r\nHost: h\r\n\r\n")
         let response = try client.readResponse(head: true)
         #expect(response.header("Content-Length") == "6")
@@ -333,7 +328,7 @@ import Testing
         }
         let (server, address) = try startServer(handler)
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("POST /big HTTP/1.1\r\nHost: h\r\nContent-Length: \(payload.utf8.count)\r\n\r\n" + payload)
         let response = try client.readResponse()
         #expect(response.body.utf8.count == 2 * payload.utf8.count)
@@ -352,11 +347,11 @@ import Testing
             }.start()
         }
         let (server, address) = try startServer(handler)
-        let idle = try TestClient(address)
+        let idle = try RawHTTPClient(address)
         try idle.send("GET /warm HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try idle.readResponse().body == "quick")
 
-        let busy = try TestClient(address)
+        let busy = try RawHTTPClient(address)
         try busy.send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(inHandler.wait())
 
@@ -371,7 +366,7 @@ import Testing
         var refused = false
         for _ in 0..<500 where !refused {
             do {
-                _ = try TestClient(address)
+                _ = try RawHTTPClient(address)
                 usleep(10_000)
             } catch let error as POSIXError where error.code == .ECONNREFUSED {
                 refused = true
@@ -396,7 +391,7 @@ import Testing
             // Keep the responder alive without answering until long after the grace period.
             DispatchQueue.global().asyncAfter(deadline: .now() + 3) { responder.respond(.text(200, "late")) }
         })
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /never HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(inHandler.wait())
         server.shutdown(gracePeriod: 0.2)

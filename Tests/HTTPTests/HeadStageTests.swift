@@ -3,6 +3,7 @@ import Glibc
 @testable import HTTP
 import Synchronization
 import Testing
+import TestSupport
 
 /// What the server decides from a request's head alone: the handler's `admit`, the Host rule, and the
 /// server-wide budget for request bodies. Each refusal comes before `100 Continue` and before any body byte
@@ -31,7 +32,7 @@ import Testing
         let seen = Seen()
         let (server, address) = try startServer(Self.guarded(seen))
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send(
             "POST /private/batch HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 16000000\r\n\r\n")
         let response = try client.readResponse()
@@ -44,7 +45,7 @@ import Testing
         // Nothing of the refused body was reserved.
         #expect(server.reservedBodyBytes == 0)
 
-        let other = try TestClient(address)
+        let other = try RawHTTPClient(address)
         try other.send("POST /open HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi")
         #expect(try other.readResponse().status == 200)
         #expect(seen.handled == 1)
@@ -54,7 +55,7 @@ import Testing
         let seen = Seen()
         let (server, address) = try startServer(Self.guarded(seen))
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         // A pipelined request behind the body must not be served on a connection whose body was never read.
         try client.send("POST /private HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
             + "GET /open HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -68,7 +69,7 @@ import Testing
     @Test func refusedHEADGetsNoBody() throws {
         let (server, address) = try startServer(Self.guarded(Seen()))
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("HEAD /private HTTP/1.1\r\nHost: h\r\n\r\n")
         let response = try client.readResponse(head: true)
         #expect(response.status == 401)
@@ -81,7 +82,7 @@ import Testing
         let seen = Seen()
         let (server, address) = try startServer(Self.guarded(seen))
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET /open HTTP/1.1\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 400)
@@ -108,12 +109,12 @@ import Testing
         defer { server.shutdown(gracePeriod: 1) }
 
         // The first body reserves its whole Content-Length as soon as its head is in, before its body is.
-        let first = try TestClient(address)
+        let first = try RawHTTPClient(address)
         try first.send("POST /park HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 600\r\n\r\n")
         #expect(try first.readResponse().status == 100)
         #expect(server.reservedBodyBytes == 600)
 
-        let second = try TestClient(address)
+        let second = try RawHTTPClient(address)
         try second.send("POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 600\r\n\r\n")
         let refused = try second.readResponse()
         #expect(refused.status == 503)
@@ -123,7 +124,7 @@ import Testing
         #expect(try second.readsEndOfStream())
 
         // What fits beside it is read as usual.
-        let small = try TestClient(address)
+        let small = try RawHTTPClient(address)
         try small.send(
             "POST /small HTTP/1.1\r\nHost: h\r\nContent-Length: 400\r\n\r\n" + String(repeating: "s", count: 400))
         #expect(try small.readResponse().body == "/small 400")
@@ -131,7 +132,7 @@ import Testing
         // While the handler holds the first body, the budget still counts it.
         try first.send(String(repeating: "f", count: 600))
         #expect(arrived.wait())
-        let third = try TestClient(address)
+        let third = try RawHTTPClient(address)
         try third.send("POST /m HTTP/1.1\r\nHost: h\r\nContent-Length: 600\r\n\r\n")
         #expect(try third.readResponse().status == 503)
 
@@ -139,7 +140,7 @@ import Testing
         parked.withLock { $0.forEach { $0.respond(.text(200, "parked")) } }
         #expect(try first.readResponse().body == "parked")
         #expect(server.reservedBodyBytes == 0)
-        let fourth = try TestClient(address)
+        let fourth = try RawHTTPClient(address)
         try fourth.send("POST /m HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 600\r\n\r\n")
         #expect(try fourth.readResponse().status == 100)
         try fourth.send(String(repeating: "4", count: 600))
@@ -149,7 +150,7 @@ import Testing
     @Test func aClientThatLeavesMidBodyGivesItsReservationBack() throws {
         let (server, address) = try startServer { $0.maxBodyBytesInFlight = 1000 }
         defer { server.shutdown(gracePeriod: 1) }
-        let gone = try TestClient(address)
+        let gone = try RawHTTPClient(address)
         try gone.send("POST /m HTTP/1.1\r\nHost: h\r\nContent-Length: 900\r\n\r\n" + String(repeating: "g", count: 100))
         var reserved = false
         for _ in 0..<500 where !reserved {
@@ -165,7 +166,7 @@ import Testing
             if !released { usleep(10_000) }
         }
         #expect(released)
-        let next = try TestClient(address)
+        let next = try RawHTTPClient(address)
         try next.send("POST /m HTTP/1.1\r\nHost: h\r\nContent-Length: 900\r\n\r\n" + String(repeating: "n", count: 900))
         #expect(try next.readResponse().status == 200)
     }
@@ -176,7 +177,7 @@ import Testing
             $0.bodyTimeout = 0.3
         }
         defer { server.shutdown(gracePeriod: 1) }
-        let slow = try TestClient(address)
+        let slow = try RawHTTPClient(address)
         try slow.send("POST /m HTTP/1.1\r\nHost: h\r\nContent-Length: 900\r\n\r\nabc")
         #expect(try slow.readResponse().status == 408)
         #expect(server.reservedBodyBytes == 0)

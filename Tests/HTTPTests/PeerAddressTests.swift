@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTP
 import Testing
+import TestSupport
 
 /// The server hands each request its client's address, the value that wrong tokens are counted by and logged with.
 @Suite struct PeerAddressTests {
@@ -11,14 +12,14 @@ import Testing
     @Test func aTCPClientIsItsAddressAndAUnixSocketsClientIsUnix() throws {
         let (server, address) = try startServer(Self.peerEcho)
         defer { server.shutdown(gracePeriod: 1) }
-        let client = try TestClient(address)
+        let client = try RawHTTPClient(address)
         try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try client.readResponse().body == "127.0.0.1")
 
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("peer-\(UUID().uuidString).sock").path
         let (unixServer, unixAddress) = try startServer(Self.peerEcho, address: .unix(path: path))
         defer { unixServer.shutdown(gracePeriod: 1) }
-        let local = try TestClient(unixAddress)
+        let local = try RawHTTPClient(unixAddress)
         try local.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(try local.readResponse().body == "unix")
     }

@@ -3,22 +3,20 @@ import HTTP
 import Queue
 import Storage
 import Testing
+import TestSupport
 
 @testable import Ingest
 
 /// `IngestAPI.admit`: the API token is checked from a request's head alone, and the refusal has the shape the
 /// route's clients read.
 @Suite struct AdmissionTests {
-    private let directory: URL
+    private let directory = TemporaryDirectory(prefix: "herald-admit")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-admit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        writer = try DatabaseWriter(path: directory.appendingPathComponent("herald.db").path)
-        readers = try DatabaseReaders(path: directory.appendingPathComponent("herald.db").path)
+        writer = try DatabaseWriter(path: directory.path("herald.db"))
+        readers = try DatabaseReaders(path: directory.path("herald.db"))
     }
 
     private func api(token: String?) -> IngestAPI {

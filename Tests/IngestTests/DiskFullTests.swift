@@ -3,22 +3,21 @@ import HTTP
 import Queue
 import Storage
 import Testing
+import TestSupport
 
 @testable import Ingest
 
 /// A database that cannot grow: every message is either answered 202 and stored, or 503 with `Retry-After` and not
 /// stored. Never a false 202, never stored-but-refused, even when SQLite rolls back the whole group commit.
 @Suite struct DiskFullTests {
+    private let directory = TemporaryDirectory(prefix: "herald-full")
+
     /// `POST /v1/messages` answers 202, FCM's `/fcm/send` answers 200 with its results.
     @Test(arguments: [("/v1/messages", 202), ("/fcm/send", 200)])
     func eachMessageOfAGroupThatHitsAFullDiskIsEitherStoredAndAcceptedOrRefusedAndAbsent(
         _ target: String, _ acceptedStatus: Int
     ) throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-full-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("herald.db").path
+        let path = directory.path("herald.db")
         let writer = try DatabaseWriter(path: path)
         let readers = try DatabaseReaders(path: path)
         let api = IngestAPI(writer: writer, readers: readers, apiToken: nil)

@@ -6,13 +6,13 @@ import Support
 import Testing
 
 @testable import Ingest
-import HTTPTestSupport
+import TestSupport
 
 /// SPEC §19 at ingest: what is refused without DNS — an address in a special range however it is spelled,
 /// `localhost`, a port but 443, a host outside `trusted_push_hosts` — is a 400 naming the field, and nothing is
 /// stored; names are not looked up.
 @Suite struct EndpointPolicyTests {
-    private let directory = ScratchDirectory(prefix: "herald-endpoints")
+    private let directory = TemporaryDirectory(prefix: "herald-endpoints")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
 

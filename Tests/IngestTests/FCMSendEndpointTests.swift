@@ -6,11 +6,11 @@ import Support
 import Testing
 
 @testable import Ingest
-import HTTPTestSupport
+import TestSupport
 
 /// `POST /fcm/send` through `IngestAPI` on a real database: what is answered is what was committed.
 @Suite struct FCMSendEndpointTests {
-    private let directory = ScratchDirectory(prefix: "herald-fcmsend")
+    private let directory = TemporaryDirectory(prefix: "herald-fcmsend")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
 
@@ -70,7 +70,7 @@ import HTTPTestSupport
         #expect(record.deliveries.map(\.token) == ["4", "8"])
         #expect(record.deliveries.allSatisfy { $0.state == .queued })
         #expect(record.payload == #"{"data":{"score":"4x8"}}"#)
-        #expect(woken.value == 1)
+        #expect(woken.count == 1)
     }
 
     @Test func aTopicAnswersTheMessagesRowID() throws {
@@ -120,7 +120,7 @@ import HTTPTestSupport
         #expect(send(api(committed: { woken.increment() }), body).status == status)
         #expect(try count("messages") == 0)
         #expect(try count("deliveries") == 0)
-        #expect(woken.value == 0)
+        #expect(woken.count == 0)
     }
 
     @Test func aStorageFailureIsA503WithRetryAfter() throws {

@@ -6,12 +6,12 @@ import Support
 import Testing
 
 @testable import Ingest
-import HTTPTestSupport
+import TestSupport
 
 /// `POST /v1/projects/{project}/messages:send` through `IngestAPI` on a real database: FCM v1's answers, in FCM v1's
 /// shape, and only what was committed is answered 200.
 @Suite struct FCMV1SendEndpointTests {
-    private let directory = ScratchDirectory(prefix: "herald-fcmv1")
+    private let directory = TemporaryDirectory(prefix: "herald-fcmv1")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
 

@@ -6,13 +6,13 @@ import Support
 import Testing
 
 @testable import Ingest
-import HTTPTestSupport
+import TestSupport
 
 /// Every ingest route stores through `MessageIntake`: a committed message is counted once in
 /// `herald_ingested_messages_total{app}` and wakes the claimer only when it has deliveries; a repeated
 /// `Idempotency-Key` stored nothing, so it neither counts nor wakes.
 @Suite struct MessageIntakeTests {
-    private let directory = ScratchDirectory(prefix: "herald-intake")
+    private let directory = TemporaryDirectory(prefix: "herald-intake")
     private let writer: DatabaseWriter
     private let readers: DatabaseReaders
     private let metrics = Metrics.herald()
@@ -45,22 +45,22 @@ import HTTPTestSupport
     @Test func aMessageIsCountedAndWakesTheClaimerOnceAndItsRepeatNeither() {
         let key = [("idempotency-key", "order-1")]
         #expect(post("/v1/messages", #"{"to": "a"}"#, headers: key) == 202)
-        #expect((ingested, woken.value) == (1, 1))
+        #expect((ingested, woken.count) == (1, 1))
         #expect(post("/v1/messages", #"{"to": "a"}"#, headers: key) == 202)
-        #expect((ingested, woken.value) == (1, 1))
+        #expect((ingested, woken.count) == (1, 1))
 
         let v1 = #"{"message": {"token": "b", "data": {"k": "v"}}}"#
         #expect(post("/v1/projects/p/messages:send", v1, headers: [("idempotency-key", "order-2")]) == 200)
         #expect(post("/v1/projects/p/messages:send", v1, headers: [("idempotency-key", "order-2")]) == 200)
-        #expect((ingested, woken.value) == (2, 2))
+        #expect((ingested, woken.count) == (2, 2))
 
         #expect(post("/fcm/send", #"{"to": "c"}"#) == 200)
-        #expect((ingested, woken.value) == (3, 3))
+        #expect((ingested, woken.count) == (3, 3))
     }
 
     @Test func aMessageWithoutDeliveriesIsCountedButWakesNoOne() {
         #expect(post("/v1/messages", #"{"app": "default", "users": ["nobody"]}"#) == 202)
-        #expect((ingested, woken.value) == (1, 0))
+        #expect((ingested, woken.count) == (1, 0))
     }
 
     /// A message to users that names no app goes to every app (SPEC §17): it counts under `app="*"`.
@@ -73,6 +73,6 @@ import HTTPTestSupport
     @Test func aBatchCountsEachStoredMessageAndWakesOnce() {
         let batch = #"{"messages": [{"to": "a"}, {"to": 7}, {"to": "b"}, {"app": "default", "users": ["x"]}]}"#
         #expect(post("/v1/messages/batch", batch) == 200)
-        #expect((ingested, woken.value) == (3, 1))
+        #expect((ingested, woken.count) == (3, 1))
     }
 }

@@ -1,6 +1,3 @@
-import Dispatch
-import Foundation
-import HTTP
 import Ingest
 import Support
 
@@ -24,13 +21,4 @@ func accepted(_ text: String) -> IncomingMessage? {
 /// A JSON body from a value, so tests can build large or exact payloads without string surgery.
 func body(_ value: JSON) -> String {
     value.serialized()
-}
-
-/// A count bumped from any thread (the writer's completions).
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-
-    var value: Int { lock.withLock { count } }
-    func increment() { lock.withLock { count += 1 } }
 }

@@ -3,17 +3,16 @@ import HTTP
 import Queue
 import Storage
 import Testing
+import TestSupport
 
 @testable import Ingest
 
 /// When the writer falls behind, ingest says so at once instead of queueing without bound.
 @Suite struct WriterBacklogTests {
+    private let directory = TemporaryDirectory(prefix: "herald-backlog")
+
     @Test func aBehindWriterGets503WithRetryAfterAndNothingIsStored() throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("herald-backlog-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("herald.db").path
+        let path = directory.path("herald.db")
         let writer = try DatabaseWriter(path: path)
         let readers = try DatabaseReaders(path: path)
         let api = IngestAPI(writer: writer, readers: readers, apiToken: nil, maxWriterBacklog: 2)

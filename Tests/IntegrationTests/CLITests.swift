@@ -126,6 +126,7 @@ import Testing
         ["status"], ["send"], ["message"], ["dead"], ["dead", "list"], ["dead", "show"], ["dead", "requeue"],
         ["dead", "purge"], ["tokens"], ["tokens", "list"], ["tokens", "show"], ["tokens", "add"], ["tokens", "delete"],
         ["token-events"], ["prune"], ["backup"], ["webpush-keys"],
+        ["secrets-key"],
     ]
 
     @Test(arguments: helpPages)
@@ -147,7 +148,7 @@ import Testing
         let run = try herald(["--help"])
         #expect(run.status == 0)
         for name in ["status", "send", "message", "dead", "tokens", "token-events", "prune", "backup", "pause",
-                     "webpush-keys"] {
+                     "webpush-keys", "secrets-key"] {
             #expect(run.stdout.contains("\n  \(name) "), "herald --help lacks \(name)")
         }
         #expect(try herald(["help", "dead"]).stdout.hasPrefix("Usage: herald dead"))
@@ -554,6 +555,39 @@ import Testing
         let written = try P256PrivateKey(pem: String(contentsOfFile: path + ".2", encoding: .utf8))
         #expect(json.json["application_server_key"] as? String
             == Base64URL.encode(written.publicKey.uncompressedPoint))
+    }
+
+    // MARK: - secrets-key
+
+    @Test func secretsKeyWritesAKeyFileOnlyHeraldCanReadAndNeverOverwritesOne() throws {
+        let path = directory.appendingPathComponent("secrets.key").path
+        let run = try herald(["secrets-key", "--out", path, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect(attributes[.posixPermissions] as? Int == 0o600)
+        let key = try SecretsKey(fileText: String(contentsOfFile: path, encoding: .utf8))
+        #expect(run.json["key_id"] as? String == key.id)
+        #expect(run.json["file"] as? String == path)
+
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let again = try herald(["secrets-key", "--out", path])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("\(path) already exists; secrets-key never overwrites a file"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try herald(["secrets-key"]).status == 2, "the key is never printed: --out is required")
+
+        // serve reads it, says its id, and warns when other users may read the file.
+        chmod(path, 0o644)
+        let serve = try HeraldProcess(
+            directory: directory, arguments: ["--sandbox", "--secrets-key-file", path])
+        serve.stop()
+        #expect(serve.log.contains(#""secrets_key_id":"\#(key.id)""#))
+        #expect(serve.log.contains("the secrets key file can be read by other users"))
+        let garbled = directory.appendingPathComponent("garbled.key").path
+        try "# a comment\nnot a key\n".write(toFile: garbled, atomically: true, encoding: .utf8)
+        let refused = try herald(["serve", "--sandbox", "--secrets-key-file", garbled, "--db",
+                                  directory.appendingPathComponent("g.db").path])
+        #expect(refused.status == 2 && refused.stderr.contains("not a secrets key file"), "\(refused.stderr)")
     }
 
     @Test func webpushKeysWithoutAFilePrintsThePEMThenTheApplicationServerKey() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import OAuth
 import Testing
+import TestSupport
 
 /// Who may knock at a real `herald serve` (SPEC §20), with requests written as a browser writes them: another site's
 /// `text/plain` POST (which needs no preflight) refused, a DNS-rebound name refused without a token, wrong tokens

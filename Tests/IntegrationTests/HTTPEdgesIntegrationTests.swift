@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The real `herald serve` at the edges of HTTP: what it decides from a request head alone, how it reads
 /// an encoded `/`, and the `Host` rule.

@@ -1,5 +1,6 @@
 import Foundation
 import Send
+import TestSupport
 
 /// `scripts/fcm-h2-standin.js` under node: a real TLS + HTTP/2 server on an ephemeral loopback port, with a
 /// self-signed certificate made by `openssl` for this run, that counts connections, concurrent streams and the
@@ -10,7 +11,7 @@ public final class H2StandIn: @unchecked Sendable {
     /// The certificate to trust: pass it as the pool's `caFile`.
     public let caFile: String
     private let node: NodeScript
-    private let directory: URL
+    private let directory = TemporaryDirectory(prefix: "herald-h2")
     private let statsPool = HTTPClientPool(maxConnectionsPerHost: 1, name: "standin-stats", caFile: nil)
 
     public var baseURL: String { "https://127.0.0.1:\(port)" }
@@ -21,10 +22,8 @@ public final class H2StandIn: @unchecked Sendable {
     /// `script`: the server to run, relative to the repository (`scripts/h2-misbehaving-server.js` for one that breaks
     /// HTTP/2's rules on purpose).
     public init(_ arguments: [String] = [], script: String = "scripts/fcm-h2-standin.js") throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-h2-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        caFile = directory.appendingPathComponent("cert.pem").path
-        let keyFile = directory.appendingPathComponent("key.pem").path
+        caFile = directory.path("cert.pem")
+        let keyFile = directory.path("key.pem")
         try Self.run("/usr/bin/env", [
             "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", keyFile, "-out", caFile, "-days", "1", "-subj", "/CN=127.0.0.1",
@@ -41,7 +40,6 @@ public final class H2StandIn: @unchecked Sendable {
 
     deinit {
         statsPool.shutdown(gracePeriod: 0)
-        try? FileManager.default.removeItem(at: directory)
     }
 
     /// The stand-in's counts right now.

@@ -1,6 +1,7 @@
 import Foundation
 import Support
 import Testing
+import TestSupport
 
 @testable import OAuth
 
@@ -37,18 +38,16 @@ import Testing
     }
 
     @Test func nodesCryptoVerifiesTheSignatures() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("es256-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory(prefix: "es256")
         var lines: [String] = []
         for index in 0..<20 {
             let token = try JWT.signES256(
                 header: [("kid", "K")], claims: .object([("iat", .int(Int64(index)))]), with: key)
             lines.append(token)
         }
-        let tokens = directory.appendingPathComponent("tokens")
+        let tokens = directory.url.appendingPathComponent("tokens")
         try lines.joined(separator: "\n").write(to: tokens, atomically: true, encoding: .utf8)
-        let publicKey = directory.appendingPathComponent("key.pem")
+        let publicKey = directory.url.appendingPathComponent("key.pem")
         try key.publicKey.pem().write(to: publicKey, atomically: true, encoding: .utf8)
         let script = """
             const crypto = require('crypto'); const fs = require('fs');

@@ -172,14 +172,14 @@ import Testing
                                   ([0, 0], "its record has no padding delimiter")] {
             var body = header
             let plaintext = trailer == [0, 0] ? [] : Array(RFC8291.plaintext.utf8)
-            try AES128GCM.seal(plaintext, trailer: trailer, key: key, nonce: nonce, appendingTo: &body)
+            try AESGCM.seal(plaintext, trailer: trailer, key: key, nonce: nonce, appendingTo: &body)
             #expect(throws: CryptoError("not a Web Push message: \(reason)", detail: "")) {
                 try WebPushEncryption.decrypt(body, privateKey: receiver, auth: keys.auth)
             }
         }
         // Padding zeros after the delimiter are allowed (RFC 8188 §2).
         var padded = header
-        try AES128GCM.seal(Array("hi".utf8), trailer: [2, 0, 0, 0], key: key, nonce: nonce, appendingTo: &padded)
+        try AESGCM.seal(Array("hi".utf8), trailer: [2, 0, 0, 0], key: key, nonce: nonce, appendingTo: &padded)
         #expect(try WebPushEncryption.decrypt(padded, privateKey: receiver, auth: keys.auth) == Array("hi".utf8))
     }
 

@@ -3,6 +3,7 @@ import Storage
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 private let t0: Int64 = 1_700_000_000_000
 

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 private let t0: Int64 = 1_700_000_000_000
 

@@ -6,6 +6,7 @@ import Testing
 
 @testable import PostgreSQL
 import PostgreSQLTestSupport
+import TestSupport
 
 private let t0: Int64 = 1_700_000_000_000
 

@@ -5,20 +5,6 @@ import Testing
 @testable import PostgreSQL
 import PostgreSQLTestSupport
 
-/// Waits until `condition` holds, checking every 20 ms. The deadline only bounds a broken test: it asserts
-/// nothing about speed.
-func eventually(
-    _ what: String, deadline seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation,
-    _ condition: () throws -> Bool
-) rethrows {
-    let deadline = Date(timeIntervalSinceNow: seconds)
-    while Date() < deadline {
-        if try condition() { return }
-        usleep(20_000)
-    }
-    Issue.record("gave up waiting: \(what)", sourceLocation: sourceLocation)
-}
-
 /// Holds the writer thread inside a job, so the jobs enqueued meanwhile are taken as one group once it opens.
 final class WriterGate: Sendable {
     private let entered = DispatchSemaphore(value: 0)
@@ -74,14 +60,4 @@ extension TestDatabase {
     func count(_ sql: String, _ arguments: [PGValue] = []) throws -> Int {
         try connect().queryOne(sql, arguments) { $0.int(0) } ?? 0
     }
-}
-
-/// A count shared with jobs on other threads.
-final class Counter: Sendable {
-    private let value = Atomic<Int>(0)
-
-    /// Adds one; returns the new count.
-    @discardableResult
-    func increment() -> Int { value.add(1, ordering: .sequentiallyConsistent).newValue }
-    var count: Int { value.load(ordering: .sequentiallyConsistent) }
 }

@@ -4,6 +4,7 @@ import HTTP
 import NetworkTestSupport
 import Send
 import Testing
+import TestSupport
 
 /// Herald's own HTTP/2 client against a real TLS + HTTP/2 server (node's http2 module, 100 streams per connection,
 /// as FCM): what goes on the wire, counted at the server.

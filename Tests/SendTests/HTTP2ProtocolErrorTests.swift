@@ -1,6 +1,7 @@
 import NetworkTestSupport
 import Send
 import Testing
+import TestSupport
 
 /// Herald's HTTP/2 client against a server that breaks the protocol on purpose (`scripts/h2-misbehaving-server.js`):
 /// the client closes the connection with a GOAWAY naming the error, and the request on it fails as `reset`, once.

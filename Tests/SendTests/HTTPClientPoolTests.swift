@@ -4,6 +4,7 @@ import HTTP
 import NetworkTestSupport
 import Send
 import Testing
+import TestSupport
 
 @Suite struct HTTPClientPoolTests {
     // MARK: - Round trips

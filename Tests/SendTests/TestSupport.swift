@@ -4,22 +4,9 @@ import HTTP
 import NetworkTestSupport
 import Send
 import Support
-import Synchronization
+import TestSupport
 
-/// A handler made of a closure, for tests.
-struct TestHandler: HTTPHandler {
-    let onRequest: @Sendable (HTTPRequest, any HTTPResponder) -> Void
-
-    init(_ onRequest: @escaping @Sendable (HTTPRequest, any HTTPResponder) -> Void) {
-        self.onRequest = onRequest
-    }
-
-    func bodyLimit(method: String, path: String) -> Int { 4 << 20 }
-
-    func handle(_ request: HTTPRequest, responder: any HTTPResponder) {
-        onRequest(request, responder)
-    }
-
+extension TestHandler {
     /// Answers 200 with the request's body, and what the server saw of the request in headers.
     static let echo = TestHandler { request, responder in
         responder.respond(HTTPResponse(
@@ -50,13 +37,6 @@ func startServer(_ handler: TestHandler) throws -> (server: HTTPServer, port: In
         configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)), handler: handler)
     guard case .tcp(_, let port) = try server.start() else { fatalError("a TCP address gives a TCP port") }
     return (server, port)
-}
-
-/// A value behind a lock, for completions to write and tests to read.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result { mutex.withLock { body(&$0) } }
 }
 
 /// One request through `pool`, awaited. A completion that ran twice would trap the checked continuation.

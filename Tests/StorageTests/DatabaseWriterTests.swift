@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 import Queue
 import Support

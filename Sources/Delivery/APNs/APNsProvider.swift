@@ -5,7 +5,8 @@ import Send
 import Support
 
 /// Apple's Push Notification service directly (SPEC §15): `POST {endpoint}/3/device/{token}` over HTTP/2, one
-/// device per request, authenticated with the team's ES256 provider token (`APNsProviderToken`).
+/// device per request, authenticated with the team's ES256 provider token (`APNsProviderToken`), or with the app's
+/// certificate as the TLS client certificate of its connections (SPEC §22; then no `authorization` header).
 ///
 /// The message is rendered once for all its deliveries (`APNsNotification`); each request adds its device's path
 /// and its delivery's `apns-id`, the same on every attempt. `APNsClassifier` reads the answers, so claim, retry and
@@ -25,15 +26,37 @@ public final class APNsProvider: Provider {
     public let topic: String
     /// `{endpoint}/3/device/`.
     let deviceURL: String
-    let tokens: APNsProviderToken
+    /// nil with a certificate.
+    let tokens: APNsProviderToken?
+    let clientIdentity: TLSClientIdentity?
     public let timeoutMillis: Int
     /// The CA certificates (PEM) the endpoint is checked against instead of the default ones (`$SSL_CERT_FILE`, else
     /// the system's): the sandbox's, to trust the built-in simulator's throw-away certificate.
     public let caFile: String?
 
-    public init(
+    public convenience init(
         app: String, key: P256PrivateKey, keyID: String, teamID: String, topic: String, endpoint: String,
         timeoutMillis: Int = 30_000, caFile: String? = nil
+    ) {
+        self.init(
+            app: app, tokens: APNsProviderToken(key: key, keyID: keyID, teamID: teamID), clientIdentity: nil,
+            topic: topic, endpoint: endpoint, timeoutMillis: timeoutMillis, caFile: caFile)
+    }
+
+    /// Certificate-based authentication: `certificate` (the app's APNs certificate and its key) is the TLS client
+    /// certificate of every connection.
+    public convenience init(
+        app: String, certificate: TLSClientIdentity, topic: String, endpoint: String, timeoutMillis: Int = 30_000,
+        caFile: String? = nil
+    ) {
+        self.init(
+            app: app, tokens: nil, clientIdentity: certificate, topic: topic, endpoint: endpoint,
+            timeoutMillis: timeoutMillis, caFile: caFile)
+    }
+
+    private init(
+        app: String, tokens: APNsProviderToken?, clientIdentity: TLSClientIdentity?, topic: String, endpoint: String,
+        timeoutMillis: Int, caFile: String?
     ) {
         self.app = app
         self.caFile = caFile
@@ -41,7 +64,8 @@ public final class APNsProvider: Provider {
         var base = endpoint
         while base.hasSuffix("/") { base.removeLast() }
         deviceURL = base + "/3/device/"
-        tokens = APNsProviderToken(key: key, keyID: keyID, teamID: teamID)
+        self.tokens = tokens
+        self.clientIdentity = clientIdentity
         self.timeoutMillis = timeoutMillis
     }
 
@@ -60,11 +84,12 @@ public final class APNsProvider: Provider {
                 app: app, message: message, deliveries: deliveries, outbound: OutboundRequest(url: deviceURL),
                 kind: .tokens, format: .json, refusal: error.reason)]
         }
-        // Without a credential the engine obtains one before it sends, and releases these requests unsent.
-        let authorization = "bearer " + (credential ?? "")
+        // Without a credential the engine obtains one before it sends, and releases these requests unsent. A
+        // certificate authenticates the connection instead.
+        let authorization = tokens == nil ? [] : [("authorization", "bearer " + (credential ?? ""))]
         return deliveries.map { delivery in
             let id = APNsNotification.apnsID(delivery: delivery.id)
-            let headers = [("authorization", authorization), ("apns-id", id)] + rendered.headers
+            let headers = authorization + [("apns-id", id)] + rendered.headers
             return PreparedRequest(
                 app: app, message: message, deliveries: [delivery],
                 outbound: OutboundRequest(
@@ -83,7 +108,7 @@ public final class APNsProvider: Provider {
             return Classifier.transportFailure(reason: DeliveryReason(failure), targetCount: 1)
         }
         return APNsClassifier.classify(
-            status: status, headers: headers, body: body, now: now, mayRenewCredentials: true)
+            status: status, headers: headers, body: body, now: now, mayRenewCredentials: tokens != nil)
     }
 
     /// Over HTTPS, HTTP/2 with up to 100 requests per connection (fewer when Apple's SETTINGS say so).
@@ -92,6 +117,7 @@ public final class APNsProvider: Provider {
     }
 
     public func makeTransport(concurrency: Int, name: String, liveness: HTTP2Liveness) -> any RequestTransport {
-        http2Transport(concurrency: concurrency, name: name, liveness: liveness, caFile: caFile)
+        http2Transport(
+            concurrency: concurrency, name: name, liveness: liveness, caFile: caFile, clientIdentity: clientIdentity)
     }
 }

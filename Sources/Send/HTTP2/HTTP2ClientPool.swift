@@ -49,6 +49,9 @@ public final class HTTP2ClientPool: RequestTransport {
     ///   - http1Connections: the HTTP/1.1 pool's connections per host, for a server without HTTP/2.
     ///   - caFile: the CA certificates (PEM) servers are checked against instead of the system's; by default
     ///     `$SSL_CERT_FILE` when set.
+    ///   - clientIdentity: the client certificate its connections present to servers that ask for one (mutual TLS).
+    ///     HTTP/2 connections only: requests to a server that does not offer h2 go over libcurl without it, and a
+    ///     server that requires one refuses them.
     ///   - liveness: when a quiet connection gets a PING, and how long its ACK may take.
     ///   - addressPolicy: for origins Herald does not choose (Web Push's, SPEC §19): only the addresses it permits
     ///     are connected to (none: the request fails `forbiddenAddress`), and a failed TLS handshake is told as
@@ -57,14 +60,15 @@ public final class HTTP2ClientPool: RequestTransport {
         maxConnectionsPerHost: Int, maxConnections: Int? = nil,
         maxResponseBytes: Int = HTTPClientPool.pushResponseBytes, http1Connections: Int, name: String = "sender",
         caFile: String? = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 },
-        liveness: HTTP2Liveness = .standard, addressPolicy: AddressPolicy? = nil
+        clientIdentity: TLSClientIdentity? = nil, liveness: HTTP2Liveness = .standard,
+        addressPolicy: AddressPolicy? = nil
     ) {
         precondition(maxConnectionsPerHost >= 1, "maxConnectionsPerHost must be at least 1")
         precondition((maxConnections ?? 1) >= 1, "maxConnections must be at least 1")
         let core = HTTP2PoolCore(
             name: name, maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
             maxResponseBytes: maxResponseBytes, http1Connections: max(1, http1Connections), caFile: caFile,
-            liveness: liveness, addressPolicy: addressPolicy)
+            clientIdentity: clientIdentity, liveness: liveness, addressPolicy: addressPolicy)
         self.core = core
         thread = Mutex(PosixThread(name: "herald-\(name)") {
             do {

@@ -278,6 +278,14 @@ final class HTTP2Connection {
                 watch(tls.interest(reading: true))
                 break reading
             case .closed:
+                guard sawServerSettings else {
+                    // Before HTTP/2 began it carried nothing: it failed to open, as when a server that requires a
+                    // client certificate refuses the one given (TLS 1.3 tells the client after its handshake).
+                    let reason = "the server closed the connection before HTTP/2 began"
+                        + (tls.readFailure.map { " (TLS: \($0))" } ?? "")
+                    fail(opening: loop.core.addressPolicy == nil ? .other(reason) : .tlsHandshakeFailed)
+                    return
+                }
                 // The server closed the connection (or it broke): what was still on it is lost with it.
                 close(.reset, reason: streams.isEmpty ? nil : "connection closed")
                 return

@@ -59,7 +59,7 @@ final class HTTP2Loop: PoolTransport {
         // A server that closes the connection while a TLS record is being written must not kill the process.
         BrokenPipe.ignoreOnce()
         do {
-            tls = try TLSContext(caFile: core.caFile)
+            tls = try TLSContext(caFile: core.caFile, clientIdentity: core.clientIdentity)
             tlsFailure = .other("")
         } catch {
             tls = nil

@@ -19,6 +19,8 @@ final class HTTP2PoolCore: Sendable {
     let maxResponseBytes: Int
     let http1Connections: Int
     let caFile: String?
+    /// The certificate its TLS connections present to servers that ask for one; nil: none.
+    let clientIdentity: TLSClientIdentity?
     let liveness: HTTP2Liveness
     /// The pool's own DNS: no other pool's names hold up its connections.
     let resolver: Resolver
@@ -34,7 +36,7 @@ final class HTTP2PoolCore: Sendable {
 
     init(
         name: String, maxConnectionsPerHost: Int, maxConnections: Int?, maxResponseBytes: Int, http1Connections: Int,
-        caFile: String?, liveness: HTTP2Liveness, addressPolicy: AddressPolicy?
+        caFile: String?, clientIdentity: TLSClientIdentity?, liveness: HTTP2Liveness, addressPolicy: AddressPolicy?
     ) {
         shell = PoolShell(name: name)
         resolver = Resolver(name: name)
@@ -44,6 +46,7 @@ final class HTTP2PoolCore: Sendable {
         self.maxResponseBytes = maxResponseBytes
         self.http1Connections = http1Connections
         self.caFile = caFile
+        self.clientIdentity = clientIdentity
         self.liveness = liveness
     }
 }

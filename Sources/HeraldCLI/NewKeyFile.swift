@@ -1,12 +1,15 @@
 import Foundation
 
-/// A new file for a secret a command makes (`webpush-keys --out`, `webhook-secret --out`).
-enum SecretFile {
-    /// Creates `path` (mode 0600, never over an existing file: `existing` says why) holding `text`, synced to disk.
-    static func create(_ path: String, holding text: String, existing: String) throws {
+/// A file for a new key (`webpush-keys`, `secrets-key`): created mode 0600, never over an existing file, synced to
+/// disk before the command says it is written.
+enum NewKeyFile {
+    /// Creates `path` holding `text`; `keepsExisting` says why an existing file is left alone, for the error.
+    static func write(_ text: String, to path: String, keepsExisting: String) throws {
         let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            if errno == EEXIST { throw CommandError(description: "\(path) already exists; \(existing)") }
+            if errno == EEXIST {
+                throw CommandError(description: "\(path) already exists; \(keepsExisting)")
+            }
             throw CommandError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
         }
         var failure: Int32 = 0

@@ -5,12 +5,15 @@ import Synchronization
 import Testing
 
 @testable import PostgreSQL
+import PostgreSQLTestSupport
 
 private let t0: Int64 = 1_700_000_000_000
 
-/// Dead-letter commands run from two places at once against one database (an operator on each of two Herald hosts):
-/// a batch that had picked a row another transaction changed meanwhile leaves it unless it is still dead.
-@Suite struct PGDeadLetterRaceTests {
+/// Writes that race on one database from two places at once. Dead-letter commands (an operator on each of two Herald
+/// hosts): a batch that had picked a row another transaction changed meanwhile leaves it unless it is still dead. A
+/// cancel and a claim (`DELETE /v1/messages/{id}` on one Herald, another's claimer): a cancelled delivery is never
+/// leased, and one leased first is left to its send.
+@Suite struct PGWriteRaceTests {
     let schema: PGTestSchema
 
     init() throws { schema = try PGTestSchema() }
@@ -36,6 +39,39 @@ private let t0: Int64 = 1_700_000_000_000
         let purged = try answer.get()
         #expect(purged.deliveries == 0 && purged.messages == 0)
         #expect(try row(first) == "queued \(t0 + 5)")
+    }
+
+    @Test func aCancelWaitingOnAClaimLeavesTheLeasedRows() throws {
+        let (claimer, canceller) = (try store(), try store())
+        let id = try claimer.write {
+            try $0.insertMessage(NewMessage(app: "default", payload: "{}", target: .tokens(["a"])), now: t0).id
+        }
+        let (claimed, answer) = try whileHolding(
+            claimer, { try $0.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: t0 + 1) },
+            canceller, { try $0.cancelMessage(id: id, now: t0 + 2) })
+        #expect(claimed.deliveries.count == 1)
+        #expect(try answer.get() == 0, "the row was in flight by the time the cancel could lock it")
+        #expect(try row(claimer)?.hasPrefix("inflight") == true)
+    }
+
+    @Test func aClaimDuringACancelSkipsTheRowsAndFindsThemDropped() throws {
+        let (canceller, claimer) = (try store(), try store())
+        let id = try canceller.write {
+            try $0.insertMessage(NewMessage(app: "default", payload: "{}", target: .tokens(["a"])), now: t0).id
+        }
+        let during = try canceller.write { store in
+            #expect(try store.cancelMessage(id: id, now: t0 + 1) == 1)
+            // Its row is locked by the cancel, not yet committed: SKIP LOCKED passes it over rather than wait.
+            return try claimer.write {
+                try $0.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: t0 + 2)
+            }
+        }
+        #expect(during.deliveries.isEmpty)
+        let after = try claimer.write {
+            try $0.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: t0 + 3)
+        }
+        #expect(after.deliveries.isEmpty)
+        #expect(try row(claimer)?.hasPrefix("dropped") == true)
     }
 
     // MARK: - Helpers
