@@ -250,7 +250,9 @@ public final class IngestAPI: HTTPHandler {
     }
 
     private func cancelMessage(_ id: String, _ responder: any HTTPResponder) {
-        writer.enqueue({ try $0.cancelMessage(id: id, now: Clock.nowMillis()) }) { result in
+        writer.enqueue(durable: true, writesOutcomes: true, {
+            try $0.cancelMessage(id: id, now: Clock.nowMillis())
+        }) { result in
             switch result {
             case .success(let cancelled?):
                 let body = JSON.object([("id", .string(id)), ("cancelled", .int(Int64(cancelled)))])

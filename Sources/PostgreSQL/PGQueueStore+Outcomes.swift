@@ -4,8 +4,19 @@ import Support
 extension PGQueueStore {
     // MARK: - Outcome feed
 
-    /// Outcomes after `after` in seq order, which is commit order (the `outcome_recorded` trigger's advisory lock,
-    /// `migrations/postgres/0013_outcomes.sql`).
+    /// The outcome feed's lock: a transaction-scoped advisory lock that every transaction writing outcomes holds from
+    /// before its first outcome until it commits, so that seqs are taken, and become visible, in commit order across
+    /// instances. A seq is drawn when a row is written, not when it commits: without the lock, a reader could see
+    /// seq 8 committed while seq 7 still waits to commit, move its cursor past 7, and never see it.
+    ///
+    /// The writer's groups that may end deliveries take it first, before any row (`PGGroupCommitter.begin`), so that
+    /// no transaction waits for it while holding rows another holder of it wants; the `outcome_recorded` trigger
+    /// takes it again for every outcome (a no-op in a transaction that holds it), which covers every other writer
+    /// (`herald` commands) at the cost of taking it after their rows. Its key is "outcome" in ASCII, as in
+    /// `migrations/postgres/0013_outcomes.sql`.
+    static let lockOutcomeFeed = PGStatement("SELECT pg_advisory_xact_lock($1)", [.integer(0x6f7574636f6d65)])
+
+    /// Outcomes after `after` in seq order, which is commit order (`lockOutcomeFeed`).
     public func outcomes(after: Int64, app: String?, limit: Int) throws -> [OutcomeRecord] {
         guard let app else {
             return try connection.query(

@@ -162,10 +162,14 @@ public protocol StoreWriter: Sendable {
     /// Queues `work` for the next group commit; `completion` is called on the writer thread after the commit (or
     /// with the error that rolled the job or the group back). Keep completions short.
     ///
-    /// - Parameter durable: false for writes that may be lost in a power cut without harm (a claim's leases: the
-    ///   rows simply stay queued); such a group may commit without waiting for the disk.
+    /// - Parameters:
+    ///   - durable: false for writes that may be lost in a power cut without harm (a claim's leases: the rows simply
+    ///     stay queued); such a group may commit without waiting for the disk.
+    ///   - writesOutcomes: true for writes that may end deliveries (answers, a claim's drops, a cancel): the outcome
+    ///     feed's writers. PostgreSQL's group takes the feed's lock before its first statement (`PGGroupCommitter`).
     func enqueue<T>(
         durable: Bool,
+        writesOutcomes: Bool,
         _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void)
     /// Stores one write's messages (`Store.insertMessages`: all of them, or none, when one is refused) in the next
@@ -187,11 +191,13 @@ extension StoreWriter {
         enqueue({ try $0.insertMessages(messages, now: Clock.nowMillis()) }, completion: completion)
     }
 
+    /// A write that ends no delivery.
     public func enqueue<T>(
+        durable: Bool = true,
         _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
-        enqueue(durable: true, work, completion: completion)
+        enqueue(durable: durable, writesOutcomes: false, work, completion: completion)
     }
 
     /// Runs `work` in the next group commit and waits for the commit. Call from a thread you own.
