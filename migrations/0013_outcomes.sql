@@ -37,7 +37,8 @@ END;
 
 -- One row per outcome webhook (an app's own, or `*` for the service's): the feed's seq up to which the receiver
 -- has answered 2xx, the batches sent past it and not yet answered (their last seqs, a JSON array, so a restart
--- sends the same batches under the same `webhook-id`), and the lease of the instance that sends it.
+-- sends the same batches under the same `webhook-id`), the lease of the instance that sends it, and the last
+-- failed attempt (the answer's status or the transport's failure, and when), for `status` and the console.
 CREATE TABLE outcome_webhooks (
     name             TEXT PRIMARY KEY,
     seq              INTEGER NOT NULL DEFAULT 0,
@@ -45,5 +46,7 @@ CREATE TABLE outcome_webhooks (
     lease_owner      TEXT,
     lease_expires_at INTEGER,
     skipped          INTEGER NOT NULL DEFAULT 0,
+    last_error       TEXT,
+    last_error_at    INTEGER,
     updated_at       INTEGER NOT NULL
 ) STRICT;

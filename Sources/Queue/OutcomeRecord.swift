@@ -41,16 +41,20 @@ public struct OutcomeWebhookState: Sendable, Equatable {
     /// Outcomes given up on because retention trimmed them before the receiver took them.
     public var skipped: Int64
     public var updatedAt: Int64
+    /// The last failed attempt's answer (an HTTP status, or the transport's failure), and when it came.
+    public var lastError: String?
+    public var lastErrorAt: Int64?
 
     /// The name of the webhook set at the config file's top level, for every app without its own.
     public static let serviceWide = "*"
 
     public init(
         name: String, seq: Int64, inFlight: [Int64], leaseOwner: String?, leaseExpiresAt: Int64?, skipped: Int64,
-        updatedAt: Int64
+        updatedAt: Int64, lastError: String? = nil, lastErrorAt: Int64? = nil
     ) {
         (self.name, self.seq, self.inFlight, self.leaseOwner) = (name, seq, inFlight, leaseOwner)
         (self.leaseExpiresAt, self.skipped, self.updatedAt) = (leaseExpiresAt, skipped, updatedAt)
+        (self.lastError, self.lastErrorAt) = (lastError, lastErrorAt)
     }
 
     /// `in_flight` as stored: a JSON array of integers.

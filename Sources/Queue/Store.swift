@@ -64,10 +64,11 @@ public protocol Store: QueueStore {
     /// good at `now`; creates its row first, acknowledged up to the feed's end (a new webhook starts from now).
     /// Returns its state while `owner` holds it, nil when another does.
     func leaseOutcomeWebhook(_ name: String, owner: String, until: Int64, now: Int64) throws -> OutcomeWebhookState?
-    /// Stores how far webhook `name` has got, renewing `owner`'s lease until `until`; false (nothing changed) when
-    /// `owner` no longer holds it.
+    /// Stores how far webhook `name` has got (and `lastError`, at `now`, when an attempt failed since the last save),
+    /// renewing `owner`'s lease until `until`; false (nothing changed) when `owner` no longer holds it.
     func saveOutcomeWebhook(
-        _ name: String, owner: String, seq: Int64, inFlight: [Int64], skipped: Int64, until: Int64, now: Int64
+        _ name: String, owner: String, seq: Int64, inFlight: [Int64], skipped: Int64, lastError: String?,
+        until: Int64, now: Int64
     ) throws -> Bool
 
     // MARK: Apps

@@ -46,27 +46,29 @@ extension SQLiteQueueStore {
             """
             UPDATE outcome_webhooks SET lease_owner = ?1, lease_expires_at = ?2
             WHERE name = ?3 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires_at <= ?4)
-            RETURNING name, seq, in_flight, lease_owner, lease_expires_at, skipped, updated_at
+            RETURNING name, seq, in_flight, lease_owner, lease_expires_at, skipped, updated_at, last_error, last_error_at
             """, [.text(owner), .integer(until), .text(name), .integer(now)], row: Self.webhook)
     }
 
     public func saveOutcomeWebhook(
-        _ name: String, owner: String, seq: Int64, inFlight: [Int64], skipped: Int64, until: Int64, now: Int64
+        _ name: String, owner: String, seq: Int64, inFlight: [Int64], skipped: Int64, lastError: String?,
+        until: Int64, now: Int64
     ) throws -> Bool {
         try connection.run(
             """
-            UPDATE outcome_webhooks SET seq = ?, in_flight = ?, skipped = skipped + ?, lease_expires_at = ?,
-                updated_at = ?
-            WHERE name = ? AND lease_owner = ?
+            UPDATE outcome_webhooks SET seq = ?1, in_flight = ?2, skipped = skipped + ?3, lease_expires_at = ?4,
+                updated_at = ?5, last_error = coalesce(?8, last_error),
+                last_error_at = CASE WHEN ?8 IS NULL THEN last_error_at ELSE ?5 END
+            WHERE name = ?6 AND lease_owner = ?7
             """, .integer(seq), .text(OutcomeWebhookState.stored(inFlight: inFlight)), .integer(skipped),
-            .integer(until), .integer(now), .text(name), .text(owner)) > 0
+            .integer(until), .integer(now), .text(name), .text(owner), lastError.map(SQLValue.text) ?? .null) > 0
     }
 
     private static func webhook(_ row: Statement) -> OutcomeWebhookState {
         OutcomeWebhookState(
             name: row.string(0), seq: row.int64(1), inFlight: OutcomeWebhookState.inFlight(stored: row.string(2)),
             leaseOwner: row.optionalString(3), leaseExpiresAt: row.optionalInt64(4), skipped: row.int64(5),
-            updatedAt: row.int64(6))
+            updatedAt: row.int64(6), lastError: row.optionalString(7), lastErrorAt: row.optionalInt64(8))
     }
 }
 
@@ -77,7 +79,7 @@ enum OutcomeSQL {
         """
 
     static let webhookColumns = """
-        SELECT name, seq, in_flight, lease_owner, lease_expires_at, skipped, updated_at FROM outcome_webhooks
+        SELECT name, seq, in_flight, lease_owner, lease_expires_at, skipped, updated_at, last_error, last_error_at FROM outcome_webhooks
         """
 
     /// A new webhook is acknowledged up to the feed's end: it sends what happens from now on. (`WHERE true` tells

@@ -111,6 +111,18 @@ import Testing
         let feed = try await herald.request("GET", "/v1/outcomes?app=default").json
         let items = feed["outcomes"] as? [[String: Any]] ?? []
         #expect(items.compactMap { $0["seq"] as? Int } == receiver.accepted.keys.sorted())
+        // `herald status` shows the webhook caught up, and the receiver's refusals as its last error.
+        let lastSeq = receiver.accepted.keys.max() ?? -1
+        var webhook: [String: Any] = [:]
+        try await receiver.waitUntil("status shows the cursor at seq \(lastSeq)") { _ in
+            let status = try? runHerald(["status", "--json", "--db", herald.databasePath])
+            let json = (try? JSONSerialization.jsonObject(with: Data((status?.stdout ?? "").utf8))) as? [String: Any]
+            webhook = (json?["outcome_webhooks"] as? [[String: Any]])?.first ?? [:]
+            return webhook["seq"] as? Int == lastSeq
+        }
+        #expect(webhook["webhook"] as? String == "*" && webhook["batches_in_flight"] as? Int == 0)
+        #expect(webhook["lag_seconds"] as? Double == 0 && webhook["skipped"] as? Int == 0)
+        #expect(webhook["last_error"] as? String == "503" && webhook["last_error_at"] is Int)
         #expect(herald.stop() == 0)
     }
 

@@ -103,15 +103,24 @@ private let t0: Int64 = 1_700_000_000_000
         #expect(held.seq == 1 && held.inFlight.isEmpty && held.leaseOwner == "w1")
         #expect(try lease("w2", t0 + 1_000) == nil)
         #expect(try store.transaction {
-            try store.saveOutcomeWebhook("*", owner: "w1", seq: 1, inFlight: [7, 9], skipped: 3, until: t0 + 60_000,
-                                         now: t0 + 2_000)
+            try store.saveOutcomeWebhook(
+                "*", owner: "w1", seq: 1, inFlight: [7, 9], skipped: 3, lastError: "503", until: t0 + 60_000,
+                now: t0 + 2_000)
+        })
+        // A save without a new failure keeps the last one.
+        #expect(try store.transaction {
+            try store.saveOutcomeWebhook(
+                "*", owner: "w1", seq: 1, inFlight: [7, 9], skipped: 0, lastError: nil, until: t0 + 60_000,
+                now: t0 + 3_000)
         })
         #expect(try lease("w2", t0 + 59_999) == nil)
         let taken = try #require(try lease("w2", t0 + 60_000))
         #expect(taken.inFlight == [7, 9] && taken.skipped == 3 && taken.leaseOwner == "w2")
+        #expect(taken.lastError == "503" && taken.lastErrorAt == t0 + 2_000)
         #expect(try !store.transaction {
-            try store.saveOutcomeWebhook("*", owner: "w1", seq: 9, inFlight: [], skipped: 0, until: t0 + 90_000,
-                                         now: t0 + 60_001)
+            try store.saveOutcomeWebhook(
+                "*", owner: "w1", seq: 9, inFlight: [], skipped: 0, lastError: nil, until: t0 + 90_000,
+                now: t0 + 60_001)
         })
         #expect(try store.outcomeWebhooks().map(\.seq) == [1])
     }

@@ -50,5 +50,7 @@ CREATE TABLE outcome_webhooks (
     lease_owner      TEXT,
     lease_expires_at BIGINT,
     skipped          BIGINT NOT NULL DEFAULT 0,
+    last_error       TEXT,
+    last_error_at    BIGINT,
     updated_at       BIGINT NOT NULL
 );

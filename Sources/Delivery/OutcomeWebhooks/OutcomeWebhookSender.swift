@@ -100,6 +100,8 @@ private final class WebhookRunner: @unchecked Sendable {
     private var leaseDueAt: Int64 = 0
     /// The last page read that made no batch yet (not full, not a second old): the lag counts from it too.
     private var waiting: [OutcomeRecord] = []
+    /// The latest failed attempt's code since the last save (stored with it, for `status` and the console).
+    private var lastError: String?
     private var random = SystemRandomNumberGenerator()
 
     init(
@@ -183,6 +185,8 @@ private final class WebhookRunner: @unchecked Sendable {
                 batches.failed(
                     through: through, retryAfterUntil: RetryAfter.until(headers: Self.headers(result), now: now),
                     now: now, using: &random)
+                lastError = Self.code(result)
+                changed = true
             }
             metrics.increment("herald_outcome_webhook_requests_total", ["webhook": name, "code": Self.code(result)])
         }
@@ -247,11 +251,13 @@ private final class WebhookRunner: @unchecked Sendable {
     /// instance took the lease meanwhile.
     private func save(_ batches: WebhookBatches, skipped: Int, now: Int64) throws -> Bool {
         let (name, owner, until) = (name, owner, now + options.leaseMillis)
-        let (seq, inFlight) = (batches.acknowledged, batches.inFlight)
+        let (seq, inFlight, lastError) = (batches.acknowledged, batches.inFlight, lastError)
         let saved = try writer.write {
             try $0.saveOutcomeWebhook(
-                name, owner: owner, seq: seq, inFlight: inFlight, skipped: Int64(skipped), until: until, now: now)
+                name, owner: owner, seq: seq, inFlight: inFlight, skipped: Int64(skipped), lastError: lastError,
+                until: until, now: now)
         }
+        self.lastError = nil
         guard saved else {
             Log.warn("outcome webhook: another instance took its lease", ["webhook": .string(name)])
             self.batches = nil
