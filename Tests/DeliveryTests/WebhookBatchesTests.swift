@@ -22,16 +22,16 @@ private let t0: Int64 = 1_700_000_000_000
 
     @Test func aFullPageIsABatchAtOnceAndAShortOneOnlyAfterASecond() {
         var batches = WebhookBatches(acknowledged: 0)
-        let step1 = batches.form(page: Self.outcomes(1...100), carries: all, now: t0)
-        #expect(step1)
+        let fullPageFormed = batches.form(page: Self.outcomes(1...100), carries: all, now: t0)
+        #expect(fullPageFormed)
         #expect(batches.inFlight == [100])
-        let step2 = batches.form(page: Self.outcomes(101...150), carries: all, now: t0 + 999)
-        #expect(!step2)
-        let step3 = batches.form(page: Self.outcomes(101...150), carries: all, now: t0 + 1_000)
-        #expect(step3)
+        let shortPageFormedEarly = batches.form(page: Self.outcomes(101...150), carries: all, now: t0 + 999)
+        #expect(!shortPageFormedEarly)
+        let shortPageFormedAfterASecond = batches.form(page: Self.outcomes(101...150), carries: all, now: t0 + 1_000)
+        #expect(shortPageFormedAfterASecond)
         #expect(batches.inFlight == [100, 150])
-        let step4 = batches.form(page: [], carries: all, now: t0 + 5_000)
-        #expect(!step4)
+        let emptyPageFormed = batches.form(page: [], carries: all, now: t0 + 5_000)
+        #expect(!emptyPageFormed)
     }
 
     @Test func theCursorPassesABatchOnlyWhenItAndEveryBatchBeforeItAreAcknowledged() {
@@ -40,11 +40,11 @@ private let t0: Int64 = 1_700_000_000_000
         _ = batches.form(page: Self.outcomes(101...200), carries: all, now: t0)
         let due = batches.takeDue(now: t0)
         #expect(due.map(\.through) == [100, 200])
-        let step5 = batches.succeeded(through: 200)
-        #expect(!step5)
+        let movedPastAnUnacknowledgedBatch = batches.succeeded(through: 200)
+        #expect(!movedPastAnUnacknowledgedBatch)
         #expect(batches.acknowledged == 0 && batches.inFlight == [100, 200])
-        let step6 = batches.succeeded(through: 100)
-        #expect(step6)
+        let movedPastBoth = batches.succeeded(through: 100)
+        #expect(movedPastBoth)
         #expect(batches.acknowledged == 200 && batches.inFlight.isEmpty)
     }
 
@@ -67,8 +67,8 @@ private let t0: Int64 = 1_700_000_000_000
 
     @Test func outcomesTheWebhookDoesNotCarryArePassedWithoutARequest() {
         var batches = WebhookBatches(acknowledged: 0)
-        let step7 = batches.form(page: Self.outcomes(1...100, state: .dropped), carries: { $0.state == .dead }, now: t0)
-        #expect(step7)
+        let formed = batches.form(page: Self.outcomes(1...100, state: .dropped), carries: { $0.state == .dead }, now: t0)
+        #expect(formed)
         let sent = batches.takeDue(now: t0)
         #expect(batches.acknowledged == 100 && sent.isEmpty)
     }
