@@ -10,8 +10,9 @@ enum PruneCommand {
 
         Deletes delivered and dropped deliveries last updated longer ago than DURATION (default 7d), then the
         messages left without any delivery, the token-event and outcome feeds' entries older than
-        --events-older-than (default 30d), and reconciliation's bookkeeping (token tombstones, collapse heads) older than FCM's longest TTL
-        plus a day, which no queued delivery can need any more. `herald serve` trims the last two hourly itself.
+        --events-older-than (default 30d), and reconciliation's bookkeeping (token tombstones, collapse heads)
+        older than FCM's longest TTL plus a day, which no queued delivery can need any more. `herald serve` trims
+        the last two hourly itself.
         Dead letters are never deleted (nor their messages): they wait for an operator (`herald dead requeue` or
         `herald dead purge`). A message is also kept while its idempotency key still answers (24 h).
 
