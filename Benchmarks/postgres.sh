@@ -59,6 +59,11 @@
 #   HERALD_BENCH_TMPDIR=$TMPDIR|/tmp where the databases go, PostgreSQL's data directory too (a real disk)
 #   HERALD_BENCH_SKIP_BUILD=1        use the existing .build/release/herald
 #   HERALD_BENCH_KEEP=1              keep the work directory (logs, poll files; the PostgreSQL server is stopped)
+#   HERALD_BENCH_BASE=PATH           another release binary of herald (the commit before a change): "delivery" then
+#                                    drains with it and with this build alternated in every run (base, change;
+#                                    change, base; ...), one instance on each engine, each binary from a backlog
+#                                    template it made itself (their schemas differ), and the table compares the
+#                                    two; the two-instance drains are left out
 #   HERALD_BENCH_PG_STATS=1          load pg_stat_statements (server restarted once) and, after each PostgreSQL
 #                                    drain, print its busiest statements (calls, plans, rows, time) and the drain
 #                                    database's commits, rollbacks and deadlocks: where the server's time went
@@ -88,6 +93,7 @@ DRAIN_TIMEOUT=${HERALD_BENCH_DRAIN_TIMEOUT:-300}
 INGEST_DELIVERING=${HERALD_BENCH_INGEST_DELIVERING:-0}
 POSTERS=${HERALD_BENCH_POSTERS:-8}
 NETWORK_DELAY=${HERALD_BENCH_NETWORK_DELAY:-1}
+BASE_BIN=${HERALD_BENCH_BASE:-}
 STREAMS=100 # the stand-in's streams per connection, as Google's
 TARGET_INGEST_RATIO=0.50
 TARGET_SENDS=5000
@@ -103,6 +109,7 @@ done
 [[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
 [[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
 [[ $NETWORK_DELAY =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_NETWORK_DELAY must be a number of milliseconds"
+[[ -z $BASE_BIN || -x $BASE_BIN ]] || fail "HERALD_BENCH_BASE must be an executable herald (got '$BASE_BIN')"
 ((BACKLOG % BATCH_SIZE == 0)) || fail "HERALD_BENCH_BACKLOG must be a multiple of HERALD_BENCH_BATCH_SIZE"
 for figure in $FIGURES; do
     [[ $figure =~ ^(ingest|batch|delivery|network)$ ]] || fail "unknown figure '$figure' in HERALD_BENCH_FIGURES"
@@ -583,12 +590,40 @@ if wants delivery || wants network || ((INGEST_DELIVERING == 1)); then
     start_standin "$DELAY"
     write_service_account "$STANDIN_PORT"
 fi
+with_binary() { # $1 a herald binary, then a command run with it as HERALD
+    local saved=$HERALD status=0
+    HERALD=$1
+    shift
+    "$@" || status=$?
+    HERALD=$saved
+    return "$status"
+}
+declare -a C_SQLITE_BASE C_SQLITE C_PG_BASE C_PG
+# HERALD_BENCH_BASE: one drain on each engine with binary $1 (labelled $2: base or change); appends to
+# C_SQLITE[_BASE] and C_PG[_BASE].
+compare_drains() {
+    local bin=$1 label=$2 suffix=""
+    [[ $label == base ]] && suffix=_BASE
+    with_binary "$bin" measure_drain "$WORK/backlog${suffix:+-base}.db" 1
+    eval "C_SQLITE${suffix}+=(\"\$D_RATE\")"
+    log "run $run/$RUNS  drain   $label on SQLite $(fmt "$D_RATE") sends/s | $D_CPU"
+    ((D_DUPLICATES == 0)) || fail "the stand-in received $D_DUPLICATES bodies twice ($label, SQLite)"
+    with_binary "$bin" measure_drain "backlog${suffix:+_base}" 1
+    eval "C_PG${suffix}+=(\"\$D_RATE\")"
+    log "run $run/$RUNS  drain   $label on PostgreSQL $(fmt "$D_RATE") sends/s | $D_CPU"
+    ((D_DUPLICATES == 0)) || fail "the stand-in received $D_DUPLICATES bodies twice ($label, PostgreSQL)"
+}
 if wants delivery || wants network; then
     log "ingesting the backlog through the batch endpoint: $(fmt "$BACKLOG") messages into each engine's template"
     make_batches
     if wants delivery; then ingest_backlog "$WORK/backlog.db"; fi
     fresh_database backlog
     ingest_backlog "$(pg_url backlog)"
+    if wants delivery && [[ -n $BASE_BIN ]]; then
+        with_binary "$BASE_BIN" ingest_backlog "$WORK/backlog-base.db"
+        fresh_database backlog_base
+        with_binary "$BASE_BIN" ingest_backlog "$(pg_url backlog_base)"
+    fi
     rm -rf "$WORK/batches"
 fi
 # One figure of "network", direct then through the proxy: $1 name, then the command that measures it and leaves
@@ -649,7 +684,15 @@ for ((run = 1; run <= RUNS; run++)); do
             " p99 $((I_P99 / 1000)) ms | $R_CPU"
         rm -f "$WORK/single.db" "$WORK/single.db-wal" "$WORK/single.db-shm" "$WORK/single.db.lock"
     fi
-    if wants delivery; then
+    if wants delivery && [[ -n $BASE_BIN ]]; then
+        if ((run % 2)); then
+            compare_drains "$BASE_BIN" base
+            compare_drains "$HERALD" change
+        else
+            compare_drains "$HERALD" change
+            compare_drains "$BASE_BIN" base
+        fi
+    elif wants delivery; then
         measure_drain "$WORK/backlog.db" 1
         D_SQLITE+=("$D_RATE")
         log "run $run/$RUNS  drain   1 herald on SQLite $(fmt "$D_RATE") sends/s | $D_CPU | wire $D_WIRE =" \
@@ -713,7 +756,17 @@ if wants network; then
     network_row "batch ingest, $POSTERS conns," msg/s BATCH
     network_row "delivery, 1 instance," sends/s DRAIN
 fi
-if wants delivery; then
+if wants delivery && [[ -n $BASE_BIN ]]; then
+    for engine in SQLITE PG; do
+        base=$(eval "median \"\${C_${engine}_BASE[@]}\"")
+        change=$(eval "median \"\${C_${engine}[@]}\"")
+        name=$([[ $engine == PG ]] && echo PostgreSQL || echo SQLite)
+        row "delivery on $name, this build vs HERALD_BENCH_BASE (sends/s)" "$(fmt "$change")" "base $(fmt "$base")" \
+            "$(ratio "$change" "$base")" -
+    done
+    echo "runs delivery, base / this build: SQLite ${C_SQLITE_BASE[*]} / ${C_SQLITE[*]};" \
+        "PostgreSQL ${C_PG_BASE[*]} / ${C_PG[*]}"
+elif wants delivery; then
     sd=$(median "${D_SQLITE[@]}")
     pd=$(median "${D_PG[@]}")
     td=$(median "${D_TWO[@]}")
@@ -737,10 +790,10 @@ if wants network; then
         "single ${N_SINGLE_DIRECT[*]} / ${N_SINGLE_PROXY[*]}; batch ${N_BATCH_DIRECT[*]} / ${N_BATCH_PROXY[*]};" \
         "delivery ${N_DRAIN_DIRECT[*]} / ${N_DRAIN_PROXY[*]}"
 fi
-if wants delivery; then
+if wants delivery && [[ -z $BASE_BIN ]]; then
     echo "runs delivery: SQLite ${D_SQLITE[*]}; PostgreSQL 1 instance ${D_PG[*]}; 2 instances ${D_TWO[*]};" \
         "2 instances at --concurrency $HALF_WINDOW ${D_HALVES[*]}"
 fi
-if wants delivery && ((dups > 0)); then fail "Herald on PostgreSQL sent $dups messages twice (see the drain lines)"; fi
+if wants delivery && [[ -z $BASE_BIN ]] && ((dups > 0)); then fail "Herald on PostgreSQL sent $dups messages twice (see the drain lines)"; fi
 echo "check: every acknowledged message was stored with one delivery; every drain ended all delivered, each request" \
     "at the stand-in accounted for by Herald; no message sent twice"

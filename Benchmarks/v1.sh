@@ -140,45 +140,6 @@ WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-v1.XXXXXX")
 # --- the stand-in (Benchmarks/common.sh) --------------------------------------------------------------------
 standin_credentials
 
-# --- the backlog (as Benchmarks/delivery.sh makes it) ------------------------------------------------------
-TOKEN_FILL=$(printf 'x%.0s' $(seq 124))
-STORED_PAYLOAD='{"priority":"high","time_to_live":86400,"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute.","sound":"default"}}'
-make_backlog() { # $1 path, $2 messages
-    local db=$1 messages=$2 sql=$WORK/generate.sql now base chunk=200000 first last
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
-    now=$(now_ms)
-    base=$((now - messages / 100 - 60000))
-    {
-        echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"
-        echo "INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('default', 1, 'benchmark preload', $now)"
-        echo "  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;"
-        for ((first = 1; first <= messages; first += chunk)); do
-            last=$((first + chunk - 1 < messages ? first + chunk - 1 : messages))
-            printf '%s\n' "BEGIN;
-INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at)
-  SELECT printf('01BENCH%019d', value), 'default', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'high', 86400, 0,
-         $base + value / 100, $base + value / 100 + 86400000
-  FROM generate_series($first, $last);
-INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-  SELECT printf('01BENCH%019d', value), 'default',
-         printf('%08xq01%010d:APA91b', (value * 2654435761) & 4294967295, value) || '$TOKEN_FILL',
-         'queued', $base + value / 100, $base + value / 100, 0, $base + value / 100
-  FROM generate_series($first, $last);
-COMMIT;"
-        done
-        echo "PRAGMA wal_checkpoint(TRUNCATE);"
-    } >"$sql"
-    sqlite3 -bail "$db" <"$sql" >"$WORK/generate.out" 2>&1 || {
-        cat "$WORK/generate.out" >&2
-        fail "generating the backlog failed"
-    }
-    rm -f "$sql"
-}
-
 # --- Herald ------------------------------------------------------------------------------------------------
 PORT=""
 start_herald() { # $1 database

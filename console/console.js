@@ -216,7 +216,23 @@ async function overviewPage() {
         overview.apps.length === 0 ? el("p", {}, "No apps yet: nothing was ever queued.")
             : table(["app", "provider", "state", "queued", "ready", "scheduled", "scheduled msgs", "in flight", "dead",
                 "oldest ready", "delivered/min", "dead/min", "dropped/min", ""], rows, "overview"),
+        outcomeWebhooks(overview.outcome_webhooks, now),
         ...details);
+}
+
+// The outcome webhooks: how far each receiver has acknowledged the feed, its lag, skips and last failed attempt.
+function outcomeWebhooks(webhooks, now) {
+    if (webhooks.length === 0) return null;
+    return el("div", { class: "webhooks" }, el("h3", {}, "Outcome webhooks"),
+        table(["webhook", "acknowledged seq", "batches in flight", "lag", "skipped", "last error"],
+            webhooks.map((hook) => el("tr", { "data-webhook": hook.webhook },
+                el("td", {}, hook.webhook === "*" ? "* (every app without its own)" : hook.webhook),
+                el("td", { class: "num" }, hook.seq),
+                el("td", { class: "num" }, hook.batches_in_flight),
+                el("td", { class: "num" }, duration(hook.lag_seconds * 1000)),
+                el("td", { class: "num" }, hook.skipped),
+                el("td", {}, hook.last_error === null ? "-"
+                    : hook.last_error + " (" + duration(now - hook.last_error_at) + " ago)")))));
 }
 
 // An APNs app's certificate: when it expires (a warning within 30 days), and in full its subject and fingerprint.

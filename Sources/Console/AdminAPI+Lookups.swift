@@ -22,7 +22,7 @@ extension AdminAPI {
     /// `POST /v1/admin/messages/{id}/cancel`: drops its queued deliveries (reason `Cancelled`), as
     /// `DELETE /v1/messages/{id}`.
     func cancel(_ id: String, now: Int64, _ responder: any HTTPResponder) {
-        writer.enqueue({ try $0.cancelMessage(id: id, now: now) }) { result in
+        writer.enqueue(durable: true, writesOutcomes: true, { try $0.cancelMessage(id: id, now: now) }) { result in
             Self.answer(result, responder) { cancelled in
                 guard let cancelled else { return Self.notFound("message", id) }
                 Log.info("console cancelled a message", ["id": .string(id), "cancelled": .int(Int64(cancelled))])

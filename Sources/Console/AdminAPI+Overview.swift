@@ -10,7 +10,8 @@ extension AdminAPI {
     /// `GET /v1/admin/overview`: per app (every app the database knows, whatever its provider) the figures of
     /// `herald status` (from index ranges only), its certificate (an APNs app with one: expiry and fingerprint), the
     /// last hour a minute at a time (`RateHistory`), the provider's answers by code since this process started, and
-    /// the dead letters of the last hour by reason; and the secrets key's id.
+    /// the dead letters of the last hour by reason; the outcome webhooks (`OutcomeWebhookStatus`: lag, skipped, last
+    /// error); and the secrets key's id.
     ///
     /// While counting the backlog is quick it is counted for each overview. When the latest count took longer than
     /// `freshCountLimitMillis` (a backlog of about half a million rows and more), the backlog figures are
@@ -24,18 +25,19 @@ extension AdminAPI {
         readers.enqueue({ store in
             try store.snapshot {
                 let reasons = try store.deadLetterGroups(DeadLetterFilter(diedSince: hourAgo))
+                let webhooks = try store.outcomeWebhookStatuses()
                 guard let earlier else {
                     let started = Clock.nowMillis()
                     let statuses = try store.appStatuses(now: now, lastMinute: true)
-                    return (statuses, now, reasons, Clock.nowMillis() - started)
+                    return (statuses, now, reasons, webhooks, Clock.nowMillis() - started)
                 }
                 let switches = try store.apps()
                 let origins = Dictionary(grouping: try store.originSwitches(app: nil, now: now), by: \.app)
                 return (Self.refreshed(earlier.statuses, switches: switches, origins: origins), earlier.at, reasons,
-                        Int64(-1))
+                        webhooks, Int64(-1))
             }
         }) { result in
-            Self.answer(result, responder) { statuses, countedAt, reasons, took in
+            Self.answer(result, responder) { statuses, countedAt, reasons, webhooks, took in
                 if took >= 0 { self.snapshot.record(statuses, at: countedAt, tookMillis: took) }
                 let apps: [JSON] = statuses.map { status in
                     var status = status
@@ -48,6 +50,7 @@ extension AdminAPI {
                     "history_since": .int(self.history.since),
                     "secrets_key_id": AdminJSON.optional(self.credentials.secretsKeyID),
                     "apps": .array(apps),
+                    "outcome_webhooks": .array(webhooks.map { $0.json(now: now) }),
                 ])
             }
         }

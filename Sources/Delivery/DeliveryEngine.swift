@@ -314,8 +314,9 @@ public final class DeliveryEngine: @unchecked Sendable {
 
     private func claim(_ runtime: Runtime, limit: Int) {
         let (app, owner, lease) = (runtime.app.name, self.owner, options.leaseMillis)
-        // A claim need not reach the disk: lost in a power cut, its rows simply stay queued.
-        writer.enqueue(durable: false, {
+        // A claim need not reach the disk: lost in a power cut, its rows simply stay queued. It may drop or expire
+        // rows: outcomes.
+        writer.enqueue(durable: false, writesOutcomes: true, {
             try $0.claim(app: app, limit: limit, owner: owner, leaseMillis: lease, now: Clock.nowMillis())
         }) { result in
             self.queue.async { self.claimed(result, on: runtime) }
@@ -483,7 +484,7 @@ public final class DeliveryEngine: @unchecked Sendable {
     /// One writer job for every app's outcomes, with their pauses and gates.
     private func write(_ outcomes: [String: AppOutcomes]) {
         let (owner, metrics) = (self.owner, self.metrics)
-        writer.enqueue({ connection -> [String: AppliedOutcomes] in
+        writer.enqueue(durable: true, writesOutcomes: true, { connection -> [String: AppliedOutcomes] in
             let now = Clock.nowMillis()
             var applied: [String: AppliedOutcomes] = [:]
             for (app, box) in outcomes {

@@ -28,6 +28,8 @@ public enum HeraldCLI {
                 run: APITokensCommand.run),
         Command(name: "token-events", summary: "the feed of tokens deleted or replaced by FCM's answers",
                 run: TokenEventsCommand.run),
+        Command(name: "outcomes", summary: "the feed of every delivery's final state, in commit order",
+                run: OutcomesCommand.run),
         Command(name: "prune", summary: "delete old delivered and dropped deliveries (never dead letters)",
                 run: PruneCommand.run),
         Command(name: "backup", summary: "write an online, consistent copy of the database", run: BackupCommand.run),
@@ -37,6 +39,8 @@ public enum HeraldCLI {
                 run: WebPushKeysCommand.run),
         Command(name: "apps", summary: "add, change, show, list or remove apps stored in the database",
                 run: AppsCommand.run),
+        Command(name: "webhook-secret", summary: "make a Standard Webhooks secret for an outcome webhook",
+                run: WebhookSecretCommand.run),
         Command(name: "secrets-key", summary: "make the key that encrypts the secrets stored in the database",
                 run: SecretsKeyCommand.run),
         Command(name: "help", summary: "show help for a command", run: { arguments in

@@ -9,9 +9,10 @@ enum PruneCommand {
                             [--db PATH|URL] [--json]
 
         Deletes delivered and dropped deliveries last updated longer ago than DURATION (default 7d), then the
-        messages left without any delivery, the token-event feed's entries older than --events-older-than (default
-        30d), and reconciliation's bookkeeping (token tombstones, collapse heads) older than FCM's longest TTL
-        plus a day, which no queued delivery can need any more. `herald serve` trims the last two hourly itself.
+        messages left without any delivery, the token-event and outcome feeds' entries older than
+        --events-older-than (default 30d), and reconciliation's bookkeeping (token tombstones, collapse heads)
+        older than FCM's longest TTL plus a day, which no queued delivery can need any more. `herald serve` trims
+        the last two hourly itself.
         Dead letters are never deleted (nor their messages): they wait for an operator (`herald dead requeue` or
         `herald dead purge`). A message is also kept while its idempotency key still answers (24 h).
 
@@ -21,11 +22,11 @@ enum PruneCommand {
         Options:
           --older-than DURATION   age of the rows to delete: 90s, 15m, 12h, 7d (default 7d)
           --events-older-than DURATION
-                                  age of the token-event feed entries to delete (default 30d)
+                                  age of the token-event and outcome feed entries to delete (default 30d)
           --dry-run               count the deliveries that would be deleted; delete nothing
           --db PATH|URL           SQLite file, postgres:// URL or 'host=… dbname=…' (default: herald.db, or HERALD_DB)
-          --json                  {"cutoff", "deliveries", "messages", "token_events", "bookkeeping",
-                                   "dead_letters_kept"}
+          --json                  {"cutoff", "deliveries", "messages", "token_events", "outcomes",
+                                   "bookkeeping", "dead_letters_kept"}
 
         Example:
           herald prune --older-than 3d
@@ -79,11 +80,11 @@ enum PruneCommand {
             cursor = page.next
             return cursor != nil
         }
-        var events = 0
+        var (events, outcomes) = (0, 0)
         try BatchedWrites.repeatUntilDone(connection) {
-            let count = try connection.pruneTokenEvents(before: now - eventsAge, limit: BatchedWrites.batchSize)
-            events += count
-            return count > 0
+            let count = try connection.pruneFeeds(before: now - eventsAge, limit: BatchedWrites.batchSize)
+            (events, outcomes) = (events + count.tokenEvents, outcomes + count.outcomes)
+            return count.tokenEvents + count.outcomes > 0
         }
         var bookkeeping = 0
         try BatchedWrites.repeatUntilDone(connection) {
@@ -95,12 +96,13 @@ enum PruneCommand {
         if parsed.flag("json") {
             Output.json([
                 "cutoff": .int(cutoff), "deliveries": .int(deliveries), "messages": .int(messages),
-                "token_events": .int(events), "bookkeeping": .int(bookkeeping), "dead_letters_kept": .int(dead),
+                "token_events": .int(events), "outcomes": .int(outcomes), "bookkeeping": .int(bookkeeping),
+                "dead_letters_kept": .int(dead),
             ])
         } else {
             print("deleted \(rows(deliveries)) "
                   + "last updated before \(Output.time(cutoff)) and \(Output.count(messages, "message")) left without "
-                  + "deliveries, \(Output.count(events, "token event")) and "
+                  + "deliveries, \(Output.count(events, "token event")), \(Output.count(outcomes, "outcome")) and "
                   + "\(Output.count(bookkeeping, "reconciliation row")); kept \(Output.count(dead, "dead letter"))")
         }
         return 0

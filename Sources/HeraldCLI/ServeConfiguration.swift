@@ -56,7 +56,7 @@ struct ServeConfiguration: Sendable {
     var maxConnections: Int
     /// How long after acceptance a `time_to_live: 0` message may still be sent.
     var ttlZeroWindowMillis: Int64
-    /// How long the token-event feed keeps its entries.
+    /// How long the token-event and outcome feeds keep their entries.
     var tokenEventRetentionMillis: Int64
     /// How long a claim holds a delivery unless renewed.
     var leaseMillis: Int64
@@ -65,6 +65,8 @@ struct ServeConfiguration: Sendable {
     /// How long a request to a provider may wait for its answer (from its submission), every app's.
     var requestTimeoutMillis = 30_000
     var apps: [AppConfiguration]
+    /// The outcome webhooks (`outcome_webhook`, SPEC §23), each app's own and the top-level one.
+    var outcomeWebhooks: [OutcomeWebhook] = []
     /// The key of the secrets stored in the database (`--secrets-key-file`); nil: storing a secret is refused.
     var secretsKey: SecretsKey? = nil
 
@@ -99,7 +101,7 @@ struct ServeConfiguration: Sendable {
         ("log-level", "info", "debug, info, warn or error"),
         ("max-connections", "4096", "open ingest connections at most"),
         ("ttl-zero-window", "5s", "a time_to_live 0 message not sent this long after acceptance is dead/Expired"),
-        ("token-event-retention", "30d", "how long GET /v1/token-events keeps its entries (trimmed hourly)"),
+        ("token-event-retention", "30d", "how long the token-event and outcome feeds keep entries (trimmed hourly)"),
         ("lease", "2m", "a claimed delivery's lease; renewed while held, taken back when a process stops renewing"),
         ("h2-ping-after", "3s", "HTTP/2: a PING when a connection with requests on it has received nothing this long"),
         ("h2-ping-timeout", "5s", "HTTP/2: a PING unanswered this long closes its connection; requests are retried"),
@@ -127,7 +129,8 @@ struct ServeConfiguration: Sendable {
             guard let object = (try? JSON.parse(bytes))?.objectValue else {
                 throw Invalid(description: "config file \(configPath) is not a JSON object")
             }
-            let known = Set(settings.map { $0.name.replacingOccurrences(of: "-", with: "_") } + ["apps"])
+            let known = Set(
+                settings.map { $0.name.replacingOccurrences(of: "-", with: "_") } + ["apps", outcomeWebhookKey])
             if let unknown = object.first(where: { !known.contains($0.key) }) {
                 throw Invalid(description: "config file \(configPath): unknown key \"\(unknown.key)\"")
             }
@@ -306,6 +309,7 @@ struct ServeConfiguration: Sendable {
             leaseMillis: lease, liveness: liveness, apps: apps)
         configuration.consoleReadOnlyToken = try raw("console-read-only-token").flatMap { $0.isEmpty ? nil : $0 }
         configuration.requestTimeoutMillis = Int(try duration("request-timeout", in: 1_000...3_600_000))
+        configuration.outcomeWebhooks = try outcomeWebhooks(file: file, directory: configDirectory)
         if let path = try given("secrets-key-file").flatMap({ $0.isEmpty ? nil : $0 }) {
             let inFile = arguments.value("secrets-key-file") == nil
                 && environment[environmentName("secrets-key-file")] == nil
@@ -377,14 +381,16 @@ struct ServeConfiguration: Sendable {
         guard let object = item.objectValue else {
             throw Invalid(description: "\(label) must be an object")
         }
-        let known = ProviderList.all.reduce(into: AppEntry.commonKeys) { $0.formUnion($1.keys) }
+        let known = ProviderList.all.reduce(into: AppEntry.commonKeys.union([outcomeWebhookKey])) {
+            $0.formUnion($1.keys)
+        }
         if let unknown = object.first(where: { !known.contains($0.key) }) {
             throw Invalid(description: "\(label): unknown key \"\(unknown.key)\"")
         }
         guard let name = item["name"]?.stringValue, !name.isEmpty else {
             throw Invalid(description: "\(label) needs a \"name\"")
         }
-        let notStrings = ProviderList.all.reduce(into: Set(["concurrency", "max_rate"])) {
+        let notStrings = ProviderList.all.reduce(into: Set(["concurrency", "max_rate", outcomeWebhookKey])) {
             $0.formUnion($1.nonStringKeys)
         }
         for (key, value) in object where value.stringValue == nil && !notStrings.contains(key) {

@@ -37,6 +37,8 @@ final class Service: Sendable {
     private let gauges = DispatchQueue(label: "herald-gauges")
     /// The per-tenant API tokens (SPEC §22), honoured only with `--api-token`.
     private let apiTokens: APITokens
+    /// The outcome webhooks' threads; nil without webhooks.
+    private let webhooks: OutcomeWebhookSender?
 
     init(_ configuration: ServeConfiguration) throws {
         self.configuration = configuration
@@ -88,6 +90,9 @@ final class Service: Sendable {
                 name: app.name, provider: try app.settings.provider(app: app.name, context: context),
                 concurrency: app.concurrency, maxRate: app.maxRate, originConcurrency: app.settings.originConcurrency)
         }, metrics: metrics, options: options)
+        webhooks = configuration.outcomeWebhooks.isEmpty ? nil : OutcomeWebhookSender(
+            webhooks: configuration.outcomeWebhooks, writer: writer, readers: readers, metrics: metrics,
+            options: .init(retentionMillis: configuration.tokenEventRetentionMillis))
         let (stopping, engine) = (self.stopping, self.engine)
         // Wrong tokens count against a client's address whether sent to ingest, the console's API or its login.
         let guesses = GuessThrottle()
@@ -127,6 +132,7 @@ final class Service: Sendable {
         try engine.start()
         liveApps.start()
         database.startWakeUps { [engine] in engine.wake() }
+        webhooks?.start()
         refreshGauges()
         if configuration.apiToken != nil { refreshAPITokens() }
         gauges.async { self.trimBookkeeping() }
@@ -147,6 +153,7 @@ final class Service: Sendable {
         server.shutdown(gracePeriod: 10)
         liveApps.stop()
         engine.stop(gracePeriod: 10)
+        webhooks?.stop(gracePeriod: 2)
         tokenPool.made?.shutdown(gracePeriod: 0)
         simulator?.shutdown(gracePeriod: 1)
         let uses = apiTokens.takeUses()
@@ -248,7 +255,7 @@ extension Service {
         max(gaugeRefreshSeconds, 20 * took)
     }
 
-    /// Hourly (and at start): the token-event feed past its retention, and reconciliation's bookkeeping past the
+    /// Hourly (and at start): the token-event and outcome feeds past their retention, and reconciliation's bookkeeping past the
     /// longest TTL, in small writer jobs so ingest never waits behind a big delete.
     private func trimBookkeeping() {
         guard !stopping.isSet else { return }
@@ -257,14 +264,15 @@ extension Service {
         do {
             while !stopping.isSet {
                 let count = try writer.write { connection in
-                    try connection.pruneTokenEvents(before: eventsCutoff, limit: 1000)
+                    let feeds = try connection.pruneFeeds(before: eventsCutoff, limit: 1000)
+                    return try feeds.tokenEvents + feeds.outcomes
                         + connection.pruneReconciliationState(now: Clock.nowMillis(), limit: 1000)
                 }
                 trimmed += count
                 if count == 0 { break }
             }
             if trimmed > 0 {
-                Log.info("trimmed token events and reconciliation bookkeeping", ["rows": .int(Int64(trimmed))])
+                Log.info("trimmed token events, outcomes and reconciliation bookkeeping", ["rows": .int(Int64(trimmed))])
             }
         } catch {
             Log.warn("trimming token events failed", ["error": .string("\(error)")])

@@ -24,6 +24,10 @@ enum StatusCommand {
         subscriptions in a row is paused until `herald resume APP`. Those gated or paused now are listed under the
         table; the app goes on sending to every other origin.
 
+        Each outcome webhook (SPEC §23) that has sent: the feed's seq its receiver has acknowledged, the batches in
+        flight, its lag (how long ago the oldest outcome not yet acknowledged happened), the outcomes skipped
+        because the feed's retention passed them, and its last failed attempt (status code or transport failure).
+
         With the serve configuration (--config and --secrets-key-file, or HERALD_CONFIG and
         HERALD_SECRETS_KEY_FILE, as `herald serve` reads them), also the credentials in force, never a secret: the
         secrets key's id, and each APNs certificate's expiry date and SHA-256 fingerprint.
@@ -41,8 +45,10 @@ enum StatusCommand {
                       "gated_since" the time its gate closed; "origins" lists a Web Push app's gated or paused
                       origins ({"origin", "paused", "pause_reason", "paused_at", "gated", "gate_until",
                       "gate_reason", "gated_since"}); "source" is "database" for an app stored there
-                      (`herald apps`), else "config"; with the serve configuration, "secrets_key_id" and an APNs
-                      app's "certificate" ({"expires_at", "sha256", "subject"})
+                      (`herald apps`), else "config"; "outcome_webhooks" ({"webhook" (an app, or * for the
+                      top-level one), "seq", "batches_in_flight", "lag_seconds", "skipped", "last_error",
+                      "last_error_at"}); with the serve configuration, "secrets_key_id" and an APNs app's
+                      "certificate" ({"expires_at", "sha256", "subject"})
 
         Example:
           herald status --db /var/lib/herald/herald.db
@@ -60,11 +66,12 @@ enum StatusCommand {
         let credentials = try credentials(parsed, environment: ProcessInfo.processInfo.environment)
         let connection = try openExistingDatabase(parsed)
         let now = Clock.nowMillis()
-        let (apps, totals, stored) = try connection.snapshot {
+        let (apps, totals, stored, webhooks) = try connection.snapshot {
             (
                 try connection.appStatuses(now: now, lastMinute: true),
                 parsed.flag("totals") ? try connection.queueDepth() : nil,
-                try connection.appDefinitionVersions()
+                try connection.appDefinitionVersions(),
+                try connection.outcomeWebhookStatuses()
             )
         }
         if parsed.flag("json") {
@@ -75,10 +82,12 @@ enum StatusCommand {
                 return JSON(members: object)
             }))]
             if let totals { members.append(("totals", .array(totals.map(json)))) }
+            members.append(("outcome_webhooks", .array(webhooks.map { $0.json(now: now) })))
             if let credentials { members.append(("secrets_key_id", AdminJSON.optional(credentials.secretsKeyID))) }
             Output.json(JSON(members: members))
         } else {
             print(text(apps, totals: totals, now: now))
+            if !webhooks.isEmpty { print("\n" + text(webhooks, now: now)) }
             if let credentials { print("\n" + text(credentials, now: now)) }
             if !stored.isEmpty {
                 print("\nstored in the database (herald apps list): " + stored.keys.sorted().joined(separator: ", "))
@@ -120,6 +129,24 @@ enum StatusCommand {
     }
 
     static func json(_ app: AppStatus, now: Int64) -> JSON { AdminJSON.status(app, now: now) }
+
+    /// The outcome webhooks' table, under the apps'.
+    static func text(_ webhooks: [OutcomeWebhookStatus], now: Int64) -> String {
+        var table = TextTable(
+            ["OUTCOME WEBHOOK", "ACKNOWLEDGED SEQ", "IN FLIGHT", "LAG", "SKIPPED", "LAST ERROR"],
+            rightAligned: [1, 2, 4])
+        for webhook in webhooks {
+            let error = webhook.state.lastError.map { error in
+                "\(error)" + (webhook.state.lastErrorAt.map { " (\(Output.relative($0, now: now)))" } ?? "")
+            }
+            table.append([
+                webhook.state.name, String(webhook.state.seq), String(webhook.state.inFlight.count),
+                DurationText.format(webhook.lagMillis(now: now)), String(webhook.state.skipped),
+                error ?? "-",
+            ])
+        }
+        return table.render()
+    }
 
     /// What closed a gate, for the note under the table: "after a connection reset".
     static func describe(_ reason: GateReason) -> String {

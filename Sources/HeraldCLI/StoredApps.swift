@@ -43,6 +43,12 @@ struct StoredApps: Sendable {
             throw Refusal(status: 400, description: "the body's \"name\" must be \"\(name)\", the app's name")
         }
         members.removeAll { $0.key == "name" }
+        if body[ServeConfiguration.outcomeWebhookKey] != nil {
+            throw Refusal(status: 400, description: """
+                "\(ServeConfiguration.outcomeWebhookKey)" is read from the config file only (a stored app's outcomes \
+                go to the config file's top-level webhook)
+                """)
+        }
         let entry = JSON(members: [("name", .string(name))] + members.map { ($0.key, $0.value) })
         let definition: any ProviderDefinition
         do {

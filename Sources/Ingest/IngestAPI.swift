@@ -215,9 +215,10 @@ public final class IngestAPI: HTTPHandler {
         case ("GET", "tokens", 3, let token?): getToken(token, tenant, responder)
         case ("DELETE", "tokens", 3, let token?): deleteToken(token, tenant, responder)
         case ("GET", "token-events", 2, _): tokenEvents(request, tenant, responder)
+        case ("GET", "outcomes", 2, _): outcomes(request, tenant, responder)
         case ("PUT", "subscriptions", 2, _): putSubscription(request, tenant, responder)
         case (_, "messages", 2, _), (_, "messages", 3, _?), (_, "tokens", 3, _?), (_, "token-events", 2, _),
-             (_, "subscriptions", 2, _):
+             (_, "outcomes", 2, _), (_, "subscriptions", 2, _):
             responder.respond(error(APIError(
                 status: 405, code: "MethodNotAllowed", message: "\(request.method) is not allowed on \(path)")))
         default:
@@ -306,7 +307,7 @@ public final class IngestAPI: HTTPHandler {
     }
 
     private func cancelMessage(_ id: String, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
-        writer.enqueue({ store -> Result<Int?, APIError> in
+        writer.enqueue(durable: true, writesOutcomes: true, { store -> Result<Int?, APIError> in
             if let tenant, let app = try store.claimedMessage(id: id)?.app, !tenant.allows(app) {
                 return .failure(tenant.refusal(app))
             }
@@ -409,16 +410,52 @@ public final class IngestAPI: HTTPHandler {
         }
     }
 
-    /// A tenant reads the events of its apps only.
-    private func tokenEvents(_ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
+    /// A feed's page as the query names it (`after` exclusive, default 0; `limit` 1…1000, default 100); nil, with
+    /// the 400 answered, when either is malformed.
+    private func feedPage(_ request: HTTPRequest, _ responder: any HTTPResponder) -> (after: Int64, limit: Int)? {
         let query = request.query
         let after = query["after"].map { Int64($0) } ?? 0
         let limit = query["limit"].map { Int($0) } ?? 100
         guard let after, after >= 0, let limit, (1...1000).contains(limit) else {
-            return responder.respond(error(APIError(
+            responder.respond(error(APIError(
                 status: 400, code: "InvalidParameters",
                 message: "after must be a non-negative integer and limit an integer in 1...1000")))
+            return nil
         }
+        return (after, limit)
+    }
+
+    /// `GET /v1/outcomes?after=&app=&limit=`: every delivery's final state in commit order (SPEC §23). A tenant reads
+    /// its apps' only: the app it names, or its only app (one with several names one with `app=`).
+    private func outcomes(_ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
+        guard let (after, limit) = feedPage(request, responder) else { return }
+        var app = request.query["app"]
+        if let tenant {
+            if let named = app, !tenant.allows(named) { return responder.respond(error(tenant.refusal(named))) }
+            if app == nil {
+                guard tenant.apps.count == 1 else {
+                    return responder.respond(error(.invalidParameters(
+                        "this token reads the outcomes of several apps: name one with app=")))
+                }
+                app = tenant.apps[0]
+            }
+        }
+        readers.enqueue({ [app] in try $0.outcomes(after: after, app: app, limit: limit) }) { result in
+            switch result {
+            case .success(let outcomes):
+                let body = JSON.object([
+                    ("outcomes", .array(outcomes.map(\.json))), ("next", .int(outcomes.last?.seq ?? after)),
+                ])
+                responder.respond(.json(200, body.serialized()))
+            case .failure(let failure):
+                responder.respond(Self.unavailable(failure))
+            }
+        }
+    }
+
+    /// A tenant reads the events of its apps only.
+    private func tokenEvents(_ request: HTTPRequest, _ tenant: APITokens.Grant?, _ responder: any HTTPResponder) {
+        guard let (after, limit) = feedPage(request, responder) else { return }
         readers.enqueue({ try $0.tokenEvents(after: after, limit: limit, apps: tenant?.apps) }) { result in
             switch result {
             case .success(let events):

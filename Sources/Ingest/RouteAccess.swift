@@ -47,6 +47,7 @@ struct RouteAccess: Sendable {
         RouteAccess("PUT", "/v1/subscriptions", .register, .body),
         RouteAccess("GET", "/v1/messages/*", .read, .record),
         RouteAccess("GET", "/v1/token-events", .read, .feed),
+        RouteAccess("GET", "/v1/outcomes", .read, .feed),
     ]
 
     /// The entry for a request (its decoded path segments); nil for a route only the admin token may call.

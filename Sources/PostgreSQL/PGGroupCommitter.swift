@@ -158,7 +158,8 @@ final class PGGroupCommitter {
     /// BEGIN for `group`; when it fails, answers every job of it.
     private func start(_ group: [PGWriter.Job]) -> Start {
         do {
-            try begin(durable: group.contains(where: \.durable))
+            try begin(
+                durable: group.contains(where: \.durable), writesOutcomes: group.contains(where: \.writesOutcomes))
             return .begun
         } catch {
             if let lost = Self.lostConnection(error) { return .answered(lost: lose(group, lost)) }
@@ -191,7 +192,12 @@ final class PGGroupCommitter {
     /// with the group's first statement, in its round trip (`begin(sendingAhead:begun:)`). A connection that broke
     /// while the writer was idle (a server restart, an idle-session timeout: the server's goodbye waits unread on the
     /// socket) is reset first: nothing of the group has run, so that costs it nothing when the reset works.
-    private func begin(durable: Bool) throws {
+    ///
+    /// A group that may end deliveries takes the outcome feed's lock (`PGQueueStore.lockOutcomeFeed`) right after
+    /// BEGIN, in the same round trip, before any statement of its jobs: it waits for another instance's outcomes to
+    /// commit while holding no row, so two instances cannot deadlock on it (one holding the lock and waiting for a
+    /// row, the other holding the row and waiting for the lock, as the trigger's lock alone would let them).
+    private func begin(durable: Bool, writesOutcomes: Bool) throws {
         if connection.isInTransaction {
             // Only a failed ROLLBACK (or a failed SET after BEGIN) leaves one behind; BEGIN would only warn, and
             // the group would join it.
@@ -207,8 +213,9 @@ final class PGGroupCommitter {
         // A durable group's transaction id comes with its BEGIN, so that a COMMIT whose answer is lost can be
         // settled (`settle`): an answer to ingest must not say "not stored" of a message that was.
         transactionID = nil
-        let after = durable ? "SELECT txid_current()" : "SET LOCAL synchronous_commit = off"
-        connection.begin(sendingAhead: [PGStatement(after)]) { [unowned self] begun in
+        let after = PGStatement(durable ? "SELECT txid_current()" : "SET LOCAL synchronous_commit = off")
+        let ahead = writesOutcomes ? [PGQueueStore.lockOutcomeFeed, after] : [after]
+        connection.begin(sendingAhead: ahead) { [unowned self] begun in
             if durable, case .success(let results) = begun {
                 transactionID = results.last?.map { $0.int64(0) }.first
             }

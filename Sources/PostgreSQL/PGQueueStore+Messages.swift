@@ -114,22 +114,22 @@ extension PGQueueStore {
             FROM unnest($19::bigint[], $20::text[]) AS named (position, "user")
             JOIN input ON input.position = named.position),
         target AS (
-            SELECT target.position, input.app, target.token, target.ordinal
+            SELECT target.position, input.app, target.token, target.ordinal, NULL::text AS "user"
             FROM unnest($17::bigint[], $18::text[]) WITH ORDINALITY AS target (position, token, ordinal)
             JOIN input ON input.position = target.position
             UNION ALL
-            SELECT wanted.position, token.app, token.token, token.rowid
+            SELECT wanted.position, token.app, token.token, token.rowid, token."user"
             FROM wanted JOIN tokens AS token ON token.app = wanted.app AND token."user" = wanted."user"
             WHERE wanted.app <> $22
             UNION ALL
-            SELECT wanted.position, token.app, token.token, token.rowid
+            SELECT wanted.position, token.app, token.token, token.rowid, token."user"
             FROM wanted JOIN tokens AS token ON token."user" = wanted."user"
             WHERE wanted.app = $22 AND token.app IN (SELECT name FROM apps)),
         inserted AS (
             INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank,
-                                    created_at)
+                                    created_at, "user")
             SELECT input.id, target.app, target.token, 'queued', input.due_at, input.created_at, input.rank,
-                   input.created_at
+                   input.created_at, target."user"
             FROM target JOIN input ON input.position = target.position JOIN message ON message.id = input.id
             ORDER BY target.position, target.ordinal
             RETURNING id, message_id, app, token),

@@ -36,15 +36,18 @@ public final class PGWriter: StoreWriter {
         let complete: (Error?) -> Void
         /// Whether its commit must wait for the WAL flush (see `enqueue(durable:)`).
         let durable: Bool
+        /// Whether it may end deliveries: its group then takes the outcome feed's lock first (`PGGroupCommitter`).
+        let writesOutcomes: Bool
         /// Ingest's messages, when the job is a write of them (`insertMessages`): the committer stores those of
         /// every such job of a group in one `insertMessages(writes:now:)` call rather than running each job.
         let write: MessageWrite?
 
         init(
-            durable: Bool, write: MessageWrite? = nil, run: @escaping (PGQueueStore) -> Error?,
-            complete: @escaping (Error?) -> Void
+            durable: Bool, writesOutcomes: Bool, write: MessageWrite? = nil,
+            run: @escaping (PGQueueStore) -> Error?, complete: @escaping (Error?) -> Void
         ) {
             self.durable = durable
+            self.writesOutcomes = writesOutcomes
             self.write = write
             self.run = run
             self.complete = complete
@@ -101,23 +104,28 @@ public final class PGWriter: StoreWriter {
     /// While the writer has no connection, `completion` is called at once, on the calling thread, with a
     /// `PGError` whose `isConnectionLost` (and so `isTransient`) is true; `work` does not run.
     ///
-    /// - Parameter durable: false for writes that may be lost in a server crash without harm (a claim's leases:
-    ///   the rows simply stay queued). A group of only such jobs commits without waiting for the WAL flush; any
-    ///   later durable commit flushes them too.
+    /// - Parameters:
+    ///   - durable: false for writes that may be lost in a server crash without harm (a claim's leases: the rows
+    ///     simply stay queued). A group of only such jobs commits without waiting for the WAL flush; any later
+    ///     durable commit flushes them too.
+    ///   - writesOutcomes: true for writes that may end deliveries: their group takes the outcome feed's lock before
+    ///     its first statement, so that it never waits for that lock while holding rows (`PGGroupCommitter`).
     public func enqueue<T>(
-        durable: Bool, _ work: @escaping @Sendable (any Store) throws -> T,
+        durable: Bool, writesOutcomes: Bool, _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
-        enqueue(durable: durable, { (store: PGQueueStore) in try work(store) }, completion: completion)
+        enqueue(
+            durable: durable, writesOutcomes: writesOutcomes, { (store: PGQueueStore) in try work(store) },
+            completion: completion)
     }
 
     /// `enqueue`, with PostgreSQL's store itself (tests and PostgreSQL-only maintenance).
     public func enqueue<T>(
-        durable: Bool = true,
+        durable: Bool = true, writesOutcomes: Bool = false,
         _ work: @escaping @Sendable (PGQueueStore) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
-        push(durable: durable, work, write: nil, completion: completion)
+        push(durable: durable, writesOutcomes: writesOutcomes, work, write: nil, completion: completion)
     }
 
     /// Queues one write's messages; the committer stores them with those of the group's other writes, in a few
@@ -138,12 +146,12 @@ public final class PGWriter: StoreWriter {
     }
 
     private func push<T>(
-        durable: Bool, _ work: @escaping @Sendable (PGQueueStore) throws -> T, write: ((Box<T>) -> MessageWrite)?,
-        completion: @escaping @Sendable (Result<T, Error>) -> Void
+        durable: Bool, writesOutcomes: Bool = false, _ work: @escaping @Sendable (PGQueueStore) throws -> T,
+        write: ((Box<T>) -> MessageWrite)?, completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
         let box = Box<T>()
         let job = Job(
-            durable: durable, write: write?(box),
+            durable: durable, writesOutcomes: writesOutcomes, write: write?(box),
             run: { store in
                 box.result = Result { try work(store) }
                 if case .failure(let error) = box.result! { return error }

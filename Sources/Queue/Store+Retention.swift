@@ -22,6 +22,13 @@ extension Store {
         return (deleted, done ? nil : page.last)
     }
 
+    /// Deletes up to `limit` entries of each feed backends follow — token events and outcomes — recorded before
+    /// `cutoff`: the two share one retention (`serve --token-event-retention`, `prune --events-older-than`), and
+    /// neither is read by the queue itself. Call inside a write transaction, and again until both return 0.
+    public func pruneFeeds(before cutoff: Int64, limit: Int) throws -> (tokenEvents: Int, outcomes: Int) {
+        (try pruneTokenEvents(before: cutoff, limit: limit), try pruneOutcomes(before: cutoff, limit: limit))
+    }
+
     /// Deletes up to `limit` token tombstones and up to `limit` collapse heads older than
     /// `reconciliationHorizonMillis` before `now`; returns how many.
     public func pruneReconciliationState(now: Int64, limit: Int) throws -> Int {

@@ -55,6 +55,23 @@ public protocol Store: QueueStore {
     /// The feed's events about one token of one app, newest first.
     func tokenEvents(app: String, token: String, limit: Int) throws -> [TokenEventRecord]
 
+    // MARK: Outcomes
+
+    /// The outcome feed: outcomes with a seq above `after`, of `app` only when given, in seq (commit) order.
+    func outcomes(after: Int64, app: String?, limit: Int) throws -> [OutcomeRecord]
+    /// The outcome webhooks' states, by name.
+    func outcomeWebhooks() throws -> [OutcomeWebhookState]
+    /// Takes (or renews) the lease on webhook `name` for `owner` until `until`, unless another owner's lease is still
+    /// good at `now`; creates its row first, acknowledged up to the feed's end (a new webhook starts from now).
+    /// Returns its state while `owner` holds it, nil when another does.
+    func leaseOutcomeWebhook(_ name: String, owner: String, until: Int64, now: Int64) throws -> OutcomeWebhookState?
+    /// Stores how far webhook `name` has got (and `lastError`, at `now`, when an attempt failed since the last save),
+    /// renewing `owner`'s lease until `until`; false (nothing changed) when `owner` no longer holds it.
+    func saveOutcomeWebhook(
+        _ name: String, owner: String, seq: Int64, inFlight: [Int64], skipped: Int64, lastError: String?,
+        until: Int64, now: Int64
+    ) throws -> Bool
+
     // MARK: Apps
 
     func ensureApp(_ name: String) throws
@@ -154,6 +171,9 @@ public protocol Store: QueueStore {
     /// Deletes the oldest token-feed entries recorded before `cutoff`, up to `limit` of them; returns how many. The
     /// feed is only history for backends that follow it: claims read `token_tombstones`.
     func pruneTokenEvents(before cutoff: Int64, limit: Int) throws -> Int
+    /// Deletes the oldest outcome-feed entries recorded before `cutoff`, up to `limit` of them; returns how many.
+    /// Call again until it returns 0.
+    func pruneOutcomes(before cutoff: Int64, limit: Int) throws -> Int
     /// Deletes up to `limit` token tombstones and up to `limit` collapse heads made before `cutoff`; returns how
     /// many.
     func pruneReconciliationState(before cutoff: Int64, limit: Int) throws -> Int
@@ -165,10 +185,14 @@ public protocol StoreWriter: Sendable {
     /// Queues `work` for the next group commit; `completion` is called on the writer thread after the commit (or
     /// with the error that rolled the job or the group back). Keep completions short.
     ///
-    /// - Parameter durable: false for writes that may be lost in a power cut without harm (a claim's leases: the
-    ///   rows simply stay queued); such a group may commit without waiting for the disk.
+    /// - Parameters:
+    ///   - durable: false for writes that may be lost in a power cut without harm (a claim's leases: the rows simply
+    ///     stay queued); such a group may commit without waiting for the disk.
+    ///   - writesOutcomes: true for writes that may end deliveries (answers, a claim's drops, a cancel): the outcome
+    ///     feed's writers. PostgreSQL's group takes the feed's lock before its first statement (`PGGroupCommitter`).
     func enqueue<T>(
         durable: Bool,
+        writesOutcomes: Bool,
         _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void)
     /// Stores one write's messages (`Store.insertMessages`: all of them, or none, when one is refused) in the next
@@ -190,11 +214,13 @@ extension StoreWriter {
         enqueue({ try $0.insertMessages(messages, now: Clock.nowMillis()) }, completion: completion)
     }
 
+    /// A write that ends no delivery.
     public func enqueue<T>(
+        durable: Bool = true,
         _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
-        enqueue(durable: true, work, completion: completion)
+        enqueue(durable: durable, writesOutcomes: false, work, completion: completion)
     }
 
     /// Runs `work` in the next group commit and waits for the commit. Call from a thread you own.

@@ -68,11 +68,13 @@ public final class DatabaseWriter: StoreWriter {
     /// Queues `work` for the next group commit; `completion` is called on the writer thread after the commit
     /// (or with the error that rolled the job or the group back). Keep completions short.
     ///
-    /// - Parameter durable: false for writes that may be lost in a power cut without harm (a claim's leases: the
-    ///   rows simply stay queued). A group of only such jobs commits without the fsync of `Durability.full`; any
-    ///   later durable commit makes them durable too.
+    /// - Parameters:
+    ///   - durable: false for writes that may be lost in a power cut without harm (a claim's leases: the rows simply
+    ///     stay queued). A group of only such jobs commits without the fsync of `Durability.full`; any later durable
+    ///     commit makes them durable too.
+    ///   - writesOutcomes: changes nothing here: one writer numbers the outcome feed's rows in the order they commit.
     public func enqueue<T>(
-        durable: Bool, _ work: @escaping @Sendable (any Store) throws -> T,
+        durable: Bool, writesOutcomes: Bool, _ work: @escaping @Sendable (any Store) throws -> T,
         completion: @escaping @Sendable (Result<T, Error>) -> Void
     ) {
         enqueue(durable: durable, { (store: SQLiteQueueStore) in try work(store) }, completion: completion)

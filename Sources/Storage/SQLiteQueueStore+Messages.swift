@@ -88,7 +88,8 @@ extension SQLiteQueueStore {
 
     /// One queued delivery per registered token of these users in `app` — in every app for `NewMessage.everyApp`,
     /// each delivery in its token's app (each token once: it has one user and one app) — in the order the tokens
-    /// were first registered; returns how many.
+    /// were first registered, each with the user it was reached through (the outcome feed's `user`); returns how
+    /// many.
     ///
     /// One set-based statement, so a fan-out to a million tokens never passes through Swift. The tokens are read in
     /// rowid order (`rowid IN (…)` walks the sorted rowids the index gives), which visits each table page once:
@@ -102,8 +103,8 @@ extension SQLiteQueueStore {
         return try connection.run(
             """
             INSERT INTO deliveries
-                (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-            SELECT ?1, app, token, 'queued', ?6, ?3, ?4, ?3 FROM tokens
+                (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at, user)
+            SELECT ?1, app, token, 'queued', ?6, ?3, ?4, ?3, user FROM tokens
             WHERE rowid IN (
                 SELECT rowid FROM tokens WHERE \(apps) AND user IN (SELECT value FROM json_each(?5))
             )

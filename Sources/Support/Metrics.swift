@@ -222,6 +222,12 @@ extension Metrics {
             Family("herald_tokens_deleted_total", .counter, "Tokens deleted after NotRegistered, per app."),
             Family("herald_tokens_replaced_total", .counter, "Tokens replaced by their canonical id, per app."),
             Family("herald_app_paused", .gauge, "1 while the app is paused."),
+            Family("herald_outcome_webhook_lag_seconds", .gauge,
+                   "Age of the oldest outcome an outcome webhook has not had acknowledged yet (0: none), per webhook."),
+            Family("herald_outcome_webhook_requests_total", .counter,
+                   "Requests to outcome webhooks by HTTP status or transport failure, per webhook."),
+            Family("herald_outcome_webhook_skipped_total", .counter,
+                   "Outcomes an outcome webhook gave up on when the feed's retention passed them, per webhook."),
         ])
     }
 }

@@ -93,14 +93,14 @@ import Testing
     // MARK: - herald send and the apps serve delivers for
 
     @Test func sendRefusesAnAppThatNoServeDeliversForAsIngestDoes() throws {
-        // A serve delivering for apps default and ios (the sandbox's) registers them when it starts.
+        // A serve delivering for the sandbox's apps registers them when it starts.
         let service = try HeraldProcess(directory: directory, arguments: ["--sandbox"])
         #expect(service.stop() == 0)
 
         let refused = try run(["send", #"{"to": "a", "app": "elsewhere"}"#])
         #expect(refused.status == 1)
         #expect(refused.stderr == "herald send: InvalidParameters: unknown app \"elsewhere\": "
-            + "this herald delivers for default, ios, web\n", "\(refused.stderr)")
+            + "this herald delivers for default, hms, ios, web\n", "\(refused.stderr)")
         let json = try run(["send", #"{"to": "a", "app": "elsewhere"}"#, "--json"])
         #expect(json.status == 1)
         #expect(json.stdout.contains(#""code":"InvalidParameters""#), "\(json.stdout)")

@@ -234,11 +234,18 @@ import Testing
 }
 
 @Suite struct ServeStartupTests {
-    @Test func refusesToStartWithoutCredentialsOrSandbox() throws {
-        let directory = HeraldProcess.makeDirectory()
-        let result = try runHerald(["serve", "--db", directory.appendingPathComponent("h.db").path])
-        #expect(result.status == 2)
-        #expect(result.stderr.contains("--sandbox"))
+    /// SPEC §22: apps may come from the database later, so no app configured is a warning, not a refusal; a message
+    /// for an app nobody configured is still refused.
+    @Test func startsWithoutAnyAppAndSaysWhereAppsComeFrom() async throws {
+        let herald = try HeraldProcess(arguments: [])
+        defer { herald.stop() }
+        // The warning comes before "listening", which the start waited for.
+        let warning = herald.logLines.first { ($0["msg"] as? String)?.hasPrefix("no app configured") == true }
+        #expect(warning?["level"] as? String == "warn")
+        #expect((warning?["msg"] as? String)?.contains("herald apps add") == true)
+        let reply = try await herald.request("POST", "/v1/messages", body: #"{"to": "token-a", "data": {"k": "v"}}"#)
+        #expect(reply.status == 400)
+        #expect(reply.text.contains("unknown app"))
     }
 
     @Test func refusesANonLoopbackListenerWithoutAnAPIToken() throws {

@@ -299,6 +299,38 @@ typealias WriterJob<T> = @Sendable (PGQueueStore) throws -> T
         #expect(setting.all == ["false: off", "true: on"])
     }
 
+    /// The outcome feed's lock comes first in a group that may end deliveries: while another session holds it, the
+    /// group waits for it holding no row (no transaction id, no lock on a table), so the holder can never be
+    /// waiting for one of its rows in turn. A group that ends no delivery does not take it.
+    @Test func aGroupThatMayEndDeliveriesWaitsForTheFeedsLockBeforeTouchingAnyRow() throws {
+        defer { writer.close() }
+        let holder = try database.connect()
+        let key = PGQueueStore.lockOutcomeFeed.arguments
+        _ = try holder.run("SELECT pg_advisory_lock($1)", key)
+        let plain = Rendezvous<[AcceptedMessage]>()
+        writer.enqueue(durable: true, writesOutcomes: false, { (store: PGQueueStore) in
+            try store.insertMessages([Self.message("plain")], now: t0)
+        }) { plain.fulfil($0) }
+        #expect(try plain.wait().count == 1)
+
+        let ending = Rendezvous<[AcceptedMessage]>()
+        writer.enqueue(durable: true, writesOutcomes: true, { (store: PGQueueStore) in
+            try store.insertMessages([Self.message("ending")], now: t0)
+        }) { ending.fulfil($0) }
+        let writerLocks = """
+            SELECT l.locktype || CASE WHEN l.granted THEN '' ELSE ' waiting' END FROM pg_locks l
+            JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE a.application_name = 'herald-writer' AND a.datname = current_database()
+            AND l.locktype IN ('advisory', 'transactionid', 'relation') ORDER BY 1
+            """
+        eventually("the writer waits for the feed's lock") {
+            (try? holder.query(writerLocks) { $0.string(0) }) == ["advisory waiting"]
+        }
+        _ = try holder.run("SELECT pg_advisory_unlock($1)", key)
+        #expect(try ending.wait().count == 1)
+        #expect(try messageCount(app: "ending") == 1)
+    }
+
     // MARK: - Retries
 
     @Test(arguments: [1, 3])
