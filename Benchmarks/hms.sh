@@ -115,6 +115,7 @@ measure_herald() {
     local db=$WORK/run.db polls=$WORK/polls.txt before after deadline last
     cp "$TEMPLATE" "$db"
     rm -f "$db-wal" "$db-shm"
+    curl -fsS --max-time 5 -X POST "http://127.0.0.1:$STATS_PORT/forget" >/dev/null || fail "the stand-in did not forget"
     before=$(standin_stats)
     start_herald "$db"
     poller "$HERALD_PID" "$PORT" >"$polls" &

@@ -14,6 +14,7 @@
 //   bad_requests    messages:send bodies that were no HMS message (no token array of 1 to 1000, data not a string)
 //   token_requests  POST /oauth2/v3/token requests; bad_auth send requests without a token it issued
 //   http_versions   requests per HTTP version
+// POST http://127.0.0.1:S/forget forgets the tokens seen (each drain of the benchmark sends the same backlog).
 'use strict';
 const http2 = require('http2');
 const http = require('http');
@@ -102,6 +103,8 @@ server.on('request', (req, res) => {
 
 const statsServer = http.createServer((req, res) => {
     req.resume();
+    // A new drain sends the same backlog again: POST /forget starts its duplicate count afresh.
+    if (req.method === 'POST' && req.url === '/forget') seenTokens.clear();
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(stats));
 });
