@@ -108,8 +108,6 @@ enum StatusCommand {
             return try ServeConfiguration.resolve(serve, environment: environment).credentialFacts
         } catch let invalid as ServeConfiguration.Invalid {
             throw CommandError(description: "the serve configuration: \(invalid)")
-        } catch let invalid as ConfigurationError {
-            throw CommandError(description: "the serve configuration: \(invalid)")
         }
     }
 

@@ -1,4 +1,3 @@
-import APNs
 import Delivery
 import FCMSimulator
 import Foundation
