@@ -47,7 +47,7 @@ extension ServeConfiguration {
                 \(source): \(outcomeWebhookKey) needs a "secret_file" (make one with herald webhook-secret --out FILE)
                 """)
         }
-        if let directory { path = resolvePath(path, against: directory) }
+        if let directory { path = AppEntry.resolve(path, against: directory) }
         let secret: WebhookSecret
         do {
             secret = try WebhookSecret(text: try String(contentsOfFile: path, encoding: .utf8))

@@ -234,7 +234,7 @@ struct ServeConfiguration: Sendable {
         var serviceAccountFile = try given("fcm-service-account").flatMap { $0.isEmpty ? nil : $0 }
         if let path = serviceAccountFile, arguments.value("fcm-service-account") == nil,
            environment[environmentName("fcm-service-account")] == nil, let configDirectory {
-            serviceAccountFile = resolvePath(path, against: configDirectory)
+            serviceAccountFile = AppEntry.resolve(path, against: configDirectory)
         }
         if fcmKey != nil && serviceAccountFile != nil {
             throw Invalid(description: """
@@ -314,7 +314,7 @@ struct ServeConfiguration: Sendable {
             let inFile = arguments.value("secrets-key-file") == nil
                 && environment[environmentName("secrets-key-file")] == nil
             configuration.secretsKey = try loadSecretsKey(
-                inFile ? configDirectory.map { resolvePath(path, against: $0) } ?? path : path)
+                inFile ? configDirectory.map { AppEntry.resolve(path, against: $0) } ?? path : path)
         }
         try configuration.check()
         return configuration
@@ -352,11 +352,6 @@ struct ServeConfiguration: Sendable {
                 refusing to listen on \(listen) without --api-token: anyone who can reach it could send pushes
                 """)
         }
-    }
-
-    /// A path from the config file, relative to the file's own directory.
-    static func resolvePath(_ path: String, against directory: String) -> String {
-        AppEntry.resolve(path, against: directory)
     }
 
     private static func parseApps(_ value: JSON?, concurrency: Int?, directory: String?) throws -> [AppConfiguration] {
