@@ -99,6 +99,19 @@ import Queue
         }
         #expect(try open.queryOne("PRAGMA integrity_check") { $0.string(0) } == "ok")
 
+        // 0017 does the same for the outcome feed's CHECK (0013), which every answered row writes through.
+        let outcome = """
+            INSERT INTO outcomes (at, delivery_id, message_id, app, token, state)
+            VALUES (0, 1, 'm', 'default', 't', 'dead')
+            """
+        try Migrator.migrate(migrating, upTo: 16)
+        #expect(try opcodes(migrating, outcome).contains("OpenEphemeral"), "0013's CHECK builds one")
+        try Migrator.migrate(migrating)
+        #expect(try open.queryOne("SELECT count(*) FROM outcomes") { $0.int(0) } == 0)
+        for connection in [migrating, open] { #expect(try !opcodes(connection, outcome).contains("OpenEphemeral")) }
+        try open.execute(outcome)
+        #expect(throws: SQLiteError.self) { try open.execute(outcome.replacingOccurrences(of: "'dead'", with: "'sent'")) }
+
         // The same values are accepted and refused as before.
         for state in ["queued", "inflight", "delivered", "dead", "dropped"] {
             try open.run("UPDATE deliveries SET state = ? WHERE id = 1", .text(state))
@@ -123,6 +136,34 @@ import Queue
         #expect(try opcodes(connection, "DELETE FROM deliveries WHERE id = 1").contains("Program"))
         try Migrator.migrate(connection)
         #expect(try opcodes(connection, "UPDATE deliveries SET state = 'delivered' WHERE id = 1").contains("Program"))
+    }
+
+    /// What 0007 learnt for CHECKs holds for a trigger's WHEN, which runs once per row written: `x IN (a, b, c)`
+    /// builds a temporary b-tree each time (0013's outcome trigger did; 0017 respells it as comparisons).
+    @Test func deliveriesTriggersBuildNoTemporaryBTree() throws {
+        let directory = TemporaryDirectory()
+        let connection = try Connection(path: directory.path("herald.db"))
+        try Migrator.migrate(connection, upTo: 16)
+        #expect(try whensBuildingATemporaryBTree(connection) == ["outcome_recorded"])
+        try Migrator.migrate(connection)
+        #expect(try whensBuildingATemporaryBTree(connection) == [])
+        #expect(try connection.queryOne(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'outcome_recorded'") { $0.int(0) } == 1)
+    }
+
+    /// The triggers on `deliveries` whose WHEN builds a temporary b-tree: run as a SELECT over the same columns,
+    /// since EXPLAIN of a statement does not list its triggers' programs.
+    private func whensBuildingATemporaryBTree(_ connection: Connection) throws -> [String] {
+        let triggers = try connection.query(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'deliveries' ORDER BY name"
+        ) { (name: $0.string(0), sql: $0.string(1)) }
+        return try triggers.filter { trigger in
+            guard let when = trigger.sql.range(of: "WHEN"), let body = trigger.sql.range(of: "BEGIN") else { return false }
+            let condition = trigger.sql[when.upperBound..<body.lowerBound]
+                .replacingOccurrences(of: "old.", with: "", options: .caseInsensitive)
+                .replacingOccurrences(of: "new.", with: "", options: .caseInsensitive)
+            return try opcodes(connection, "SELECT 1 FROM deliveries WHERE \(condition)").contains("OpenEphemeral")
+        }.map(\.name)
     }
 
     /// The program SQLite runs for `sql`, by opcode name. Not through the statement cache: an EXPLAIN prepared under
