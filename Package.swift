@@ -100,7 +100,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "Ingest", "Console", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery",
-                "Send", "OAuth", "ProviderKit", "ProviderList", "FCMLegacy", "FCMV1", "APNs",
+                "Send", "OAuth", "ProviderKit", "ProviderList",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 
