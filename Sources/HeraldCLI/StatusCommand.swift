@@ -119,8 +119,9 @@ enum StatusCommand {
             let renew = certificate.expiresAt - now < TLSClientIdentity.expiryWarningMillis
             let soon = renew ? ": renew it soon" : ""
             lines.append("""
-                \(app): \(certificate.provider) certificate \(certificate.subject ?? "") expires \(Output.time(certificate.expiresAt)) \
-                (\(Output.relative(certificate.expiresAt, now: now)))\(soon); sha256 \(certificate.sha256)
+                \(app): \(certificate.provider) certificate \(certificate.subject ?? "") expires \
+                \(Output.time(certificate.expiresAt)) (\(Output.relative(certificate.expiresAt, now: now)))\(soon); \
+                sha256 \(certificate.sha256)
                 """)
         }
         return lines.joined(separator: "\n")

@@ -48,7 +48,9 @@ enum WebPushKeysCommand {
         let pem = key.pkcs8PEM()
         guard let path = parsed.value("out") else {
             if parsed.flag("json") {
-                let json: JSON = ["application_server_key": .string(applicationServerKey), "private_key_pem": .string(pem)]
+                let json: JSON = [
+                    "application_server_key": .string(applicationServerKey), "private_key_pem": .string(pem),
+                ]
                 print(json.serialized())
             } else {
                 print(pem, terminator: pem.hasSuffix("\n") ? "" : "\n")
@@ -62,7 +64,9 @@ enum WebPushKeysCommand {
         try NewKeyFile.write(pem, to: path, keepsExisting: "webpush-keys never overwrites a file (a new key "
             + "would leave every subscription made with the old one unable to receive)")
         if parsed.flag("json") {
-            let json: JSON = ["application_server_key": .string(applicationServerKey), "private_key_file": .string(path)]
+            let json: JSON = [
+                "application_server_key": .string(applicationServerKey), "private_key_file": .string(path),
+            ]
             print(json.serialized())
         } else {
             print("wrote a new VAPID private key to \(path) (PKCS#8 PEM, mode 0600)")

@@ -21,7 +21,7 @@ import Testing
                 #expect(quickStart.flags.contains { $0.name == quickStart.on }, "\(provider.name)")
             }
             for flag in provider.quickStart?.flags ?? [] {
-                #expect(flagOwners[flag.name] == nil, "--\(flag.name): \(flagOwners[flag.name] ?? "") and \(provider.name)")
+                #expect(flagOwners[flag.name] == nil, "--\(flag.name): \(provider.name)'s and another's")
                 flagOwners[flag.name] = provider.name
             }
             for command in provider.commands {
