@@ -6,7 +6,9 @@ import Support
 ///
 /// ```swift
 /// public var quickStart: QuickStart? {
-///     QuickStart(app: "ios", flags: [ServeFlag("apns-key-file", file: true, help: "APNs .p8 key of app `ios`"), …])
+///     QuickStart(app: "ios", on: "apns-key-file", flags: [
+///         ServeFlag("apns-key-file", file: true, help: "APNs .p8 key of app `ios`"), ServeFlag("apns-key-id", …), …,
+///     ])
 /// }
 /// public func quickStartSettings(
 ///     _ flags: ServeFlagValues, current: (any AppSettings)?
