@@ -54,8 +54,8 @@ let package = Package(
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
 
         // MARK: - Providers: one folder each, on the shared layers above; none of those depends on one
-        // What a provider's folder gives the list: its definition (name, keys, reason codes) and an app's settings
-        // (checks, sandbox wiring, sender, what ingest refuses).
+        // What a provider's folder gives the list: its definition (name, keys, reason codes; serve's quick-start flags
+        // and its own commands) and an app's settings (checks, sandbox wiring, sender, what ingest refuses).
         .target(
             name: "ProviderKit", dependencies: ["Delivery", "FCMSimulator", "Ingest", "OAuth", "Send", "Support"],
             path: "Sources/Providers/ProviderKit"),
@@ -100,7 +100,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "Ingest", "Console", "Queue", "Storage", "PostgreSQL", "HTTP", "Support", "FCMSimulator", "Delivery",
-                "Send", "OAuth", "ProviderKit", "ProviderList", "FCMLegacy", "FCMV1", "APNs",
+                "Send", "OAuth", "ProviderKit", "ProviderList",
             ]),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"]),
 

@@ -8,9 +8,11 @@ public struct CredentialFacts: Sendable {
         public var expiresAt: Int64
         public var sha256: String
         public var subject: String?
+        /// Whose certificate it is, as people call the provider: "APNs".
+        public var provider: String
 
-        public init(expiresAt: Int64, sha256: String, subject: String?) {
-            (self.expiresAt, self.sha256, self.subject) = (expiresAt, sha256, subject)
+        public init(expiresAt: Int64, sha256: String, subject: String?, provider: String) {
+            (self.expiresAt, self.sha256, self.subject, self.provider) = (expiresAt, sha256, subject, provider)
         }
 
         /// `{"expires_at", "sha256", "subject"}`, an app's `certificate` in `status --json` and the overview.

@@ -3,11 +3,6 @@ import Queue
 import Storage
 import Support
 
-/// A failure a command reports with exit code 1.
-struct CommandError: Error, CustomStringConvertible {
-    var description: String
-}
-
 /// `herald pause APP [--reason TEXT]` and `herald resume APP`.
 enum AppSwitchCommand {
     static func pause(_ arguments: [String]) throws -> Int32 {

@@ -1,14 +1,4 @@
-extension Arguments.Option {
-    static let db = Arguments.Option(name: "db", takesValue: true)
-    static let json = Arguments.Option(name: "json", takesValue: false)
-    static let help = Arguments.Option(name: "help", takesValue: false)
-
-    /// `--db`, `--json` and `--help`, which every maintenance command takes.
-    static let common: [Arguments.Option] = [.db, .json, .help]
-
-    static func value(_ name: String) -> Arguments.Option { Arguments.Option(name: name, takesValue: true) }
-    static func flag(_ name: String) -> Arguments.Option { Arguments.Option(name: name, takesValue: false) }
-}
+import Support
 
 extension Arguments {
     /// The integer value of option `name`, checked against `range`; `fallback` when it is absent.
@@ -18,16 +8,6 @@ extension Arguments {
             throw UsageError(description: "--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound)")
         }
         return number
-    }
-
-    /// Fails unless there are exactly `count` positional arguments; `what` names them for the message.
-    func expectPositional(_ count: Int, _ what: String) throws {
-        guard positional.count == count else {
-            if positional.count > count {
-                throw UsageError(description: "unexpected argument \(positional[count])")
-            }
-            throw UsageError(description: "give \(what)")
-        }
     }
 }
 

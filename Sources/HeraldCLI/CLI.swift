@@ -1,5 +1,7 @@
 import Foundation
 import PostgreSQL
+import ProviderKit
+import ProviderList
 import Queue
 import Storage
 import Support
@@ -7,12 +9,9 @@ import Support
 /// `herald <command> ...`: dispatches to a command and turns its outcome into an exit code
 /// (0 ok, 1 error, 2 usage).
 public enum HeraldCLI {
-    struct Command: Sendable {
-        var name: String
-        var summary: String
-        var run: @Sendable ([String]) throws -> Int32
-    }
+    typealias Command = HeraldCommand
 
+    /// Herald's own commands, with the providers' (`webpush-keys`) after `fcm-sim`.
     static let commands: [Command] = [
         Command(name: "serve", summary: "run the ingest API and the delivery workers", run: ServeCommand.run),
         Command(name: "migrate", summary: "create or upgrade the database schema, then exit", run: MigrateCommand.run),
@@ -35,8 +34,7 @@ public enum HeraldCLI {
         Command(name: "backup", summary: "write an online, consistent copy of the database", run: BackupCommand.run),
         Command(name: "fcm-sim", summary: "run the FCM simulator (for tests, demos and benchmarks)",
                 run: SimulatorCommand.run),
-        Command(name: "webpush-keys", summary: "make a VAPID key pair for a Web Push app (its applicationServerKey)",
-                run: WebPushKeysCommand.run),
+    ] + ProviderList.all.flatMap(\.commands) + [
         Command(name: "apps", summary: "add, change, show, list or remove apps stored in the database",
                 run: AppsCommand.run),
         Command(name: "webhook-secret", summary: "make a Standard Webhooks secret for an outcome webhook",

@@ -2,6 +2,7 @@ import Foundation
 import PostgreSQL
 import Queue
 import Storage
+import Support
 
 /// Where `--db` (or `HERALD_DB`, or the config file's `db`) points: a SQLite file, or a PostgreSQL database that
 /// several `herald serve` may share.

@@ -2,6 +2,7 @@ import Console
 import Foundation
 import OAuth
 import ProviderKit
+import ProviderList
 
 extension ServeConfiguration {
     /// The key in `--secrets-key-file`'s file, with a warning when other users may read it; an error that says what is
@@ -34,7 +35,8 @@ extension ServeConfiguration {
             guard let certificate = app.settings.clientCertificate else { continue }
             certificates[app.name] = CredentialFacts.Certificate(
                 expiresAt: certificate.notAfterMillis, sha256: certificate.sha256Fingerprint,
-                subject: certificate.subjectCommonName)
+                subject: certificate.subjectCommonName,
+                provider: ProviderList.named(app.provider)?.title ?? app.provider)
         }
         return certificates
     }

@@ -1,6 +1,4 @@
 import Delivery
-import FCMLegacy
-import FCMV1
 import Foundation
 import HTTP
 import OAuth
@@ -70,29 +68,27 @@ struct ServeConfiguration: Sendable {
     /// The key of the secrets stored in the database (`--secrets-key-file`); nil: storing a secret is refused.
     var secretsKey: SecretsKey? = nil
 
-    static let defaultEndpoint = FCMLegacyDefinition.defaultEndpoint
     /// The built-in simulator speaks HTTP/1.1 (a connection per request in flight), so the sandbox's v1 app keeps
     /// the legacy default rather than v1's 1000 unless told otherwise.
     static let sandboxConcurrency = 64
-    static let defaultV1Endpoint = V1Provider.defaultEndpoint
     static let maxRateRange = 0.01...1_000_000.0
 
     /// The settings of `serve`: flag name, default, and the help line. The environment variable is
-    /// `HERALD_` + the name in capitals with `_`; the config file key is the name with `_`.
-    static let settings: [(name: String, value: String?, help: String)] = [
+    /// `HERALD_` + the name in capitals with `_`; the config file key is the name with `_`. The providers'
+    /// quick-start flags (`ProviderCommandLine.quickStart`) come between `general` and `running`, in the list's order.
+    static let settings = general + ProviderList.all.flatMap { $0.quickStart?.flags ?? [] }.map {
+        (name: $0.name, value: $0.defaultValue, help: $0.help)
+    } + running
+
+    private static let general: [(name: String, value: String?, help: String)] = [
         ("config", nil, "JSON config file (keys as these flags, with _; plus \"apps\")"),
         ("db", "herald.db", "SQLite file, or PostgreSQL (postgres://… or 'host=… dbname=…') shared by several serve"),
         ("listen", "127.0.0.1:8600", "ingest API address, HOST:PORT or unix:/path.sock"),
         ("api-token", nil, "admin token: `Authorization: Bearer TOKEN` (tenants: herald api-tokens); else loopback"),
         ("console-read-only-token", nil, "a token for /console and GET /v1/admin/… that can look, not act"),
-        ("fcm-endpoint", defaultEndpoint, "where app `default` sends; for FCM v1 a base URL, \(defaultV1Endpoint)"),
-        ("fcm-key", nil, "server key of app `default` (FCM legacy); never logged"),
-        ("fcm-service-account", nil, "service-account key file of app `default`: sends with FCM HTTP v1"),
-        ("apns-key-file", nil, "APNs .p8 key of app `ios` (with --apns-key-id, --apns-team-id, --apns-topic)"),
-        ("apns-key-id", nil, "the 10-character id of the APNs key (Apple's Key ID)"),
-        ("apns-team-id", nil, "the Apple developer team id that owns the key"),
-        ("apns-topic", nil, "the iOS app's bundle id, e.g. com.example.app"),
-        ("apns-environment", "production", "production or sandbox (development builds of the app)"),
+    ]
+
+    private static let running: [(name: String, value: String?, help: String)] = [
         ("secrets-key-file", nil, "key of the secrets stored in the database (`herald secrets-key --out FILE`)"),
         ("concurrency", nil, "concurrent requests per app (default 1000 for FCM v1, APNs; 64 for legacy, HMS)"),
         ("max-rate", nil, "sends per second at most for app `default`, to stay under a quota (default: no limit)"),
@@ -138,7 +134,7 @@ struct ServeConfiguration: Sendable {
         }
 
         /// The text of a setting from the flag, environment or file that sets it, or nil when none does.
-        func given(_ name: String) throws -> String? {
+        func given(_ name: String) throws(Invalid) -> String? {
             if name == "sandbox" {
                 if arguments.flag(name) { return "true" }
             } else if let value = arguments.value(name) {
@@ -222,75 +218,31 @@ struct ServeConfiguration: Sendable {
         let configDirectory = configPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
         var apps = try parseApps(
             file.first(where: { $0.key == "apps" })?.value, concurrency: concurrency, directory: configDirectory)
-        if let app = try apnsApp(given: given, concurrency: concurrency) {
-            guard !apps.contains(where: { $0.name == app.name }) else {
-                throw Invalid(description: """
-                    --apns-key-file configures app "ios", which the config file's "apps" also has: remove one of them
-                    """)
-            }
-            apps.append(app)
+        /// Whether a flag or the environment sets `name`, rather than the config file (whose paths are relative to it).
+        func outsideFile(_ name: String) -> Bool {
+            arguments.value(name) != nil || environment[environmentName(name)] != nil
         }
-        let fcmKey = try raw("fcm-key").flatMap { $0.isEmpty ? nil : $0 }
-        var serviceAccountFile = try given("fcm-service-account").flatMap { $0.isEmpty ? nil : $0 }
-        if let path = serviceAccountFile, arguments.value("fcm-service-account") == nil,
-           environment[environmentName("fcm-service-account")] == nil, let configDirectory {
-            serviceAccountFile = AppEntry.resolve(path, against: configDirectory)
-        }
-        if fcmKey != nil && serviceAccountFile != nil {
-            throw Invalid(description: """
-                give app "default" either --fcm-key (FCM legacy) or --fcm-service-account (FCM HTTP v1), not both
-                """)
-        }
-        let endpointGiven = arguments.value("fcm-endpoint") != nil
-            || environment[environmentName("fcm-endpoint")] != nil
-        let endpoint = try raw("fcm-endpoint") ?? defaultEndpoint
-        if let index = apps.firstIndex(where: { $0.name == "default" }) {
-            if let fcmKey {
-                // Legacy FCM no longer delivers: never let a stray HERALD_FCM_KEY turn a v1 app back into it.
-                guard var legacy = apps[index].settings as? LegacySettings else {
-                    throw Invalid(description: """
-                        app "default" is "fcm-v1" in the config file, and --fcm-key (or HERALD_FCM_KEY) gives it a \
-                        legacy server key: remove one of them
-                        """)
-                }
-                legacy.serverKey = fcmKey
-                apps[index].settings = legacy
-            }
-            if let serviceAccountFile {
-                var v1 = apps[index].settings as? V1Settings ?? V1Settings()
-                v1.serviceAccountSource = .file(serviceAccountFile)
-                apps[index].settings = v1
-            }
-            if endpointGiven { apps[index].settings.endpoint = endpoint }
-            if let maxRate { apps[index].maxRate = maxRate }
-        } else if let serviceAccountFile {
-            let given = try given("fcm-endpoint")
-            let settings = V1Settings(endpoint: given ?? defaultV1Endpoint, serviceAccount: .file(serviceAccountFile))
-            apps.insert(
-                AppConfiguration(name: "default", settings: settings, concurrency: concurrency, maxRate: maxRate),
-                at: 0)
-        } else if fcmKey != nil {
-            let settings = LegacySettings(endpoint: endpoint, serverKey: fcmKey)
-            apps.insert(
-                AppConfiguration(name: "default", settings: settings, concurrency: concurrency, maxRate: maxRate),
-                at: 0)
-        } else if sandbox {
-            // What production runs: FCM HTTP v1, against the built-in simulator with a throw-away service account.
-            apps.insert(
-                AppConfiguration(
-                    name: "default", settings: V1Settings(), concurrency: concurrency ?? Self.sandboxConcurrency,
-                    maxRate: maxRate), at: 0)
-        }
-        // Each provider's own app in the quick start (iOS, browsers), answered by the simulator.
+        let flags = ServeFlagValues(
+            given: { name throws(Invalid) in
+                guard let text = try given(name) else { return nil }
+                guard !outsideFile(name), quickStartFiles.contains(name), let configDirectory else { return text }
+                return AppEntry.resolve(text, against: configDirectory)
+            },
+            outsideFile: outsideFile)
+        try applyQuickStart(flags, to: &apps, concurrency: concurrency)
+        // Each provider's own app in the quick start (Android, iOS, browsers), answered by the simulator.
         for (name, settings) in ProviderList.all.compactMap(\.sandboxApp)
         where sandbox && !apps.contains(where: { $0.name == name }) {
             apps.append(
                 AppConfiguration(name: name, settings: settings, concurrency: concurrency ?? Self.sandboxConcurrency))
         }
-        if maxRate != nil && !apps.contains(where: { $0.name == "default" }) {
-            throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")
+        if let maxRate {
+            guard let index = apps.firstIndex(where: { $0.name == "default" }) else {
+                throw Invalid(description: "--max-rate applies to app \"default\", which is not configured")
+            }
+            apps[index].maxRate = maxRate
         }
-        // --fcm-service-account may have turned app "default" into a v1 app after it got its default.
+        // A provider's flags may have turned a config file's app into one of theirs (FCM v1's --fcm-service-account).
         for index in apps.indices where !apps[index].concurrencyGiven {
             apps[index].concurrency = AppConfiguration.defaultConcurrency(apps[index].provider)
         }
@@ -311,8 +263,7 @@ struct ServeConfiguration: Sendable {
         configuration.requestTimeoutMillis = Int(try duration("request-timeout", in: 1_000...3_600_000))
         configuration.outcomeWebhooks = try outcomeWebhooks(file: file, directory: configDirectory)
         if let path = try given("secrets-key-file").flatMap({ $0.isEmpty ? nil : $0 }) {
-            let inFile = arguments.value("secrets-key-file") == nil
-                && environment[environmentName("secrets-key-file")] == nil
+            let inFile = !outsideFile("secrets-key-file")
             configuration.secretsKey = try loadSecretsKey(
                 inFile ? configDirectory.map { AppEntry.resolve(path, against: $0) } ?? path : path)
         }

@@ -1,8 +1,8 @@
-import APNs
 import Console
 import Foundation
 import ProviderKit
 import Queue
+import Send
 import Storage
 import Support
 
@@ -116,11 +116,12 @@ enum StatusCommand {
         let key = credentials.secretsKeyID.map { "id \($0)" } ?? "none (storing secrets is refused)"
         var lines = ["secrets key: " + key]
         for (app, certificate) in credentials.certificates.sorted(by: { $0.key < $1.key }) {
-            let renew = certificate.expiresAt - now < APNsCertificateSource.expiryWarningMillis
+            let renew = certificate.expiresAt - now < TLSClientIdentity.expiryWarningMillis
             let soon = renew ? ": renew it soon" : ""
             lines.append("""
-                \(app): APNs certificate \(certificate.subject ?? "") expires \(Output.time(certificate.expiresAt)) \
-                (\(Output.relative(certificate.expiresAt, now: now)))\(soon); sha256 \(certificate.sha256)
+                \(app): \(certificate.provider) certificate \(certificate.subject ?? "") expires \
+                \(Output.time(certificate.expiresAt)) (\(Output.relative(certificate.expiresAt, now: now)))\(soon); \
+                sha256 \(certificate.sha256)
                 """)
         }
         return lines.joined(separator: "\n")

@@ -10,9 +10,6 @@ import Support
 /// `certificate_key`), as an app stored in the database keeps them. It becomes the TLS client certificate of the
 /// app's connections.
 public struct APNsCertificateSource: Sendable {
-    /// A certificate that expires sooner than this is warned about at start.
-    public static let expiryWarningMillis: Int64 = 30 * 86_400_000
-
     static let certificateField = SecretField("certificate", file: "certificate_file", binary: true)
     static let passwordField = SecretField("certificate_password", file: "certificate_password_file", password: true)
     static let keyField = SecretField("certificate_key", file: "certificate_key_file")
@@ -124,7 +121,7 @@ public struct APNsCertificateSource: Sendable {
         guard identity.notAfterMillis > now else {
             throw invalid("the certificate in \(file) expired \(expires): make a new one on Apple's developer site")
         }
-        if identity.notAfterMillis - now < Self.expiryWarningMillis {
+        if identity.notAfterMillis - now < TLSClientIdentity.expiryWarningMillis {
             Log.warn("the APNs certificate expires soon: make a new one on Apple's developer site", [
                 "app": .string(app), "file": .string(file), "expires": .string(expires),
             ])

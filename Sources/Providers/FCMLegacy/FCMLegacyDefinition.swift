@@ -15,6 +15,46 @@ public struct FCMLegacyDefinition: ProviderDefinition {
 
     public init() {}
 
+    public var title: String { "FCM legacy" }
+
+    /// `--fcm-endpoint`, where app `default` sends whichever FCM API it speaks (FCM v1's quick start reads it too),
+    /// and `--fcm-key`.
+    public var quickStart: QuickStart? {
+        QuickStart(app: "default", on: "fcm-key", flags: [
+            ServeFlag(
+                "fcm-endpoint", default: Self.defaultEndpoint,
+                help: "where app `default` sends; for FCM v1 a base URL, https://fcm.googleapis.com"),
+            ServeFlag("fcm-key", help: "server key of app `default` (FCM legacy); never logged"),
+        ])
+    }
+
+    /// A legacy app `default` with `--fcm-key`'s server key, or the config file's legacy `default` given it; and app
+    /// `default`, whatever its provider, sends to `--fcm-endpoint` when a flag or the environment sets it.
+    public func quickStartSettings(
+        _ flags: ServeFlagValues, current: (any AppSettings)?
+    ) throws(ConfigurationError) -> (any AppSettings)? {
+        let key = try flags.nonEmpty("fcm-key")
+        guard var current else {
+            guard let key else { return nil }
+            return LegacySettings(endpoint: try flags.value("fcm-endpoint") ?? Self.defaultEndpoint, serverKey: key)
+        }
+        if let key {
+            // Legacy FCM no longer delivers: never let a stray HERALD_FCM_KEY turn an app of another provider into it.
+            guard var legacy = current as? LegacySettings else {
+                throw ConfigurationError("""
+                    app "default" is "\(current.provider)" in the config file, and --fcm-key (or HERALD_FCM_KEY) \
+                    gives it a legacy server key: remove one of them
+                    """)
+            }
+            legacy.serverKey = key
+            current = legacy
+        }
+        if flags.isGivenOutsideFile("fcm-endpoint") {
+            current.endpoint = try flags.value("fcm-endpoint") ?? Self.defaultEndpoint
+        }
+        return current
+    }
+
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         LegacySettings(
             endpoint: entry["endpoint"]?.stringValue ?? Self.defaultEndpoint,

@@ -16,6 +16,35 @@ public struct FCMV1Definition: ProviderDefinition {
 
     public init() {}
 
+    public var title: String { "FCM HTTP v1" }
+
+    /// What production runs, in the sandbox: FCM HTTP v1 against the built-in simulator with a throw-away service
+    /// account.
+    public var sandboxApp: (name: String, settings: any AppSettings)? { ("default", V1Settings()) }
+
+    public var quickStart: QuickStart? {
+        QuickStart(app: "default", on: "fcm-service-account", flags: [
+            ServeFlag(
+                "fcm-service-account", file: true,
+                help: "service-account key file of app `default`: sends with FCM HTTP v1"),
+        ])
+    }
+
+    /// App `default` sends with FCM HTTP v1 and `--fcm-service-account`'s key: a new app (to `--fcm-endpoint`, FCM
+    /// legacy's flag, if set), or the config file's `default` turned into one.
+    public func quickStartSettings(
+        _ flags: ServeFlagValues, current: (any AppSettings)?
+    ) throws(ConfigurationError) -> (any AppSettings)? {
+        guard let file = try flags.nonEmpty("fcm-service-account") else { return nil }
+        var settings = if let current {
+            current as? V1Settings ?? V1Settings()
+        } else {
+            V1Settings(endpoint: try flags.value("fcm-endpoint") ?? V1Provider.defaultEndpoint)
+        }
+        settings.serviceAccountSource = .file(file)
+        return settings
+    }
+
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         V1Settings(
             endpoint: entry["endpoint"]?.stringValue ?? V1Provider.defaultEndpoint,

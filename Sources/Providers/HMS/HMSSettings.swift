@@ -17,6 +17,7 @@ public struct HMSDefinition: ProviderDefinition {
     public var reasonCodes: [String] { HMSCode.allCases.map(\.rawValue) }
     /// A request carries up to 1000 tokens, as FCM legacy's multicast: 64 of them are 64,000 tokens in flight.
     public var defaultConcurrency: Int { 64 }
+    public var title: String { "HMS Push Kit" }
 
     public init() {}
 

@@ -6,7 +6,8 @@ import Support
 /// One provider as its folder gives it to the list (`ProviderList`): its name and keys in the config file, how an
 /// `apps` entry becomes its settings, and the stored reasons it acts on. What an app of it then does — the key
 /// check, the sandbox, its sender, what ingest refuses for it — is its settings' (`AppSettings`). Nothing outside
-/// the list names a provider.
+/// the list names a provider. What it gives the command line (`serve`'s flags, its own commands) is
+/// `ProviderCommandLine`'s.
 ///
 /// ```swift
 /// struct HMSDefinition: ProviderDefinition {
@@ -15,7 +16,7 @@ import Support
 ///     func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings { try HMSSettings(entry) }
 /// }
 /// ```
-public protocol ProviderDefinition: Sendable {
+public protocol ProviderDefinition: ProviderCommandLine {
     /// `"provider"` in an `apps` entry, as users write it: `"fcm-v1"`.
     var name: String { get }
     /// The keys of an `apps` entry that belong to this provider, beyond the common ones (`AppEntry.commonKeys`): on

@@ -22,6 +22,9 @@ public final class TLSClientIdentity: @unchecked Sendable, CustomStringConvertib
     private let key: OpaquePointer
     /// The certificates sent after the client's own (its issuers but the root), each with a reference of ours.
     private let chain: [OpaquePointer]
+    /// A certificate that expires sooner than this is warned about at start and in `herald status`: time to renew it.
+    public static let expiryWarningMillis: Int64 = 30 * 86_400_000
+
     /// The certificate's notAfter, in Unix milliseconds.
     public let notAfterMillis: Int64
     /// SHA-256 of the certificate (DER), in lower-case hex: it names the certificate without saying anything secret.

@@ -1,9 +1,14 @@
 import Foundation
 import OAuth
+import ProviderKit
 import Support
 
 /// `herald webpush-keys [--out FILE]`: a new VAPID key pair (RFC 8292) for a Web Push app.
 enum WebPushKeysCommand {
+    static let command = HeraldCommand(
+        name: "webpush-keys", summary: "make a VAPID key pair for a Web Push app (its applicationServerKey)",
+        run: run)
+
     static let help = """
         Usage: herald webpush-keys [--out FILE] [--json]
 
@@ -43,7 +48,10 @@ enum WebPushKeysCommand {
         let pem = key.pkcs8PEM()
         guard let path = parsed.value("out") else {
             if parsed.flag("json") {
-                Output.json(["application_server_key": .string(applicationServerKey), "private_key_pem": .string(pem)])
+                let json: JSON = [
+                    "application_server_key": .string(applicationServerKey), "private_key_pem": .string(pem),
+                ]
+                print(json.serialized())
             } else {
                 print(pem, terminator: pem.hasSuffix("\n") ? "" : "\n")
                 print("applicationServerKey: \(applicationServerKey)")
@@ -56,7 +64,10 @@ enum WebPushKeysCommand {
         try NewKeyFile.write(pem, to: path, keepsExisting: "webpush-keys never overwrites a file (a new key "
             + "would leave every subscription made with the old one unable to receive)")
         if parsed.flag("json") {
-            Output.json(["application_server_key": .string(applicationServerKey), "private_key_file": .string(path)])
+            let json: JSON = [
+                "application_server_key": .string(applicationServerKey), "private_key_file": .string(path),
+            ]
+            print(json.serialized())
         } else {
             print("wrote a new VAPID private key to \(path) (PKCS#8 PEM, mode 0600)")
             print("applicationServerKey: \(applicationServerKey)")

@@ -1,10 +1,10 @@
 import Foundation
 
-/// A file for a new key (`webpush-keys`, `secrets-key`): created mode 0600, never over an existing file, synced to
-/// disk before the command says it is written.
-enum NewKeyFile {
+/// A file for a new key (`webpush-keys`, `secrets-key`, `webhook-secret`): created mode 0600, never over an existing
+/// file, synced to disk before the command says it is written.
+public enum NewKeyFile {
     /// Creates `path` holding `text`; `keepsExisting` says why an existing file is left alone, for the error.
-    static func write(_ text: String, to path: String, keepsExisting: String) throws {
+    public static func write(_ text: String, to path: String, keepsExisting: String) throws {
         let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             if errno == EEXIST {
