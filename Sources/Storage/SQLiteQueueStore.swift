@@ -162,7 +162,7 @@ extension SQLiteQueueStore: QueueStore {
     public func markDelivered(
         _ id: Int64, fcmMessageID: String?, canonicalToken: String?, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
-        try connection.queryOne(
+        let row = try connection.queryOne(
             """
             UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
                 lease_expires_at = NULL, fcm_message_id = ?, canonical_token = ?, last_status = ?, updated_at = ?
@@ -171,6 +171,8 @@ extension SQLiteQueueStore: QueueStore {
             [.integer(charge), .optional(fcmMessageID), .optional(canonicalToken), .optional(status.map(Int64.init)),
              .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
+        if row != nil { try recordOutcomes(of: [id]) }
+        return row
     }
 
     /// One `UPDATE … FROM json_each` per status in the batch (all 200 in practice). The outcomes go in as one
@@ -210,10 +212,12 @@ extension SQLiteQueueStore: QueueStore {
                 """,
                 [.integer(charge), status, .integer(lease.now), outcomes, .text(lease.owner)])
             if count == rows.count {
-                written += rows.lazy.map(\.id)
+                let ids = rows.map(\.id)
+                try recordOutcomes(of: ids)
+                written += ids
                 continue
             }
-            written += try connection.query(
+            let ids = try connection.query(
                 """
                 SELECT deliveries.id FROM json_each(?) AS outcome
                 JOIN deliveries ON deliveries.id = CAST(outcome.key AS INTEGER)
@@ -222,6 +226,8 @@ extension SQLiteQueueStore: QueueStore {
                     AND deliveries.fcm_message_id IS outcome.value
                 """,
                 [outcomes, .integer(lease.now), status]) { $0.int64(0) }
+            try recordOutcomes(of: ids)
+            written += ids
         }
         return written
     }
@@ -229,7 +235,7 @@ extension SQLiteQueueStore: QueueStore {
     public func markEnded(
         _ id: Int64, state: DeliveryState, reason: DeliveryReason, status: Int?, charge: Int64, lease: HeldLease
     ) throws -> LeasedRow? {
-        try connection.queryOne(
+        let row = try connection.queryOne(
             """
             UPDATE deliveries SET state = ?, reason = ?, attempts = attempts + ?, lease_owner = NULL,
                 lease_expires_at = NULL, last_status = ?, updated_at = ?
@@ -238,6 +244,8 @@ extension SQLiteQueueStore: QueueStore {
             [.text(state.rawValue), .text(reason.rawValue), .integer(charge), .optional(status.map(Int64.init)),
              .integer(lease.now), .integer(id), .text(lease.owner)],
             row: Self.leasedRow)
+        if row != nil, state.isTerminal { try recordOutcomes(of: [id]) }
+        return row
     }
 
     public func markRetry(
@@ -280,12 +288,16 @@ extension SQLiteQueueStore: QueueStore {
     public func endQueuedDeliveries(
         of messageID: String, app: String?, state: DeliveryState, reason: DeliveryReason, now: Int64
     ) throws -> Int {
-        try connection.run(
+        let ended = try connection.query(
             """
             UPDATE deliveries SET state = ?1, reason = ?2, updated_at = ?3
             WHERE message_id = ?4 AND (?5 IS NULL OR app = ?5) AND state = 'queued'
+            RETURNING id
             """,
-            .text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID), .optional(app))
+            [.text(state.rawValue), .text(reason.rawValue), .integer(now), .text(messageID), .optional(app)]
+        ) { $0.int64(0) }
+        if state.isTerminal { try recordOutcomes(of: ended) }
+        return ended.count
     }
 
     // MARK: - Leases

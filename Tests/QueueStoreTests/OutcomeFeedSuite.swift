@@ -26,18 +26,19 @@ private let t0: Int64 = 1_700_000_000_000
             "a": { .delivered(id: $0, fcmMessageID: "fcm-1", canonicalToken: nil, status: 200) },
             "b": { .dropped(id: $0, reason: .notRegistered, status: 200) },
             "c": { .dead(id: $0, reason: .invalidRegistration, status: 200) },
+            "d": { .delivered(id: $0, fcmMessageID: "fcm-3", canonicalToken: "d2", status: 200) },
         ])
         #expect(try queue.store.cancel(cancelled, now: t0 + 10) == 1)
         try queue.claim(now: t0 + 5_000)  // f's TTL ran out: dead/Expired at the claim
         let feed = try queue.store.database.outcomes(after: 0, app: nil, limit: 100)
         // In the order the statements ran: one answer's plain successes are written last, together.
         #expect(Self.summary(feed) == [
-            "b dropped NotRegistered - -", "c dead InvalidRegistration - -", "a delivered - fcm-1 -",
-            "e dropped Cancelled - -", "f dead Expired - -",
+            "b dropped NotRegistered - -", "c dead InvalidRegistration - -", "d delivered - fcm-3 -",
+            "a delivered - fcm-1 -", "e dropped Cancelled - -", "f dead Expired - -",
         ])
         #expect(feed.map(\.seq) == feed.map(\.seq).sorted() && Set(feed.map(\.seq)).count == feed.count)
-        #expect(feed[0].messageID == sent && feed[3].messageID == cancelled && feed[4].messageID == expiring)
-        #expect(feed[0].at == t0 + 2 && feed[3].at == t0 + 10 && feed[4].at == t0 + 5_000)
+        #expect(feed[0].messageID == sent && feed[4].messageID == cancelled && feed[5].messageID == expiring)
+        #expect(feed[0].at == t0 + 2 && feed[4].at == t0 + 10 && feed[5].at == t0 + 5_000)
         // Requeued and delivered, a dead letter is a second outcome; purging or pruning rows is none.
         #expect(try queue.store.database.transaction {
             try queue.store.database.requeueDeadLetters(DeadLetterFilter(app: "default", reason: "InvalidRegistration"), now: t0, limit: 10)
@@ -46,7 +47,7 @@ private let t0: Int64 = 1_700_000_000_000
         _ = try queue.store.database.transaction {
             try queue.store.database.pruneFinishedDeliveries(updatedBefore: .max, limit: 100)
         }
-        #expect(Self.summary(try queue.store.database.outcomes(after: feed[4].seq, app: nil, limit: 100))
+        #expect(Self.summary(try queue.store.database.outcomes(after: feed[5].seq, app: nil, limit: 100))
             == ["c delivered - fcm-2 -"])
     }
 
