@@ -47,20 +47,11 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
-RUNS=${HERALD_BENCH_RUNS:-3}
-DELAYS=${HERALD_BENCH_DELAYS:-30}
-BACKLOG=${HERALD_BENCH_BACKLOG:-200000}
-DURATION=${HERALD_BENCH_DURATION:-15}
-RAMP=${HERALD_BENCH_RAMP:-2}
-POLL=${HERALD_BENCH_POLL:-0.2}
-H2LOAD_THREADS=${HERALD_BENCH_H2LOAD_THREADS:-1}
+bench_settings RUNS=3 DELAYS=30 BACKLOG=200000 DURATION=15 RAMP=2 POLL=0.2 H2LOAD_THREADS=1
 CONCURRENCY=1000 # Herald's default for an APNs app; h2load gets the same requests in flight
 STREAMS=100
 KEY_ID=BENCHKEY01 # 10 characters, as Apple's Key IDs
@@ -69,27 +60,17 @@ TOPIC=com.example.bench
 TARGET_RATE_30=10000
 TARGET_CPU_US=50
 
-for value in "$RUNS" "$BACKLOG" "$DURATION" "$RAMP" "$H2LOAD_THREADS"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-for delay in $DELAYS; do [[ $delay =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAYS must be milliseconds (got '$delay')"; done
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
-
 standin_run
-
-# --- tools -------------------------------------------------------------------------------------------------
-standin_tools
+bench_tools node openssl h2load sqlite3 curl
 build_herald
-
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-apns.XXXXXX")
+make_work apns
 
 # --- the stand-in (Benchmarks/common.sh's start_standin, with the APNs script) and the app's key ----------
 # The signing key as Apple hands it out (a .p8 file: a P-256 private key in PKCS#8 PEM), and its public half for the
 # stand-in to verify every provider token with.
 standin_certificate
 KEY_FILE=$WORK/AuthKey_$KEY_ID.p8
-(umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$KEY_FILE" 2>/dev/null) ||
-    fail "openssl could not make the APNs signing key"
+p256_key "$KEY_FILE" "the APNs signing key"
 openssl pkey -in "$KEY_FILE" -pubout -out "$WORK/auth-public.pem" 2>/dev/null ||
     fail "openssl could not write the signing key's public half"
 STANDIN_SCRIPT=$ROOT/scripts/apns-h2-standin.js
@@ -109,50 +90,20 @@ provider_token() {
         process.stdout.write(input + "." + signature.toString("base64url"));' "$KEY_FILE" "$KEY_ID" "$TEAM_ID"
 }
 
-# --- the backlog (as Benchmarks/v1.sh makes it, in the shape ingest stores a v1 message to an APNs app) -----
+# --- the backlog (common.sh's v1_messages, in the shape ingest stores a v1 message to an APNs app) ----------
 STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"apns":{"payload":{"aps":{"badge":1,"sound":"default"}}}}'
-TTL=2419200 # what ingest stores for a v1 message without a TTL of its own (FCM's default, 4 weeks)
 make_backlog() { # $1 path, $2 messages
-    local db=$1 messages=$2 sql=$WORK/generate.sql now base chunk=200000 first last
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
-    now=$(now_ms)
-    base=$((now - messages / 100 - 60000))
-    {
-        echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"
-        echo "INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('ios', 1, 'benchmark preload', $now)"
-        echo "  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;"
-        for ((first = 1; first <= messages; first += chunk)); do
-            last=$((first + chunk - 1 < messages ? first + chunk - 1 : messages))
-            # Device tokens: 64 hex digits (32 bytes, as Apple's), distinct (the message's number in the last 56),
-            # in random order (the first 8 a hash of it).
-            printf '%s\n' "BEGIN;
-INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
-  SELECT printf('01BENCH%019d', value), 'ios', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $TTL, 0,
-         $base + value / 100, $base + value / 100 + $TTL * 1000, 'v1', 'token'
-  FROM generate_series($first, $last);
-INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-  SELECT printf('01BENCH%019d', value), 'ios', printf('%08x%056x', (value * 2654435761) & 4294967295, value),
-         'queued', $base + value / 100, $base + value / 100, 1, $base + value / 100
-  FROM generate_series($first, $last);
-COMMIT;"
-        done
-        echo "PRAGMA wal_checkpoint(TRUNCATE);"
-    } >"$sql"
-    sqlite3 -bail "$db" <"$sql" >"$WORK/generate.out" 2>&1 || {
-        cat "$WORK/generate.out" >&2
-        fail "generating the backlog failed"
-    }
-    rm -f "$sql"
     local distinct
-    distinct=$(sqlite3 "$db" "SELECT count(DISTINCT token) FROM deliveries WHERE length(token) = 64 AND token NOT GLOB '*[^0-9a-f]*'")
-    ((distinct == messages)) || fail "the backlog has $distinct distinct 64-hex-digit tokens, not $messages"
+    # Device tokens: 64 hex digits (32 bytes, as Apple's), distinct (the message's number in the last 56), in random
+    # order (the first 8 a hash of it).
+    generate_backlog "$1" ios < <(v1_messages "$2" ios "$STORED_PAYLOAD" \
+        "printf('%08x%056x', (value * 2654435761) & 4294967295, value)")
+    distinct=$(sqlite3 "$1" "SELECT count(DISTINCT token) FROM deliveries
+        WHERE length(token) = 64 AND token NOT GLOB '*[^0-9a-f]*'")
+    (($2 == distinct)) || fail "the backlog has $distinct distinct 64-hex-digit tokens, not $2"
 }
 
-# --- Herald (common.sh's start_herald, poller and rate_window) -------------------------------------------
+# --- Herald (common.sh's drain, poller and rate_window) ---------------------------------------------------
 CONFIG=$WORK/apns.json
 APP=ios
 
@@ -160,42 +111,25 @@ APP=ios
 # H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT, and H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT (% of one core over the
 # rate window: the stand-in; every other process, the poller's curl and awk included; steal).
 measure_herald() { # $1 template database
-    local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline
+    local db=$WORK/run.db polls=$WORK/polls.txt before after text
     cp "$1" "$db"
     rm -f "$db-wal" "$db-shm"
     before=$(standin_stats)
-    start_herald "$db"
-    poller "$HERALD_PID" "$PORT" >"$polls" &
-    POLLER_PID=$!
-    "$HERALD" resume ios --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
-    # Until the backlog is delivered, or HERALD_BENCH_DURATION seconds after the ramp, plus a minute's grace.
-    deadline=$(($(date +%s) + RAMP + DURATION + 60))
-    while (($(date +%s) < deadline)); do
-        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
-        local last
-        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
-        [[ -n $last ]] && ((last >= BACKLOG)) && break
-        sleep 0.5
-    done
+    drain "$db" "$polls"
     # Stop sending, let what is in flight land, then compare the two sides' counts.
     "$HERALD" pause ios --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
     sleep 3
     text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
     after=$(standin_stats)
-    stop_pid "$POLLER_PID" TERM
-    POLLER_PID=""
-    stop_herald
+    stop_drain
     H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="ios"')
-    H_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
-    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
-    H_SESSIONS=$(($(stat_of "$after" sessions) - $(stat_of "$before" sessions)))
-    H_BAD_JWT=$(($(stat_of "$after" bad_jwt) - $(stat_of "$before" bad_jwt)))
-    H_JWTS=$(($(stat_of "$after" jwts) - $(stat_of "$before" jwts)))
-    H_OVER_LIMIT=$(($(stat_of "$after" over_limit) - $(stat_of "$before" over_limit)))
-    local undelivered
-    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state NOT IN ('delivered', 'queued')")
-    ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
-        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    H_WIRE=$(stat_growth "$before" "$after" requests)
+    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
+    H_SESSIONS=$(stat_growth "$before" "$after" sessions)
+    H_BAD_JWT=$(stat_growth "$before" "$after" bad_jwt)
+    H_JWTS=$(stat_growth "$before" "$after" jwts)
+    H_OVER_LIMIT=$(stat_growth "$before" "$after" over_limit)
+    check_delivered "$db" queued
     # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
     read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(rate_window "$polls")"
     rm -f "$db" "$db-wal" "$db-shm" "$db.lock"

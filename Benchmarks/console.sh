@@ -15,12 +15,10 @@
 # Environment: HERALD_BENCH_MESSAGES, HERALD_BENCH_CHUNK (500), HERALD_BENCH_PAUSE (1; 0: chunks back to back),
 # HERALD_BENCH_SKIP_BUILD=1, HERALD_BENCH_TMPDIR, HERALD_BENCH_KEEP=1.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 
-MESSAGES=${HERALD_BENCH_MESSAGES:-1000000}
+bench_settings MESSAGES=1000000
 PER=5
 TOKEN=bench-console-token
 TARGET_MS=300
@@ -39,17 +37,15 @@ cleanup() {
 }
 trap_cleanup
 
-for tool in sqlite3 curl awk sort; do
-    command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/install-deps)"
-done
+bench_tools sqlite3 curl sort
 build_herald
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-console.XXXXXX")
+make_work console
 DB=$WORK/herald.db
 
 # --- the database ------------------------------------------------------------------------------------------
 generate() {
     local sql=$WORK/generate.sql now base chunk first last t0 week=604800000
-    "$HERALD" migrate --db "$DB" >/dev/null
+    new_database "$DB"
     now=$(now_ms)
     base=$((now - week))
     chunk=40000

@@ -54,28 +54,13 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=300
 
-RUNS=${HERALD_BENCH_RUNS:-3}
-DURATION=${HERALD_BENCH_DURATION:-15}
-RAMP=${HERALD_BENCH_RAMP:-2}
-POLL=${HERALD_BENCH_POLL:-0.1}
-CONCURRENCY=${HERALD_BENCH_CONCURRENCY:-64}
-WRK_THREADS=${HERALD_BENCH_WRK_THREADS:-2}
-SINGLE_BACKLOG=${HERALD_BENCH_SINGLE_BACKLOG:-400000}
-MULTICAST_MESSAGES=${HERALD_BENCH_MULTICAST_MESSAGES:-3000}
-SMALL_BACKLOG=${HERALD_BENCH_SMALL_BACKLOG:-10000}
-SMALL_REPEAT=${HERALD_BENCH_SMALL_REPEAT:-3}
-LARGE_BACKLOG=${HERALD_BENCH_LARGE_BACKLOG:-5000000}
-LATENCY_RATE=${HERALD_BENCH_LATENCY_RATE:-1000}
-LATENCY_DURATION=${HERALD_BENCH_LATENCY_DURATION:-20}
-LATENCY_CONNECTIONS=${HERALD_BENCH_LATENCY_CONNECTIONS:-32}
-NGINX_WORKERS=${HERALD_BENCH_NGINX_WORKERS:-1}
+bench_settings RUNS=3 DURATION=15 RAMP=2 POLL=0.1 CONCURRENCY=64 WRK_THREADS=2 SINGLE_BACKLOG=400000 \
+    MULTICAST_MESSAGES=3000 SMALL_BACKLOG=10000 SMALL_REPEAT=3 LARGE_BACKLOG=5000000 LATENCY_RATE=1000 \
+    LATENCY_DURATION=20 LATENCY_CONNECTIONS=32 NGINX_WORKERS=1
 FIGURES=${HERALD_BENCH_FIGURES:-single multicast latency backlog}
 TARGET_SINGLE=10000
 TARGET_SINGLE_RATIO=0.50
@@ -86,11 +71,6 @@ TARGET_BACKLOG_RATIO=0.80
 TARGET_RSS_MIB=200
 MULTICAST_SIZE=1000 # tokens per multicast message: the stand-in's second location answers exactly this many
 
-for value in "$RUNS" "$DURATION" "$RAMP" "$CONCURRENCY" "$WRK_THREADS" "$SINGLE_BACKLOG" "$MULTICAST_MESSAGES" \
-    "$SMALL_BACKLOG" "$SMALL_REPEAT" "$LARGE_BACKLOG" "$LATENCY_RATE" "$LATENCY_DURATION" "$LATENCY_CONNECTIONS" "$NGINX_WORKERS"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
 for figure in $FIGURES; do
     [[ $figure =~ ^(single|multicast|latency|backlog)$ ]] || fail "unknown figure '$figure' in HERALD_BENCH_FIGURES"
 done
@@ -119,28 +99,14 @@ cleanup() {
 trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
-apt_install() { # packages
-    need_root "$*"
-    log "installing $* (benchmark tools; not dependencies of Herald)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
-command -v wrk >/dev/null || apt_install wrk
-if ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; then apt_install nginx-light; fi
+bench_tools wrk sqlite3 curl sort
+if ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; then install_package nginx-light; fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-if ! command -v sqlite3 >/dev/null || ! command -v curl >/dev/null || [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    # Herald's own build dependencies, plus the sqlite3 shell and curl used here.
-    if [[ $(id -u) -eq 0 ]]; then ./scripts/install-deps; else log "not root: skipping scripts/install-deps"; fi
-fi
-for tool in wrk sqlite3 curl awk sort; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
-
 build_herald
 LUA=$ROOT/Benchmarks/delivery.lua
 LATENCY_LUA=$ROOT/Benchmarks/latency.lua
 
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-delivery.XXXXXX")
+make_work delivery
 FSTYPE=$(stat -f -c %T "$WORK")
 if [[ $FSTYPE == tmpfs || $FSTYPE == ramfs ]]; then
     log "WARNING: $WORK is on $FSTYPE: fsync costs nothing there; set HERALD_BENCH_TMPDIR to a disk"
@@ -164,11 +130,7 @@ wait_http() { # $1 url, $2 pid that must stay alive, $3 what
 # --- the FCM stand-in: nginx on 127.0.0.1 ----------------------------------------------------------------
 # /fcm/send answers a single-token request; /fcm/send1000 answers with 1000 results (Herald's classifier needs one
 # result per token). Both read and discard the request body, keep connections alive without limit, log nothing.
-TOKEN_FILL=$(printf 'x%.0s' $(seq 124))
 PAYLOAD_MEMBERS='"priority":"high","data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute.","sound":"default"}'
-# The payload as ingest stores it (the message without its target), with a TTL of one day so that nothing expires
-# while the benchmark runs.
-STORED_PAYLOAD='{"priority":"high","time_to_live":86400,'${PAYLOAD_MEMBERS#*\"high\",}'}'
 SINGLE_RESPONSE='{"multicast_id":1,"success":1,"failure":0,"canonical_ids":0,"results":[{"message_id":"0:1"}]}'
 NGINX_PORT=""
 start_nginx() {
@@ -270,56 +232,15 @@ start_herald() { # $1 database, $2 FCM endpoint URL (on 127.0.0.1 only)
     fail "could not start herald on a free port"
 }
 
-# --- backlogs ----------------------------------------------------------------------------------------------
-# A database made by `herald migrate`, app "default" paused, holding $2 messages of $3 tokens each, every delivery
-# queued and due, in the shape Connection.insertMessage writes: 26-character ids in creation order, the stored
-# payload, one delivery per token with next_attempt_at = created_at (the ingest time, 100 messages per ms here),
-# priority high. Tokens are 152 bytes in random order, as in ingest.lua.
-make_backlog() { # $1 path, $2 messages, $3 tokens per message
-    local db=$1 messages=$2 per=$3 sql=$WORK/generate.sql now base chunk first last t0
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
-    now=$(now_ms)
-    base=$((now - messages / 100 - 60000))
-    chunk=$((200000 / per > 0 ? 200000 / per : 1))
-    {
-        echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"
-        echo "INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('default', 1, 'benchmark preload', $now)"
-        echo "  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;"
-        for ((first = 1; first <= messages; first += chunk)); do
-            last=$((first + chunk - 1 < messages ? first + chunk - 1 : messages))
-            # Message m's deliveries are the values (m-1)*per+1 .. m*per.
-            printf '%s\n' "BEGIN;
-INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at)
-  SELECT printf('01BENCH%019d', value), 'default', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'high', 86400, 0,
-         $base + value / 100, $base + value / 100 + 86400000
-  FROM generate_series($first, $last);
-INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-  SELECT printf('01BENCH%019d', (value - 1) / $per + 1), 'default',
-         printf('%08xq01%010d:APA91b', (value * 2654435761) & 4294967295, value) || '$TOKEN_FILL',
-         'queued', $base + ((value - 1) / $per + 1) / 100, $base + ((value - 1) / $per + 1) / 100, 0,
-         $base + ((value - 1) / $per + 1) / 100
-  FROM generate_series($(((first - 1) * per + 1)), $((last * per)));
-COMMIT;"
-        done
-        echo "PRAGMA wal_checkpoint(TRUNCATE);"
-    } >"$sql"
+# --- backlogs (common.sh's make_backlog), counted and timed -------------------------------------------------
+preload() { # $1 path, $2 messages, $3 tokens per message
+    local t0 counts
     t0=$(now_ms)
-    sqlite3 -bail "$db" <"$sql" >"$WORK/generate.out" 2>&1 &
-    CHILD_PID=$!
-    wait "$CHILD_PID" || {
-        cat "$WORK/generate.out" >&2
-        fail "generating the backlog failed"
-    }
-    CHILD_PID=""
-    local counts
-    counts=$(sqlite3 "$db" "SELECT (SELECT count(*) FROM messages) || ' ' || (SELECT count(*) FROM deliveries WHERE state = 'queued')")
-    [[ $counts == "$messages $((messages * per))" ]] || fail "backlog has '$counts' rows, expected $messages $((messages * per))"
-    rm -f "$sql"
-    log "  generated $(fmt "$messages") messages x $per tokens in $((($(now_ms) - t0) / 1000)) s: $(du -m "$db" | cut -f1) MB"
+    make_backlog "$@"
+    counts=$(sqlite3 "$1" "SELECT (SELECT count(*) FROM messages) || ' '
+        || (SELECT count(*) FROM deliveries WHERE state = 'queued')")
+    [[ $counts == "$2 $(($2 * $3))" ]] || fail "backlog has '$counts' rows, expected $2 $(($2 * $3))"
+    log "  generated $(fmt "$2") messages x $3 tokens in $((($(now_ms) - t0) / 1000)) s: $(du -m "$1" | cut -f1) MB"
 }
 
 # --- following a drain -------------------------------------------------------------------------------------
@@ -662,16 +583,16 @@ log "nginx pid $NGINX_PID on 127.0.0.1:$NGINX_PORT (/fcm/send, /fcm/send$MULTICA
 declare -a W1 S SR W1000 BMC MC LP50 LP99 SMALL LARGE SMALL_HWM LARGE_HWM
 if wants single; then
     log "backlog for single: $(fmt "$SINGLE_BACKLOG") single-token messages"
-    make_backlog "$WORK/single.db" "$SINGLE_BACKLOG" 1
+    preload "$WORK/single.db" "$SINGLE_BACKLOG" 1
 fi
 if wants multicast; then
     log "backlog for multicast: $(fmt "$MULTICAST_MESSAGES") messages of $MULTICAST_SIZE tokens"
-    make_backlog "$WORK/multicast.db" "$MULTICAST_MESSAGES" "$MULTICAST_SIZE"
+    preload "$WORK/multicast.db" "$MULTICAST_MESSAGES" "$MULTICAST_SIZE"
 fi
 if wants backlog; then
     log "backlogs: $(fmt "$SMALL_BACKLOG") and $(fmt "$LARGE_BACKLOG") single-token messages"
-    make_backlog "$WORK/small.db" "$SMALL_BACKLOG" 1
-    make_backlog "$WORK/large.db" "$LARGE_BACKLOG" 1
+    preload "$WORK/small.db" "$SMALL_BACKLOG" 1
+    preload "$WORK/large.db" "$LARGE_BACKLOG" 1
 fi
 
 for ((run = 1; run <= RUNS; run++)); do

@@ -36,32 +36,20 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
-RUNS=${HERALD_BENCH_RUNS:-3}
-DELAY=${HERALD_BENCH_DELAY:-30}
-MESSAGES=${HERALD_BENCH_MESSAGES:-300}
-DURATION=${HERALD_BENCH_DURATION:-15}
-RAMP=${HERALD_BENCH_RAMP:-1}
-POLL=${HERALD_BENCH_POLL:-0.2}
+bench_settings RUNS=3 DELAY=30 MESSAGES=300 DURATION=15 RAMP=1 POLL=0.2
 STREAMS=100
 TOKENS=1000 # a request's worth: Herald splits a message's tokens into requests of 1000
 BACKLOG=$((MESSAGES * TOKENS))
 TARGET_RATE=100000
-for value in "$RUNS" "$MESSAGES" "$DURATION" "$RAMP"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
 
 standin_run
-for tool in node openssl sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+bench_tools node openssl sqlite3 curl
 build_herald
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-hms.XXXXXX")
+make_work hms
 
 # --- the stand-in and the app ------------------------------------------------------------------------------
 standin_certificate
@@ -75,34 +63,22 @@ printf '{"apps":[{"name":"huawei","provider":"hms","app_id":"10000001","client_s
 
 # --- the backlog: MESSAGES messages of 1000 tokens each, as ingest stores them -------------------------------
 STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87"},"android":{"priority":"NORMAL","notification":{"channel_id":"goals"}}}'
-TTL=2419200 # what ingest stores for a v1 message without a TTL of its own
 make_backlog() { # $1 path
-    local db=$1 now base
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
-    now=$(now_ms)
-    base=$((now - 60000))
-    sqlite3 -bail "$db" >"$WORK/generate.out" 2>&1 <<SQL || { cat "$WORK/generate.out" >&2; fail "generating the backlog failed"; }
-PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;
-INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('huawei', 1, 'benchmark preload', $now)
-  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;
+    local base count
+    base=$(($(now_ms) - 60000))
+    generate_backlog "$1" huawei <<SQL
 BEGIN;
 INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
-  SELECT printf('01BENCH%019d', value), 'huawei', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $TTL, 0,
-         $base + value, $base + value + $TTL * 1000, 'v1', 'token'
+  SELECT printf('01BENCH%019d', value), 'huawei', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $V1_TTL, 0,
+         $base + value, $base + value + $V1_TTL * 1000, 'v1', 'token'
   FROM generate_series(1, $MESSAGES);
 INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
   SELECT printf('01BENCH%019d', value / $TOKENS + 1), 'huawei', printf('IQAAAACy0%08x%056x', value * 2654435761 & 4294967295, value),
          'queued', $base + value / $TOKENS + 1, $base + value / $TOKENS + 1, 1, $base + value / $TOKENS + 1
   FROM generate_series(0, $BACKLOG - 1);
 COMMIT;
-PRAGMA wal_checkpoint(TRUNCATE);
 SQL
-    local count
-    count=$(sqlite3 "$db" "SELECT count(DISTINCT token) FROM deliveries")
+    count=$(sqlite3 "$1" "SELECT count(DISTINCT token) FROM deliveries")
     ((count == BACKLOG)) || fail "the backlog has $count distinct tokens, not $BACKLOG"
 }
 TEMPLATE=$WORK/template.db
@@ -112,36 +88,21 @@ make_backlog "$TEMPLATE"
 # --- one drain -----------------------------------------------------------------------------------------------
 # Sets H_RATE H_CPU_US H_HWM H_REQUESTS H_TOKENS H_DUPLICATES H_BAD H_BAD_AUTH.
 measure_herald() {
-    local db=$WORK/run.db polls=$WORK/polls.txt before after deadline last
+    local db=$WORK/run.db polls=$WORK/polls.txt before after
     cp "$TEMPLATE" "$db"
     rm -f "$db-wal" "$db-shm"
     curl -fsS --max-time 5 -X POST "http://127.0.0.1:$STATS_PORT/forget" >/dev/null || fail "the stand-in did not forget"
     before=$(standin_stats)
-    start_herald "$db"
-    poller "$HERALD_PID" "$PORT" >"$polls" &
-    POLLER_PID=$!
-    "$HERALD" resume huawei --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
-    deadline=$(($(date +%s) + RAMP + DURATION + 60))
-    while (($(date +%s) < deadline)); do
-        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
-        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
-        [[ -n $last ]] && ((last >= BACKLOG)) && break
-        sleep 0.5
-    done
+    drain "$db" "$polls"
     sleep 1
     after=$(standin_stats)
-    stop_pid "$POLLER_PID" TERM
-    POLLER_PID=""
-    stop_herald
-    H_REQUESTS=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
-    H_TOKENS=$(($(stat_of "$after" tokens) - $(stat_of "$before" tokens)))
-    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
-    H_BAD=$(($(stat_of "$after" bad_requests) - $(stat_of "$before" bad_requests)))
-    H_BAD_AUTH=$(($(stat_of "$after" bad_auth) - $(stat_of "$before" bad_auth)))
-    local undelivered
-    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state <> 'delivered'")
-    ((undelivered == 0)) || fail "$undelivered deliveries did not end delivered: $(sqlite3 "$db" \
-        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    stop_drain
+    H_REQUESTS=$(stat_growth "$before" "$after" requests)
+    H_TOKENS=$(stat_growth "$before" "$after" tokens)
+    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
+    H_BAD=$(stat_growth "$before" "$after" bad_requests)
+    H_BAD_AUTH=$(stat_growth "$before" "$after" bad_auth)
+    check_delivered "$db"
     ((H_DUPLICATES == 0)) || fail "$H_DUPLICATES tokens reached the stand-in twice"
     ((H_BAD == 0 && H_BAD_AUTH == 0)) || fail "the stand-in refused $H_BAD bodies and $H_BAD_AUTH access tokens"
     local _conn _standin _others _steal

@@ -32,127 +32,60 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
-RUNS=${HERALD_BENCH_RUNS:-3}
-DELAY=${HERALD_BENCH_DELAY:-30}
-GOOD=${HERALD_BENCH_BACKLOG:-50000}
-DURATION=${HERALD_BENCH_DURATION:-15}
-RAMP=${HERALD_BENCH_RAMP:-2}
-POLL=${HERALD_BENCH_POLL:-0.2}
+bench_settings RUNS=3 DELAY=30 BACKLOG=50000 DURATION=15 RAMP=2 POLL=0.2
+GOOD=$BACKLOG # the good subscriptions; rate_window's and drain's 95 % mark counts good deliveries alone
+HOSTILE=$((GOOD / 9)) # 10 % of all subscriptions
 STREAMS=100
 MODES=(forbidden toomany bad hang huge)
-
-for value in "$RUNS" "$GOOD" "$DURATION" "$RAMP"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
-BACKLOG=$GOOD # rate_window's 95 % mark: the good deliveries
-HOSTILE=$((GOOD / 9)) # 10 % of all subscriptions
 
 standin_run
 HOSTILE_PID=""
 trap 'stop_pid "$HOSTILE_PID" TERM; cleanup' EXIT
 
-standin_tools
+bench_tools node openssl h2load sqlite3 curl
 build_herald
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-hostile.XXXXXX")
+make_work hostile
 
-# --- the stand-ins and the VAPID key ---------------------------------------------------------------------------
-standin_certificate
-VAPID_FILE=$WORK/vapid.pem
-(umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$VAPID_FILE" 2>/dev/null) ||
-    fail "openssl could not make the VAPID key"
-STANDIN_SCRIPT=$ROOT/scripts/webpush-h2-standin.js
-STANDIN_ARGS=(--decrypt-every 100 --shared-subscriber b)
-start_standin "$DELAY"
-node "$ROOT/scripts/hostile-push-standin.js" --cert "$WORK/cert.pem" --key "$WORK/key.pem" \
-    >"$WORK/hostile.out" 2>"$WORK/hostile.err" &
-HOSTILE_PID=$!
-for ((waited = 0; waited < 400; waited++)); do
-    grep -q stats_port "$WORK/hostile.out" 2>/dev/null && break
-    kill -0 "$HOSTILE_PID" 2>/dev/null || fail "the hostile stand-in did not start: $(cat "$WORK/hostile.err")"
-    sleep 0.05
-done
+# --- the stand-ins, the VAPID key and app "web" ------------------------------------------------------------------
+start_webpush_standin "$DELAY" 100
+start_node hostile stats_port "the hostile stand-in" "$ROOT/scripts/hostile-push-standin.js" \
+    --cert "$WORK/cert.pem" --key "$WORK/key.pem"
+HOSTILE_PID=$NODE_PID
 declare -A HOSTILE_PORT
 for mode in "${MODES[@]}"; do
     HOSTILE_PORT[$mode]=$(sed -n "s/.*\"$mode\":\([0-9]*\).*/\1/p" "$WORK/hostile.out")
     [[ -n ${HOSTILE_PORT[$mode]} ]] || fail "the hostile stand-in has no $mode origin: $(cat "$WORK/hostile.out")"
 done
-printf '{"apps":[{"name":"web","provider":"webpush","vapid_private_key_file":"%s","vapid_subject":"mailto:bench@example.com","allow_private_endpoints":true}]}\n' \
-    "$VAPID_FILE" >"$WORK/webpush.json"
-SUBSCRIPTION=$(curl -fsS --max-time 5 -d '{"names":["b"]}' "http://127.0.0.1:$STATS_PORT/subscriptions") ||
-    fail "the stand-in made no subscription"
-P256DH=$(sed -n 's/.*"p256dh":"\([^"]*\)".*/\1/p' <<<"$SUBSCRIPTION")
-AUTH=$(sed -n 's/.*"auth":"\([^"]*\)".*/\1/p' <<<"$SUBSCRIPTION")
-[[ -n $P256DH && -n $AUTH ]] || fail "the stand-in's subscription has no keys: $SUBSCRIPTION"
 
 # --- the backlogs -----------------------------------------------------------------------------------------------
 STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87"}}'
-TTL=2419200
 make_backlog() { # $1 path, $2 hostile subscriptions (0: the good ones alone)
-    local db=$1 hostile=$2 total=$(($GOOD + $2)) now base endpoint
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || fail "herald migrate failed: $(cat "$WORK/migrate.log")"
-    now=$(now_ms)
-    base=$((now - total / 100 - 60000))
+    local endpoint i=0 mode
     # Every tenth message (while hostile ones remain) goes to a hostile origin, the five in turn.
-    endpoint="CASE WHEN value % 10 = 0 AND value / 10 <= $hostile THEN 'https://127.0.0.1:' || (CASE (value / 10) % 5"
-    local i=0
+    endpoint="CASE WHEN value % 10 = 0 AND value / 10 <= $2 THEN 'https://127.0.0.1:' || (CASE (value / 10) % 5"
     for mode in "${MODES[@]}"; do endpoint+=" WHEN $i THEN ${HOSTILE_PORT[$mode]}"; i=$((i + 1)); done
     endpoint+=" END) || '/push/h-' || value ELSE 'https://127.0.0.1:$STANDIN_PORT/push/b-' || value END"
-    sqlite3 -bail "$db" >"$WORK/generate.out" 2>&1 <<SQL || fail "generating the backlog failed: $(cat "$WORK/generate.out")"
-PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;
-INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('web', 1, 'benchmark preload', $now)
-  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;
-BEGIN;
-INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
-  SELECT printf('01BENCH%019d', value), 'web', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $TTL, 0,
-         $base + value / 100, $base + value / 100 + $TTL * 1000, 'v1', 'token'
-  FROM generate_series(1, $total);
-INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-  SELECT printf('01BENCH%019d', value), 'web', ($endpoint) || '#p256dh=$P256DH&auth=$AUTH', 'queued',
-         $base + value / 100, $base + value / 100, 1, $base + value / 100
-  FROM generate_series(1, $total);
-COMMIT;
-PRAGMA wal_checkpoint(TRUNCATE);
-SQL
+    generate_backlog "$1" web < <(v1_messages $((GOOD + $2)) web "$STORED_PAYLOAD" \
+        "($endpoint) || '#p256dh=$P256DH&auth=$AUTH'")
 }
-
-CONFIG=$WORK/webpush.json
-APP=web
 
 # One drain. Sets H_RATE H_HWM H_DUPLICATES H_GOOD_UNDELIVERED H_PAUSED H_GATED H_HOSTILE.
 measure() { # $1 template database
-    local db=$WORK/run.db polls=$WORK/polls.txt before after deadline last
+    local db=$WORK/run.db polls=$WORK/polls.txt before after
     cp "$1" "$db"
     curl -fsS --max-time 5 -X POST "http://127.0.0.1:$STATS_PORT/forget-deliveries" >/dev/null ||
         fail "the stand-in did not forget its deliveries"
     before=$(standin_stats)
-    start_herald "$db"
-    poller "$HERALD_PID" "$PORT" >"$polls" &
-    POLLER_PID=$!
-    "$HERALD" resume web --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
-    deadline=$(($(date +%s) + RAMP + DURATION + 90))
-    while (($(date +%s) < deadline)); do
-        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
-        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
-        [[ -n $last ]] && ((last >= GOOD)) && break
-        sleep 0.5
-    done
+    drain "$db" "$polls" 90
     after=$(standin_stats)
     H_PAUSED=$(sqlite3 "$db" "SELECT paused FROM apps WHERE name = 'web'")
     H_GATED=$(sqlite3 "$db" "SELECT count(*) FROM apps WHERE name = 'web' AND gated_at IS NOT NULL")
-    stop_pid "$POLLER_PID" TERM
-    POLLER_PID=""
-    stop_herald
-    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    stop_drain
+    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
     H_GOOD_UNDELIVERED=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE token LIKE '%:$STANDIN_PORT/%' AND state <> 'delivered'")
     H_HOSTILE=$(sqlite3 -separator ' ' "$db" "SELECT substr(token, 19, instr(substr(token, 19), '/') - 1), state,
         coalesce(reason, '-'), count(*) FROM deliveries WHERE token NOT LIKE '%:$STANDIN_PORT/%' GROUP BY 1, 2, 3" |

@@ -41,34 +41,22 @@
 # database, a tool failing), never because a target was missed.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 
-DURATION=${HERALD_BENCH_DURATION:-10}
-RUNS=${HERALD_BENCH_RUNS:-3}
-CONNECTIONS=${HERALD_BENCH_CONNECTIONS:-64}
-BATCH_CONNECTIONS=${HERALD_BENCH_BATCH_CONNECTIONS:-16}
-BATCH_SIZE=${HERALD_BENCH_BATCH_SIZE:-500}
-WRK_THREADS=${HERALD_BENCH_WRK_THREADS:-2}
+bench_settings DURATION=10 RUNS=3 CONNECTIONS=64 BATCH_CONNECTIONS=16 BATCH_SIZE=500 WRK_THREADS=2
 TOKENS=${HERALD_BENCH_TOKENS:-random}
 SERVE_ARGS=${HERALD_BENCH_SERVE_ARGS:-}
 PAUSE=${HERALD_BENCH_PAUSE:-1}
-BASE_BIN=${HERALD_BENCH_BASE:-}
+base_binary
 TENANT=${HERALD_BENCH_TENANT:-0}
 AUTH=""
 TARGET_SINGLE=20000
 TARGET_BATCH=150000
 
-# shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
-
 [[ $TOKENS == random || $TOKENS == sequential ]] || fail "HERALD_BENCH_TOKENS must be random or sequential"
 [[ $PAUSE == 0 || $PAUSE == 1 ]] || fail "HERALD_BENCH_PAUSE must be 0 or 1"
 [[ $TENANT == 0 || $TENANT == 1 ]] || fail "HERALD_BENCH_TENANT must be 0 or 1"
-[[ -z $BASE_BIN || -x $BASE_BIN ]] || fail "HERALD_BENCH_BASE must be an executable herald (got '$BASE_BIN')"
-for value in "$DURATION" "$RUNS" "$CONNECTIONS" "$BATCH_CONNECTIONS" "$BATCH_SIZE" "$WRK_THREADS"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* numbers must be positive integers (got '$value')"
-done
 
 # --- processes and files we own, removed on any exit (Ctrl-C included) -----------------------------------
 WORK=""
@@ -88,24 +76,11 @@ cleanup() {
 trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
-if ! command -v wrk >/dev/null; then
-    need_root wrk
-    log "installing wrk (load generator; not a dependency of Herald)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends wrk >/dev/null
-fi
-if ! command -v sqlite3 >/dev/null || ! command -v curl >/dev/null || [[ ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    # Herald's own build dependencies, plus the sqlite3 shell and curl used here.
-    if [[ $(id -u) -eq 0 ]]; then ./scripts/install-deps; else log "not root: skipping scripts/install-deps"; fi
-fi
-for tool in wrk sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then PATH=/opt/swift/usr/bin:$PATH; fi
-
+bench_tools wrk sqlite3 curl
 build_herald
 LUA=$ROOT/Benchmarks/ingest.lua
 
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-bench.XXXXXX")
+make_work bench
 FSTYPE=$(stat -f -c %T "$WORK")
 if [[ $FSTYPE == tmpfs || $FSTYPE == ramfs ]]; then
     log "WARNING: $WORK is on $FSTYPE: fsync costs nothing there; set HERALD_BENCH_TMPDIR to a disk"
@@ -127,13 +102,7 @@ HERALD_LOG=""
 PORT=""
 start_herald() { # $1: database path
     local db=$1 deadline
-    if [[ $PAUSE == 1 ]]; then
-        if ! "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" ||
-            ! "$HERALD" pause default --reason "ingest benchmark" --db "$db" >/dev/null 2>>"$WORK/migrate.log"; then
-            cat "$WORK/migrate.log" >&2
-            fail "herald migrate/pause failed"
-        fi
-    fi
+    if [[ $PAUSE == 1 ]]; then migrate_and_pause "$db"; fi
     for _ in 1 2 3 4 5; do
         PORT=$(free_port)
         HERALD_LOG=$WORK/herald-$(basename "$db" .db).log
@@ -235,11 +204,7 @@ rate() { awk -v n="$1" -v us="$2" 'BEGIN { printf "%.1f", n * 1000000 / us }'; }
 # BATCH_SIZE messages, rows generated inside SQLite. $2 payload text. Sets R_US to the elapsed microseconds.
 sqlite_baseline() {
     local messages=$1 payload=$2 db=$WORK/baseline.db sql=$WORK/baseline.sql now t0 t1 k first last fill token
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
+    new_database "$db"
     now=$(($(date +%s) * 1000))
     payload=${payload//\'/\'\'}
     fill=$(printf 'x%.0s' $(seq 124))
@@ -271,13 +236,7 @@ COMMIT;"
         done
     } >"$sql"
     t0=$(now_ns)
-    sqlite3 -bail "$db" <"$sql" >"$WORK/baseline.out" 2>&1 &
-    CHILD_PID=$!
-    wait "$CHILD_PID" || {
-        cat "$WORK/baseline.out" >&2
-        fail "sqlite3 baseline failed"
-    }
-    CHILD_PID=""
+    run_sqlite "$db" "$sql" "the sqlite3 baseline"
     t1=$(now_ns)
     local rows
     rows=$(sqlite3 "$db" "SELECT (SELECT count(*) FROM messages) || ' ' || (SELECT count(*) FROM deliveries)")

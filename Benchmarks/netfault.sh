@@ -46,31 +46,19 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
+bench_settings MESSAGES=60000 BATCH_SIZE=500 FAULT_AT=20000 DELAY=30 CAP=300 POLL=0.1
 FAULTS=${HERALD_BENCH_FAULTS:-reset freeze}
-MESSAGES=${HERALD_BENCH_MESSAGES:-60000}
-BATCH_SIZE=${HERALD_BENCH_BATCH_SIZE:-500}
-FAULT_AT=${HERALD_BENCH_FAULT_AT:-20000}
-DELAY=${HERALD_BENCH_DELAY:-30}
-CAP=${HERALD_BENCH_CAP:-300}
-POLL=${HERALD_BENCH_POLL:-0.1}
 STREAMS=100 # the stand-in's streams per connection, as Google's
 CONCURRENCY=1000 # Herald's default for a v1 app: the most requests it has in flight
 TARGET_STALL_RESET_S=3
 TARGET_STALL_FREEZE_S=15
 
-for value in "$MESSAGES" "$BATCH_SIZE" "$FAULT_AT" "$DELAY" "$CAP"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
 ((MESSAGES % BATCH_SIZE == 0)) || fail "HERALD_BENCH_MESSAGES must be a multiple of HERALD_BENCH_BATCH_SIZE"
 ((FAULT_AT < MESSAGES)) || fail "HERALD_BENCH_FAULT_AT must be below HERALD_BENCH_MESSAGES"
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
 for fault in $FAULTS; do [[ $fault =~ ^(reset|freeze)$ ]] || fail "unknown fault '$fault' in HERALD_BENCH_FAULTS"; done
 
 WORK=""
@@ -90,60 +78,20 @@ cleanup() {
 trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
-missing=""
-for tool in node openssl sqlite3 curl; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
-if [[ -n $missing ]]; then
-    need_root "$missing"
-    ./scripts/install-deps
-fi
-for tool in node openssl sqlite3 curl awk; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+bench_tools node openssl sqlite3 curl
 build_herald
+make_work netfault
 
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-netfault.XXXXXX")
 now_us() { echo "${EPOCHREALTIME/./}"; }
 seconds() { awk -v us="$1" 'BEGIN { printf "%.1f", us / 1e6 }'; }
 met() { awk -v a="$1" -v t="$2" 'BEGIN { print (a <= t ? "met" : "NOT met") }'; }
-
-# --- the messages, as batch request bodies (152-byte tokens in random order, as v1.sh's) ------------------------
-TOKEN_FILL=$(printf 'x%.0s' $(seq 124))
-# The message of ingest.lua's single-v1 mode, with a day's TTL so that it outlives any run.
-V1_CONTENT='"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},'
-V1_CONTENT+='"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},'
-V1_CONTENT+='"android":{"priority":"high","ttl":"86400s","notification":{"sound":"default"}}'
-make_batches() {
-    mkdir -p "$WORK/batches"
-    awk -v n="$MESSAGES" -v size="$BATCH_SIZE" -v dir="$WORK/batches" -v fill="$TOKEN_FILL" -v content="$V1_CONTENT" '
-        BEGIN {
-            for (i = 1; i <= n; i++) {
-                if ((i - 1) % size == 0) {
-                    if (file != "") { printf "]}" > file; close(file) }
-                    file = sprintf("%s/%06d.json", dir, (i - 1) / size); printf "{\"messages\":[" > file; sep = ""
-                }
-                printf "%s{\"message\":{\"token\":\"%08xn01%010d:APA91b%s\",%s}}", sep,
-                    (i * 2654435761) % 4294967296, i, fill, content > file
-                sep = ","
-            }
-            printf "]}" > file; close(file)
-        }'
-}
 
 # --- the proxy ---------------------------------------------------------------------------------------------
 PROXY_PORT=""
 CONTROL_PORT=""
 start_proxy() { # $1 target port
-    rm -f "$WORK/proxy.out"
-    node "$ROOT/scripts/tcp-fault-proxy.js" --target "127.0.0.1:$1" >"$WORK/proxy.out" 2>"$WORK/proxy.err" &
-    PROXY_PID=$!
-    local waited=0
-    while ! grep -q control_port "$WORK/proxy.out" 2>/dev/null; do
-        kill -0 "$PROXY_PID" 2>/dev/null || {
-            cat "$WORK/proxy.err" >&2
-            fail "the proxy did not start"
-        }
-        sleep 0.05
-        waited=$((waited + 1))
-        ((waited < 400)) || fail "the proxy did not listen within 20 s"
-    done
+    start_node proxy control_port "the proxy" "$ROOT/scripts/tcp-fault-proxy.js" --target "127.0.0.1:$1"
+    PROXY_PID=$NODE_PID
     PROXY_PORT=$(sed 's/.*"port":\([0-9]*\).*/\1/' "$WORK/proxy.out")
     CONTROL_PORT=$(sed 's/.*"control_port":\([0-9]*\).*/\1/' "$WORK/proxy.out")
 }
@@ -202,11 +150,7 @@ run_fault() { # $1 reset | freeze
     start_standin "$DELAY" "$arrivals"
     write_service_account "$STANDIN_PORT"
     start_proxy "$STANDIN_PORT"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" &&
-        "$HERALD" pause default --reason benchmark --db "$db" >/dev/null 2>>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate/pause failed"
-    }
+    migrate_and_pause "$db"
     start_herald "$db" "$fault"
     ingest
     "$HERALD" resume default --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
@@ -287,7 +231,7 @@ log "Herald $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
     "$STREAMS streams/connection, through scripts/tcp-fault-proxy.js; default settings; --durability full"
 log "  node $(node --version); $(openssl version | cut -d' ' -f1-2)"
 standin_credentials
-make_batches
+make_batches "$MESSAGES" n01
 
 declare -a LINES
 row() { printf '%-42s %26s %30s %8s\n' "$@"; }

@@ -72,28 +72,16 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
+bench_settings RUNS=3 DURATION=20 CONNECTIONS=64 WRK_THREADS=2 BACKLOG=100000 BATCH_SIZE=500 DELAY=30 RAMP=2 POLL=0.2 \
+    DRAIN_TIMEOUT=300 POSTERS=8
 FIGURES=${HERALD_BENCH_FIGURES:-ingest delivery}
-RUNS=${HERALD_BENCH_RUNS:-3}
-DURATION=${HERALD_BENCH_DURATION:-20}
-CONNECTIONS=${HERALD_BENCH_CONNECTIONS:-64}
-WRK_THREADS=${HERALD_BENCH_WRK_THREADS:-2}
-BACKLOG=${HERALD_BENCH_BACKLOG:-100000}
-BATCH_SIZE=${HERALD_BENCH_BATCH_SIZE:-500}
-DELAY=${HERALD_BENCH_DELAY:-30}
-RAMP=${HERALD_BENCH_RAMP:-2}
-POLL=${HERALD_BENCH_POLL:-0.2}
-DRAIN_TIMEOUT=${HERALD_BENCH_DRAIN_TIMEOUT:-300}
 INGEST_DELIVERING=${HERALD_BENCH_INGEST_DELIVERING:-0}
-POSTERS=${HERALD_BENCH_POSTERS:-8}
 NETWORK_DELAY=${HERALD_BENCH_NETWORK_DELAY:-1}
-BASE_BIN=${HERALD_BENCH_BASE:-}
+base_binary
 STREAMS=100 # the stand-in's streams per connection, as Google's
 TARGET_INGEST_RATIO=0.50
 TARGET_SENDS=5000
@@ -102,14 +90,7 @@ TARGET_NETWORK_RATIO=0.50
 TARGET_BATCH=20000
 HALF_WINDOW=500 # each of two instances' --concurrency when they share one instance's default window (1000)
 
-for value in "$RUNS" "$DURATION" "$CONNECTIONS" "$WRK_THREADS" "$BACKLOG" "$BATCH_SIZE" "$RAMP" "$DRAIN_TIMEOUT" \
-    "$POSTERS"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
 [[ $NETWORK_DELAY =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_NETWORK_DELAY must be a number of milliseconds"
-[[ -z $BASE_BIN || -x $BASE_BIN ]] || fail "HERALD_BENCH_BASE must be an executable herald (got '$BASE_BIN')"
 ((BACKLOG % BATCH_SIZE == 0)) || fail "HERALD_BENCH_BACKLOG must be a multiple of HERALD_BENCH_BATCH_SIZE"
 for figure in $FIGURES; do
     [[ $figure =~ ^(ingest|batch|delivery|network)$ ]] || fail "unknown figure '$figure' in HERALD_BENCH_FIGURES"
@@ -149,31 +130,9 @@ cleanup() {
 trap_cleanup
 
 # --- tools -------------------------------------------------------------------------------------------------
-missing=""
-for tool in wrk h2load pgbench psql node openssl sqlite3 curl; do
-    command -v "$tool" >/dev/null || missing="$missing $tool"
-done
-if [[ -n $missing || ${HERALD_BENCH_SKIP_BUILD:-0} != 1 ]]; then
-    if [[ $(id -u) -eq 0 ]]; then
-        # Herald's build dependencies, with PostgreSQL's server (its pgbench), psql, node, openssl and sqlite3.
-        ./scripts/install-deps
-        for tool in wrk h2load; do
-            if ! command -v "$tool" >/dev/null; then
-                log "installing $tool (a load tool; not a dependency of Herald)"
-                [[ $tool == wrk ]] && package=wrk || package=nghttp2-client
-                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" >/dev/null
-            fi
-        done
-    else
-        log "not root: skipping scripts/install-deps"
-    fi
-fi
-for tool in wrk pgbench psql node openssl sqlite3 curl awk; do
-    command -v "$tool" >/dev/null || fail "$tool is not installed"
-done
+bench_tools wrk pgbench psql node openssl sqlite3 curl
 build_herald
-
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-pg.XXXXXX")
+make_work pg
 chmod 755 "$WORK" # the server runs as `postgres` and keeps its directory in here
 FSTYPE=$(stat -f -c %T "$WORK")
 if [[ $FSTYPE == tmpfs || $FSTYPE == ramfs ]]; then
@@ -245,15 +204,10 @@ proc_ticks() { # pids: their CPU ticks (user + system) summed, 0 for one that ha
 # the checks) stays direct.
 VIA_PROXY=0
 if wants network; then
-    node "$ROOT/scripts/tcp-delay-proxy.js" --target "127.0.0.1:$PG_PORT" --delay-ms "$NETWORK_DELAY" \
-        >"$WORK/proxy.out" 2>&1 &
-    PROXY_PID=$!
-    for _ in $(seq 100); do
-        PROXY_PORT=$(grep -o '"port":[0-9]*' "$WORK/proxy.out" | cut -d: -f2 || true)
-        [[ -n $PROXY_PORT ]] && break
-        sleep 0.1
-    done
-    [[ -n $PROXY_PORT ]] || fail "the delay proxy did not start: $(cat "$WORK/proxy.out")"
+    start_node proxy port "the delay proxy" "$ROOT/scripts/tcp-delay-proxy.js" --target "127.0.0.1:$PG_PORT" \
+        --delay-ms "$NETWORK_DELAY"
+    PROXY_PID=$NODE_PID
+    PROXY_PORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$WORK/proxy.out")
 fi
 through_proxy() { echo "${1/:$PG_PORT\//:$PROXY_PORT/}"; } # $1 a URL of the server: the same through the proxy
 printf 'SELECT 1;\n' >"$WORK/select1.sql"
@@ -295,13 +249,6 @@ start_herald() {
 ingest_flags() { echo --fcm-key bench-placeholder --fcm-endpoint "http://127.0.0.1:$(free_port)/fcm/send"; }
 # An FCM v1 app at the stand-in, with Herald's default v1 settings.
 v1_flags() { echo --fcm-service-account "$WORK/service-account.json" --fcm-endpoint "https://127.0.0.1:$STANDIN_PORT"; }
-migrate_and_pause() { # $1 --db value: the schema, and app "default" paused
-    "$HERALD" migrate --db "$1" >/dev/null 2>"$WORK/migrate.log" &&
-        "$HERALD" pause default --reason "benchmark" --db "$1" >/dev/null 2>>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate/pause failed"
-    }
-}
 # Warnings and errors Herald logged, but for the paused app's (a healthy run logs no others); printed, never fatal.
 report_herald_logs() { # $1 label
     local file lines
@@ -440,28 +387,6 @@ measure_pgbench() {
 }
 
 # --- delivery ----------------------------------------------------------------------------------------------
-TOKEN_FILL=$(printf 'x%.0s' $(seq 124))
-# The message of ingest.lua's single-v1 mode, with a day's TTL so the backlog outlives the run.
-V1_CONTENT='"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"android":{"priority":"high","ttl":"86400s","notification":{"sound":"default"}}'
-
-# BACKLOG single-token v1 messages (152-byte tokens in random order, as v1.sh's) as batch request bodies.
-make_batches() {
-    mkdir -p "$WORK/batches"
-    awk -v n="$BACKLOG" -v size="$BATCH_SIZE" -v dir="$WORK/batches" -v fill="$TOKEN_FILL" -v content="$V1_CONTENT" '
-        BEGIN {
-            for (i = 1; i <= n; i++) {
-                if ((i - 1) % size == 0) {
-                    if (file != "") { printf "]}" > file; close(file) }
-                    file = sprintf("%s/%06d.json", dir, (i - 1) / size); printf "{\"messages\":[" > file; sep = ""
-                }
-                printf "%s{\"message\":{\"token\":\"%08xb01%010d:APA91b%s\",%s}}", sep,
-                    (i * 2654435761) % 4294967296, i, fill, content > file
-                sep = ","
-            }
-            printf "]}" > file; close(file)
-        }'
-}
-
 # The backlog in $1 (a file or a URL), through the batch endpoint of a Herald with app "default" paused.
 ingest_backlog() {
     local db=$1 stored
@@ -543,8 +468,8 @@ measure_drain() {
     POLLER_PID=""
     report_herald_logs "drain ($instances instance(s))"
     stop_heralds
-    D_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
-    D_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    D_WIRE=$(stat_growth "$before" "$after" requests)
+    D_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
     local states
     if [[ $template == *.db ]]; then
         states=$(sqlite3 "$db" "SELECT state || ':' || count(*) FROM deliveries GROUP BY state" | tr '\n' ' ')
@@ -615,7 +540,7 @@ compare_drains() {
 }
 if wants delivery || wants network; then
     log "ingesting the backlog through the batch endpoint: $(fmt "$BACKLOG") messages into each engine's template"
-    make_batches
+    make_batches "$BACKLOG" b01
     if wants delivery; then ingest_backlog "$WORK/backlog.db"; fi
     fresh_database backlog
     ingest_backlog "$(pg_url backlog)"

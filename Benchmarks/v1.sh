@@ -73,32 +73,17 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
-RUNS=${HERALD_BENCH_RUNS:-3}
-DELAYS=${HERALD_BENCH_DELAYS:-30 100}
-BACKLOG=${HERALD_BENCH_BACKLOG:-200000}
-DURATION=${HERALD_BENCH_DURATION:-15}
-RAMP=${HERALD_BENCH_RAMP:-2}
-POLL=${HERALD_BENCH_POLL:-0.2}
-H2LOAD_THREADS=${HERALD_BENCH_H2LOAD_THREADS:-1}
+bench_settings RUNS=3 "DELAYS=30 100" BACKLOG=200000 DURATION=15 RAMP=2 POLL=0.2 H2LOAD_THREADS=1 LATENCY_RATE=1000 \
+    LATENCY_DURATION=20 LATENCY_CONNECTIONS=32 FANOUT_TOKENS=1000000 FANOUT_USERS=50000 FANOUT_RUNS=1 FANOUT_DELAY=30 \
+    FANOUT_TIMEOUT=600
 PERF=${HERALD_BENCH_PERF:-0}
 PERF_ARGS=${HERALD_BENCH_PERF_ARGS:--g -F 999}
 INSTRUCTIONS=${HERALD_BENCH_INSTRUCTIONS:-0}
 FIGURES=${HERALD_BENCH_FIGURES:-rate latency}
-LATENCY_RATE=${HERALD_BENCH_LATENCY_RATE:-1000}
-LATENCY_DURATION=${HERALD_BENCH_LATENCY_DURATION:-20}
-LATENCY_CONNECTIONS=${HERALD_BENCH_LATENCY_CONNECTIONS:-32}
-FANOUT_TOKENS=${HERALD_BENCH_FANOUT_TOKENS:-1000000}
-FANOUT_USERS=${HERALD_BENCH_FANOUT_USERS:-50000}
-FANOUT_RUNS=${HERALD_BENCH_FANOUT_RUNS:-1}
-FANOUT_DELAY=${HERALD_BENCH_FANOUT_DELAY:-30}
-FANOUT_TIMEOUT=${HERALD_BENCH_FANOUT_TIMEOUT:-600}
 CONCURRENCY=1000 # Herald's default for a v1 app; h2load gets the same requests in flight
 STREAMS=100
 TARGET_RATE_30=10000
@@ -110,13 +95,6 @@ TARGET_P99_MS=25
 TARGET_FANOUT_INGEST_S=10
 TARGET_FANOUT_SEND_S=120
 
-for value in "$RUNS" "$BACKLOG" "$DURATION" "$RAMP" "$H2LOAD_THREADS" "$LATENCY_RATE" "$LATENCY_DURATION" \
-    "$LATENCY_CONNECTIONS" "$FANOUT_TOKENS" "$FANOUT_USERS" "$FANOUT_RUNS" "$FANOUT_TIMEOUT"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-for delay in $DELAYS; do [[ $delay =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAYS must be milliseconds (got '$delay')"; done
-[[ $FANOUT_DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_FANOUT_DELAY must be milliseconds (got '$FANOUT_DELAY')"
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
 for figure in $FIGURES; do
     [[ $figure =~ ^(rate|latency|fanout)$ ]] || fail "unknown figure '$figure' in HERALD_BENCH_FIGURES"
 done
@@ -125,45 +103,17 @@ wants() { [[ " $FIGURES " == *" $1 "* ]]; }
 standin_run
 
 # --- tools -------------------------------------------------------------------------------------------------
-standin_tools
-if wants latency && ! command -v wrk >/dev/null; then
-    need_root wrk
-    log "installing wrk (the latency figure's load generator; not a dependency of Herald)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null
-fi
+tools=(node openssl h2load sqlite3 curl)
+wants latency && tools+=(wrk) # the latency figure's load generator
+bench_tools "${tools[@]}"
 if ((PERF == 1 || INSTRUCTIONS == 1)); then command -v perf >/dev/null || fail "HERALD_BENCH_PERF=1 and HERALD_BENCH_INSTRUCTIONS=1 need perf"; fi
 build_herald
-
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-v1.XXXXXX")
+make_work v1
 
 # --- the stand-in (Benchmarks/common.sh) --------------------------------------------------------------------
 standin_credentials
 
-# --- Herald ------------------------------------------------------------------------------------------------
-PORT=""
-start_herald() { # $1 database
-    local tries
-    HERALD_LOG=$WORK/herald.log
-    for tries in 1 2 3 4 5; do
-        PORT=$(free_port)
-        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$1" --listen "127.0.0.1:$PORT" \
-            --fcm-service-account "$WORK/service-account.json" --fcm-endpoint "https://127.0.0.1:$STANDIN_PORT" \
-            --durability full 2>"$HERALD_LOG" &
-        HERALD_PID=$!
-        local waited=0
-        while ((waited < 300)); do
-            kill -0 "$HERALD_PID" 2>/dev/null || break
-            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null; then return 0; fi
-            sleep 0.1
-            waited=$((waited + 1))
-        done
-        stop_herald quiet
-    done
-    tail -5 "$HERALD_LOG" >&2
-    fail "could not start herald"
-}
-
+# --- Herald (common.sh's start_v1_herald) -------------------------------------------------------------------
 # Follows /metrics every POLL s: "wall_us delivered connections cpu_ticks vmhwm_kib" per line, until killed.
 poller() { # $1 pid, $2 port
     local pid=$1 port=$2 text delivered connections ticks hwm key value
@@ -186,7 +136,7 @@ measure_herald() { # $1 template database, $2 perf (1: record)
     cp "$1" "$db"
     rm -f "$db-wal" "$db-shm"
     before=$(standin_stats)
-    start_herald "$db"
+    start_v1_herald "$db"
     poller "$HERALD_PID" "$PORT" >"$polls" &
     POLLER_PID=$!
     "$HERALD" resume default --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
@@ -212,17 +162,12 @@ measure_herald() { # $1 template database, $2 perf (1: record)
     sleep 3
     text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
     after=$(standin_stats)
-    stop_pid "$POLLER_PID" TERM
-    POLLER_PID=""
-    stop_herald
+    stop_drain
     H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="default"')
-    H_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
-    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
-    H_SESSIONS=$(($(stat_of "$after" message_sessions) - $(stat_of "$before" message_sessions)))
-    local undelivered
-    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state NOT IN ('delivered', 'queued')")
-    ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
-        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    H_WIRE=$(stat_growth "$before" "$after" requests)
+    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
+    H_SESSIONS=$(stat_growth "$before" "$after" message_sessions)
+    check_delivered "$db" queued
     # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
     read -r H_RATE H_CPU_US H_CONN H_HWM <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" -v total="$BACKLOG" -v hz="$HZ" '
         { t[NR] = $1; c[NR] = $2; k[NR] = $3; cpu[NR] = $4; if ($3 > conn) conn = $3; if ($5 > hwm) hwm = $5 }
@@ -287,11 +232,8 @@ measure_latency() {
     mkdir -p "$acks"
     start_standin 0 "$arrivals"
     write_service_account "$STANDIN_PORT"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
-    start_herald "$db"
+    new_database "$db"
+    start_v1_herald "$db"
     wrk -t "$LATENCY_CONNECTIONS" -c "$LATENCY_CONNECTIONS" -d "${LATENCY_DURATION}s" --timeout 10s \
         -s "$ROOT/Benchmarks/latency.lua" "http://127.0.0.1:$PORT" -- "$LATENCY_RATE" "$acks" "$LATENCY_CONNECTIONS" v1 \
         >"$out" 2>&1 &
@@ -349,11 +291,7 @@ FANOUT_PAYLOAD='"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"
 # every user.
 make_registry() { # $1 path
     local db=$1 now
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
+    new_database "$db"
     now=$(now_ms)
     sqlite3 -bail "$db" >"$WORK/registry.out" 2>&1 <<SQL || {
 PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;
@@ -415,7 +353,7 @@ measure_fanout() { # $1 registry database
     rm -f "$db-wal" "$db-shm" "$arrivals"
     start_standin "$FANOUT_DELAY" "$arrivals"
     write_service_account "$STANDIN_PORT"
-    start_herald "$db"
+    start_v1_herald "$db"
     poller "$HERALD_PID" "$PORT" >"$polls" &
     POLLER_PID=$!
     before=$(standin_stats)
@@ -438,15 +376,13 @@ measure_fanout() { # $1 registry database
     done
     text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
     after=$(standin_stats)
-    stop_pid "$POLLER_PID" TERM
-    POLLER_PID=""
-    stop_herald
+    stop_drain
     stop_pid "$STANDIN_PID" TERM # flushes the arrival log
     STANDIN_PID=""
     local counted wire duplicates
     counted=$(metric "$text" 'herald_fcm_requests_total{app="default"')
-    wire=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
-    duplicates=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
+    wire=$(stat_growth "$before" "$after" requests)
+    duplicates=$(stat_growth "$before" "$after" duplicates)
     ((wire == counted)) || fail "fan-out: the stand-in received $wire requests, Herald accounted for $counted"
     ((duplicates == 0)) || fail "fan-out: the stand-in received $duplicates bodies twice"
     # Every registered token requested exactly once: the arrival log's tokens, sorted, are the registry's.

@@ -30,33 +30,22 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
-RUNS=${HERALD_BENCH_RUNS:-3}
-BACKLOG=${HERALD_BENCH_BACKLOG:-200000}
-DELAY=${HERALD_BENCH_DELAY:-30}
-RAMP=${HERALD_BENCH_RAMP:-2}
-POLL=${HERALD_BENCH_POLL:-0.2}
+bench_settings RUNS=3 BACKLOG=200000 DELAY=30 RAMP=2 POLL=0.2
 STREAMS=100
 TARGET_RATIO=0.90
 TARGET_P99_MS=5000
 RECEIVER_TIMEOUT=120 # seconds after the drain for the last outcomes to reach the receiver
 
-for value in "$RUNS" "$BACKLOG" "$RAMP"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
-
 standin_run # its cleanup stops CHILD_PID: the receiver
-standin_tools
+bench_tools node openssl h2load sqlite3 curl
 build_herald
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-webhooks.XXXXXX")
+make_work webhooks
+
+# --- the stand-in (Benchmarks/common.sh) --------------------------------------------------------------------
 standin_credentials
 start_standin "$DELAY"
 write_service_account "$STANDIN_PORT"
@@ -94,42 +83,13 @@ server.listen(0, "127.0.0.1", () => console.log(JSON.stringify({ port: server.ad
 EOF
 RECEIVER_PORT=""
 start_receiver() { # $1 the file of latencies
-    node "$WORK/receiver.js" "$1" >"$WORK/receiver.out" 2>"$WORK/receiver.err" &
-    CHILD_PID=$!
-    for _ in $(seq 200); do
-        RECEIVER_PORT=$(grep -o '"port":[0-9]*' "$WORK/receiver.out" 2>/dev/null | cut -d: -f2 || true)
-        [[ -n $RECEIVER_PORT ]] && break
-        sleep 0.05
-    done
-    [[ -n $RECEIVER_PORT ]] || fail "the receiver did not start: $(cat "$WORK/receiver.err")"
+    start_node receiver port "the receiver" "$WORK/receiver.js" "$1"
+    CHILD_PID=$NODE_PID
+    RECEIVER_PORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$WORK/receiver.out")
     printf '{"outcome_webhook": {"url": "http://127.0.0.1:%s/hook", "secret_file": "%s"}}\n' "$RECEIVER_PORT" \
         "$WORK/outcomes.whsec" >"$WORK/webhook.json"
 }
 receiver_stat() { curl -fsS --max-time 5 "http://127.0.0.1:$RECEIVER_PORT/stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
-
-# --- Herald ------------------------------------------------------------------------------------------------
-PORT=""
-start_herald() { # $1 database, then more serve flags
-    local db=$1 tries waited
-    shift
-    HERALD_LOG=$WORK/herald.log
-    for tries in 1 2 3 4 5; do
-        PORT=$(free_port)
-        SSL_CERT_FILE=$WORK/cert.pem "$HERALD" serve --db "$db" --listen "127.0.0.1:$PORT" \
-            --fcm-service-account "$WORK/service-account.json" --fcm-endpoint "https://127.0.0.1:$STANDIN_PORT" \
-            --durability full "$@" 2>"$HERALD_LOG" &
-        HERALD_PID=$!
-        waited=0
-        while ((waited < 300)) && kill -0 "$HERALD_PID" 2>/dev/null; do
-            if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null; then return 0; fi
-            sleep 0.1
-            waited=$((waited + 1))
-        done
-        stop_herald quiet
-    done
-    tail -5 "$HERALD_LOG" >&2
-    fail "could not start herald"
-}
 
 # One drain of the backlog, with the webhook when $1 is "with". Sets RATE, and with the webhook P50 P99 REPEATS.
 measure() {
@@ -141,7 +101,7 @@ measure() {
         start_receiver "$latencies"
         flags=(--config "$WORK/webhook.json")
     fi
-    start_herald "$db" "${flags[@]}"
+    start_v1_herald "$db" "${flags[@]}"
     while :; do
         text=$(curl -fsS --max-time 2 "http://127.0.0.1:$PORT/metrics" 2>/dev/null || true)
         echo "${EPOCHREALTIME/./} $(metric "$text" 'herald_deliveries_total{app="default",outcome="delivered"}')"

@@ -46,135 +46,54 @@
 set -euo pipefail
 export LC_ALL=C
 
-cd "$(dirname "$0")/.."
-ROOT=$PWD
-
 # shellcheck source=Benchmarks/common.sh
-source Benchmarks/common.sh
+source "$(dirname "$0")/common.sh"
 STOP_TIMEOUT_SECONDS=60
 
-RUNS=${HERALD_BENCH_RUNS:-3}
-DELAY=${HERALD_BENCH_DELAY:-30}
-BACKLOG=${HERALD_BENCH_BACKLOG:-100000}
-DURATION=${HERALD_BENCH_DURATION:-15}
-RAMP=${HERALD_BENCH_RAMP:-2}
-POLL=${HERALD_BENCH_POLL:-0.2}
-DECRYPT_EVERY=${HERALD_BENCH_DECRYPT_EVERY:-50}
+bench_settings RUNS=3 DELAY=30 BACKLOG=100000 DURATION=15 RAMP=2 POLL=0.2 DECRYPT_EVERY=50
 CONCURRENCY=1000 # Herald's default for a Web Push app; h2load gets the same requests in flight
 STREAMS=100
 TARGET_RATE=5000
 
-for value in "$RUNS" "$BACKLOG" "$DURATION" "$RAMP" "$DECRYPT_EVERY"; do
-    [[ $value =~ ^[1-9][0-9]*$ ]] || fail "the HERALD_BENCH_* counts must be positive integers (got '$value')"
-done
-[[ $DELAY =~ ^[0-9]+$ ]] || fail "HERALD_BENCH_DELAY must be milliseconds (got '$DELAY')"
-[[ $POLL =~ ^[0-9]*\.?[0-9]+$ ]] || fail "HERALD_BENCH_POLL must be a number of seconds"
-
 standin_run
-
-# --- tools -------------------------------------------------------------------------------------------------
-standin_tools
+bench_tools node openssl h2load sqlite3 curl
 build_herald
+make_work webpush
 
-WORK=$(mktemp -d "${HERALD_BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-webpush.XXXXXX")
-
-# --- the stand-in, for the whole run (the backlog's endpoints name its port), and the VAPID key --------------
-standin_certificate
-VAPID_FILE=$WORK/vapid.pem
-(umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$VAPID_FILE" 2>/dev/null) ||
-    fail "openssl could not make the VAPID key"
-STANDIN_SCRIPT=$ROOT/scripts/webpush-h2-standin.js
-STANDIN_ARGS=(--decrypt-every "$DECRYPT_EVERY" --shared-subscriber b)
-start_standin "$DELAY"
-printf '{"apps":[{"name":"web","provider":"webpush","vapid_private_key_file":"%s","vapid_subject":"mailto:bench@example.com","allow_private_endpoints":true}]}\n' \
-    "$VAPID_FILE" >"$WORK/webpush.json"
-SUBSCRIPTION=$(curl -fsS --max-time 5 -d '{"names":["b"]}' "http://127.0.0.1:$STATS_PORT/subscriptions") ||
-    fail "the stand-in made no subscription"
-P256DH=$(sed -n 's/.*"p256dh":"\([^"]*\)".*/\1/p' <<<"$SUBSCRIPTION")
-AUTH=$(sed -n 's/.*"auth":"\([^"]*\)".*/\1/p' <<<"$SUBSCRIPTION")
-[[ -n $P256DH && -n $AUTH ]] || fail "the stand-in's subscription has no keys: $SUBSCRIPTION"
+# --- the stand-in, for the whole run (the backlog's endpoints name its port), the VAPID key and app "web" -----
+start_webpush_standin "$DELAY" "$DECRYPT_EVERY"
 
 # --- the backlog (in the shape ingest stores a v1 message to a Web Push app) ----------------------------------
 STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87","event":"goal","team":"POR"},"webpush":{"notification":{"icon":"/icons/goal.png"},"fcm_options":{"link":"https://example.com/m/20260611"}}}'
-TTL=2419200
 make_backlog() { # $1 path, $2 messages
-    local db=$1 messages=$2 sql=$WORK/generate.sql now base chunk=100000 first last
-    local token="'https://127.0.0.1:$STANDIN_PORT/push/b-' || value || '#p256dh=$P256DH&auth=$AUTH'"
-    rm -f "$db" "$db-wal" "$db-shm"
-    "$HERALD" migrate --db "$db" >/dev/null 2>"$WORK/migrate.log" || {
-        cat "$WORK/migrate.log" >&2
-        fail "herald migrate failed"
-    }
-    now=$(now_ms)
-    base=$((now - messages / 100 - 60000))
-    {
-        echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;"
-        echo "INSERT INTO apps (name, paused, pause_reason, paused_at) VALUES ('web', 1, 'benchmark preload', $now)"
-        echo "  ON CONFLICT (name) DO UPDATE SET paused = 1, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at;"
-        for ((first = 1; first <= messages; first += chunk)); do
-            last=$((first + chunk - 1 < messages ? first + chunk - 1 : messages))
-            printf '%s\n' "BEGIN;
-INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
-  SELECT printf('01BENCH%019d', value), 'web', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $TTL, 0,
-         $base + value / 100, $base + value / 100 + $TTL * 1000, 'v1', 'token'
-  FROM generate_series($first, $last);
-INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-  SELECT printf('01BENCH%019d', value), 'web', $token, 'queued', $base + value / 100, $base + value / 100, 1,
-         $base + value / 100
-  FROM generate_series($first, $last);
-COMMIT;"
-        done
-        echo "PRAGMA wal_checkpoint(TRUNCATE);"
-    } >"$sql"
-    sqlite3 -bail "$db" <"$sql" >"$WORK/generate.out" 2>&1 || {
-        cat "$WORK/generate.out" >&2
-        fail "generating the backlog failed"
-    }
-    rm -f "$sql"
+    generate_backlog "$1" web < <(v1_messages "$2" web "$STORED_PAYLOAD" \
+        "'https://127.0.0.1:$STANDIN_PORT/push/b-' || value || '#p256dh=$P256DH&auth=$AUTH'")
 }
 
-# --- Herald (common.sh's start_herald, poller and rate_window) -------------------------------------------
-CONFIG=$WORK/webpush.json
-APP=web
-
+# --- Herald (common.sh's drain, poller and rate_window) ---------------------------------------------------
 # One drain of the backlog. Sets H_RATE H_CPU_US H_CONN H_HWM H_WIRE H_COUNTED H_DUPLICATES H_BAD_VAPID
 # H_DECRYPTED H_DECRYPT_FAILURES H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT.
 measure_herald() { # $1 template database
-    local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline last
+    local db=$WORK/run.db polls=$WORK/polls.txt before after text
     cp "$1" "$db"
     rm -f "$db-wal" "$db-shm"
     # Each drain sends the same messages again: duplicates are counted within one drain.
     curl -fsS --max-time 5 -X POST "http://127.0.0.1:$STATS_PORT/forget-deliveries" ||
         fail "the stand-in did not forget its deliveries"
     before=$(standin_stats)
-    start_herald "$db"
-    poller "$HERALD_PID" "$PORT" >"$polls" &
-    POLLER_PID=$!
-    "$HERALD" resume web --db "$db" >/dev/null 2>&1 || fail "herald resume failed"
-    deadline=$(($(date +%s) + RAMP + DURATION + 60))
-    while (($(date +%s) < deadline)); do
-        kill -0 "$HERALD_PID" 2>/dev/null || fail "herald stopped during the drain: $(tail -3 "$HERALD_LOG")"
-        last=$(tail -1 "$polls" 2>/dev/null | cut -d' ' -f2)
-        [[ -n $last ]] && ((last >= BACKLOG)) && break
-        sleep 0.5
-    done
+    drain "$db" "$polls"
     "$HERALD" pause web --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
     sleep 3
     text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
     after=$(standin_stats)
-    stop_pid "$POLLER_PID" TERM
-    POLLER_PID=""
-    stop_herald
+    stop_drain
     H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="web"')
-    H_WIRE=$(($(stat_of "$after" requests) - $(stat_of "$before" requests)))
-    H_DUPLICATES=$(($(stat_of "$after" duplicates) - $(stat_of "$before" duplicates)))
-    H_BAD_VAPID=$(($(stat_of "$after" bad_vapid) - $(stat_of "$before" bad_vapid)))
-    H_DECRYPTED=$(($(stat_of "$after" decrypted) - $(stat_of "$before" decrypted)))
-    H_DECRYPT_FAILURES=$(($(stat_of "$after" decrypt_failures) - $(stat_of "$before" decrypt_failures)))
-    local undelivered
-    undelivered=$(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state NOT IN ('delivered', 'queued')")
-    ((undelivered == 0)) || fail "$undelivered deliveries ended other than delivered: $(sqlite3 "$db" \
-        "SELECT state, reason, count(*) FROM deliveries WHERE state <> 'delivered' GROUP BY 1, 2 LIMIT 5")"
+    H_WIRE=$(stat_growth "$before" "$after" requests)
+    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
+    H_BAD_VAPID=$(stat_growth "$before" "$after" bad_vapid)
+    H_DECRYPTED=$(stat_growth "$before" "$after" decrypted)
+    H_DECRYPT_FAILURES=$(stat_growth "$before" "$after" decrypt_failures)
+    check_delivered "$db" queued
     read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(rate_window "$polls")"
     rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
 }

@@ -32,20 +32,13 @@ const http2 = require('http2');
 const http = require('http');
 const fs = require('fs');
 const crypto = require('crypto');
+const args = require('./lib-args');
 
-const options = {
+const options = args.parse({
     delayMs: 30, streams: 100, initialStreams: 0, expireFirst: 0, cert: null, key: null, authKey: null, keyId: null,
     teamId: null, arrivals: null, clientCa: null,
-};
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
-    const value = process.argv[i + 1];
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = typeof options[name] === 'number' ? Number(value) : value;
-}
-for (const required of options.clientCa ? ['cert', 'key'] : ['cert', 'key', 'authKey', 'keyId', 'teamId']) {
-    if (!options[required]) { console.error(`--${required.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())} is required`); process.exit(2); }
-}
+});
+args.required(options, options.clientCa ? ['cert', 'key'] : ['cert', 'key', 'authKey', 'keyId', 'teamId']);
 
 const publicKey = options.clientCa ? null : crypto.createPublicKey(fs.readFileSync(options.authKey));
 const stats = {

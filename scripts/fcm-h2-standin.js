@@ -46,19 +46,13 @@
 const http2 = require('http2');
 const http = require('http');
 const fs = require('fs');
+const args = require('./lib-args');
 
-const options = {
+const options = args.parse({
     delayMs: 30, streams: 100, dropAfter: 0, goawayAfter: 0, refuseEvery: 0, noH2: 0, tokenTtlS: 3600, holdFirst: 0,
-    holdMs: 60000, cert: null,
-    key: null, arrivals: null,
-};
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
-    const value = process.argv[i + 1];
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = typeof options[name] === 'number' ? Number(value) : value;
-}
-if (!options.cert || !options.key) { console.error('--cert and --key are required'); process.exit(2); }
+    holdMs: 60000, cert: null, key: null, arrivals: null,
+});
+args.required(options, ['cert', 'key']);
 
 const stats = {
     sessions: 0, message_sessions: 0, open_sessions: 0, peak_sessions: 0, peak_streams: 0, peak_session_streams: 0,

@@ -25,13 +25,9 @@
 const tls = require('tls');
 const http = require('http');
 const fs = require('fs');
+const args = require('./lib-args');
 
-const options = { cert: null, key: null, mode: 'data-on-stream-0' };
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '');
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = process.argv[i + 1];
-}
+const options = args.parse({ cert: null, key: null, mode: 'data-on-stream-0' });
 const stats = { sessions: 0, requests: 0, frames: [], early: 0, max_open: 0 };
 
 const frame = (type, flags, stream, payload) => {

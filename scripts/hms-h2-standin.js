@@ -19,14 +19,10 @@
 const http2 = require('http2');
 const http = require('http');
 const fs = require('fs');
+const args = require('./lib-args');
 
-const options = { delayMs: 30, streams: 100, cert: null, key: null };
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = typeof options[name] === 'number' ? Number(process.argv[i + 1]) : process.argv[i + 1];
-}
-if (!options.cert || !options.key) { console.error('--cert and --key are required'); process.exit(2); }
+const options = args.parse({ delayMs: 30, streams: 100, cert: null, key: null });
+args.required(options, ['cert', 'key']);
 
 const stats = {
     sessions: 0, requests: 0, tokens: 0, duplicates: 0, bad_requests: 0, token_requests: 0, bad_auth: 0,

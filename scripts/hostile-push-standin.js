@@ -16,16 +16,10 @@
 const http2 = require('http2');
 const http = require('http');
 const fs = require('fs');
+const args = require('./lib-args');
 
-const options = { cert: null, key: null, modes: 'forbidden,toomany,bad,hang,huge' };
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '');
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = process.argv[i + 1];
-}
-for (const required of ['cert', 'key']) {
-    if (!options[required]) { console.error(`--${required} is required`); process.exit(2); }
-}
+const options = args.parse({ cert: null, key: null, modes: 'forbidden,toomany,bad,hang,huge' });
+args.required(options, ['cert', 'key']);
 
 const huge = Buffer.alloc(8 << 20, 0x61);
 const behaviours = {

@@ -11,17 +11,12 @@
 // measures it (sequential `SELECT 1` through it) and prints that.
 'use strict';
 const net = require('net');
+const args = require('./lib-args');
 
-const options = { target: null, 'delay-ms': '1' };
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '');
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = process.argv[i + 1];
-}
-const target = /^(.+):(\d+)$/.exec(options.target || '');
-if (!target) { console.error('--target HOST:PORT is required'); process.exit(2); }
-const delayNs = BigInt(Math.round(Number(options['delay-ms']) * 1e6));
-if (!(delayNs >= 0n)) { console.error('--delay-ms must be a number of milliseconds'); process.exit(2); }
+const options = args.parse({ target: null, delayMs: 1 });
+const target = args.target(options.target);
+const delayNs = BigInt(Math.round(options.delayMs * 1e6));
+if (!(delayNs >= 0n)) args.refuse('--delay-ms must be a number of milliseconds');
 // A timer may fire a little before its time (libuv counts from the loop's cached clock): chunks due within this
 // much go then, rather than after another whole millisecond.
 const EARLY_NS = 300000n;
@@ -65,7 +60,7 @@ const forward = (from, to) => {
 };
 
 const server = net.createServer({ allowHalfOpen: true }, (client) => {
-    const upstream = net.connect({ host: target[1], port: Number(target[2]), allowHalfOpen: true });
+    const upstream = net.connect({ host: target.host, port: target.port, allowHalfOpen: true });
     client.setNoDelay(true);
     upstream.setNoDelay(true);
     forward(client, upstream);

@@ -19,17 +19,9 @@
 'use strict';
 const net = require('net');
 const http = require('http');
+const args = require('./lib-args');
 
-const options = { target: null };
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '');
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = process.argv[i + 1];
-}
-const target = /^(.+):(\d+)$/.exec(options.target || '');
-if (!target) { console.error('--target HOST:PORT is required'); process.exit(2); }
-const targetHost = target[1].replace(/^\[(.*)\]$/, '$1');
-const targetPort = Number(target[2]);
+const target = args.target(args.parse({ target: null }).target);
 
 const stats = { accepted: 0, open: 0, reset: 0, frozen: 0, bytes_up: 0, bytes_down: 0 };
 // Every open connection: { client, upstream, frozen }.
@@ -52,7 +44,7 @@ const forward = (connection, from, to, counter) => {
 const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
     stats.accepted++;
     stats.open++;
-    const upstream = net.connect({ host: targetHost, port: targetPort, noDelay: true, allowHalfOpen: true });
+    const upstream = net.connect({ host: target.host, port: target.port, noDelay: true, allowHalfOpen: true });
     const connection = { client, upstream, frozen: false };
     connections.add(connection);
     forward(connection, client, upstream, 'bytes_up');

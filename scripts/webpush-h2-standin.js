@@ -31,17 +31,10 @@ const http2 = require('http2');
 const http = require('http');
 const fs = require('fs');
 const crypto = require('crypto');
+const args = require('./lib-args');
 
-const options = { delayMs: 30, streams: 100, decryptEvery: 1, sharedSubscriber: '', cert: null, key: null };
-for (let i = 2; i < process.argv.length; i += 2) {
-    const name = process.argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
-    const value = process.argv[i + 1];
-    if (!(name in options)) { console.error(`unknown option ${process.argv[i]}`); process.exit(2); }
-    options[name] = typeof options[name] === 'number' ? Number(value) : value;
-}
-for (const required of ['cert', 'key']) {
-    if (!options[required]) { console.error(`--${required} is required`); process.exit(2); }
-}
+const options = args.parse({ delayMs: 30, streams: 100, decryptEvery: 1, sharedSubscriber: '', cert: null, key: null });
+args.required(options, ['cert', 'key']);
 
 const stats = {
     connections: 0, sessions: 0, requests: 0, delivered: 0, duplicates: 0, bad_vapid: 0, vapid_headers: 0, audiences: [],

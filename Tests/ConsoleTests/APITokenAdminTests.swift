@@ -12,25 +12,15 @@ import Testing
 /// made here works from the next request and its secret is shown once, a revoked one fails from the next request,
 /// and a per-tenant token opens nothing under `/v1/admin`.
 @Suite struct APITokenAdminTests {
-    private let directory = TemporaryDirectory(prefix: "herald-api-tokens")
-    private let writer: DatabaseWriter
-    private let readers: DatabaseReaders
+    private let served: ServedConsole
     private let router: FrontDoor
     private static let host = ("host", "127.0.0.1:8600")
     private static let admin = ("authorization", "Bearer secret")
 
     init() throws {
-        let path = directory.path("herald.db")
-        writer = try DatabaseWriter(path: path)
-        readers = try DatabaseReaders(path: path)
-        try writer.write { try $0.ensureApp("shop") }
-        let tokens = APITokens()
-        let api = IngestAPI(writer: writer, readers: readers, apiToken: "secret", tenants: tokens)
-        let admin = AdminAPI(
-            writer: writer, readers: readers,
-            access: ConsoleAccess(apiToken: "secret", readOnlyToken: "look", tenants: tokens), apiTokens: tokens,
-            providers: ["shop": "fcm-v1"], metrics: .herald(), history: RateHistory(since: 0))
-        router = FrontDoor(ConsoleRouter(api: api, admin: admin), loopbackOnly: false)
+        served = try ServedConsole(prefix: "herald-api-tokens")
+        try served.writer.write { try $0.ensureApp("shop") }
+        router = served.frontDoor(token: "secret", readOnlyToken: "look", providers: ["shop": "fcm-v1"])
     }
 
     private func send(_ method: String, _ path: String, _ headers: [(String, String)], body: String = "")
@@ -79,7 +69,7 @@ import Testing
         }
         #expect(send("POST", "/v1/admin/api-tokens", [("authorization", "Bearer look")], body: #"{"apps": ["shop"]}"#)
             .status == 403)
-        #expect(try writer.write { try $0.apiTokens(activeOnly: false) }.isEmpty)
+        #expect(try served.writer.write { try $0.apiTokens(activeOnly: false) }.isEmpty)
     }
 
     @Test func aTenantTokenOpensNothingUnderAdminAndIsNotCountedAsAGuess() throws {

@@ -13,22 +13,16 @@ import Testing
 /// file: which requests reach what, what the head alone refuses, what the login sets, and what every page answer
 /// carries.
 @Suite struct ConsoleRouterTests {
-    private let directory = TemporaryDirectory(prefix: "herald-console")
-    private let writer: DatabaseWriter
-    private let readers: DatabaseReaders
+    private let served: ServedConsole
+    private var writer: DatabaseWriter { served.writer }
+    private var readers: DatabaseReaders { served.readers }
     private let router: FrontDoor
     private static let host = ("host", "127.0.0.1:8600")
     private static let sameOrigin = [host, ("origin", "http://127.0.0.1:8600"), ("sec-fetch-site", "same-origin")]
 
     init() throws {
-        let path = directory.url.appendingPathComponent("herald.db").path
-        writer = try DatabaseWriter(path: path)
-        readers = try DatabaseReaders(path: path)
-        let api = IngestAPI(writer: writer, readers: readers, apiToken: "secret")
-        let admin = AdminAPI(
-            writer: writer, readers: readers, access: ConsoleAccess(apiToken: "secret", readOnlyToken: "look"),
-            providers: ["default": "fcm-v1"], metrics: .herald(), history: RateHistory(since: 0))
-        router = FrontDoor(ConsoleRouter(api: api, admin: admin), loopbackOnly: false)
+        served = try ServedConsole(prefix: "herald-console")
+        router = served.frontDoor(token: "secret", readOnlyToken: "look")
     }
 
     private func request(

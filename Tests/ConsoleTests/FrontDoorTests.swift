@@ -17,9 +17,7 @@ import Testing
         func advance(_ by: Int64) { millis.add(by, ordering: .relaxed) }
     }
 
-    private let directory = TemporaryDirectory(prefix: "herald-front-door")
-    private let writer: DatabaseWriter
-    private let readers: DatabaseReaders
+    private let served: ServedConsole
     private let clock = TestClock()
     /// `serve --api-token secret`, and `serve` without a token.
     private let guarded: FrontDoor
@@ -30,24 +28,10 @@ import Testing
     private static let bystander = PeerAddress.ipv4(0xC633_6408)
 
     init() throws {
-        let path = directory.path("herald.db")
-        writer = try DatabaseWriter(path: path)
-        readers = try DatabaseReaders(path: path)
+        served = try ServedConsole(prefix: "herald-front-door")
         let guesses = GuessThrottle(clock: { [clock] in clock.millis.load(ordering: .relaxed) })
-        guarded = Self.serve(token: "secret", writer: writer, readers: readers, guesses: guesses)
-        open = Self.serve(token: nil, writer: writer, readers: readers, guesses: guesses)
-    }
-
-    /// What `serve` hands its listener, with `--api-token token` or without one.
-    private static func serve(
-        token: String?, writer: DatabaseWriter, readers: DatabaseReaders, guesses: GuessThrottle
-    ) -> FrontDoor {
-        let api = IngestAPI(writer: writer, readers: readers, apiToken: token, guesses: guesses)
-        let admin = AdminAPI(
-            writer: writer, readers: readers,
-            access: ConsoleAccess(apiToken: token, readOnlyToken: nil, guesses: guesses),
-            providers: ["default": "fcm-v1"], metrics: .herald(), history: RateHistory(since: 0))
-        return FrontDoor(ConsoleRouter(api: api, admin: admin), loopbackOnly: token == nil)
+        guarded = served.frontDoor(token: "secret", guesses: guesses)
+        open = served.frontDoor(token: nil, guesses: guesses)
     }
 
     private func request(
@@ -63,7 +47,7 @@ import Testing
 
     /// Messages, registered tokens and paused apps in the database: what a refused request must leave at 0.
     private func changes() throws -> Int {
-        let connection = try Storage.Connection(path: directory.path("herald.db"))
+        let connection = try Storage.Connection(path: served.directory.path("herald.db"))
         return try connection.queryOne(
             "SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM tokens)"
                 + " + (SELECT count(*) FROM apps WHERE paused = 1)") { $0.int(0) } ?? -1

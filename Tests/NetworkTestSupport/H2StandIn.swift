@@ -24,11 +24,11 @@ public final class H2StandIn: @unchecked Sendable {
     public init(_ arguments: [String] = [], script: String = "scripts/fcm-h2-standin.js") throws {
         caFile = directory.path("cert.pem")
         let keyFile = directory.path("key.pem")
-        try Self.run("/usr/bin/env", [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        try OpenSSLCommand.run([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", keyFile, "-out", caFile, "-days", "1", "-subj", "/CN=127.0.0.1",
             "-addext", "subjectAltName=IP:127.0.0.1",
-        ])
+        ], in: directory.url)
 
         node = try NodeScript(script, ["--cert", caFile, "--key", keyFile] + arguments)
         guard let port = node.ports["port"], let statsPort = node.ports["stats_port"] else {
@@ -90,19 +90,6 @@ public final class H2StandIn: @unchecked Sendable {
 
     public struct StandInError: Error, CustomStringConvertible {
         public var description: String
-    }
-
-    private static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw StandInError(description: "\(arguments.first ?? executable) failed: \(process.terminationStatus)")
-        }
     }
 }
 

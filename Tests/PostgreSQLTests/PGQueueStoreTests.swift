@@ -64,7 +64,7 @@ private let t0: Int64 = 1_700_000_000_000
         let group = DispatchGroup()
         // Threads of their own: libpq blocks.
         for (index, instance) in instances.enumerated() {
-            let box = UncheckedStore(instance)
+            let box = StoreBox(instance)
             group.enter()
             Thread {
                 defer { group.leave() }
@@ -124,32 +124,8 @@ private let t0: Int64 = 1_700_000_000_000
         var other = message
         other.payload = secondPayload
         let secondMessage = other
-        let answer = Mutex<Result<AcceptedMessage, Error>?>(nil)
-        let group = DispatchGroup()
-        let box = UncheckedStore(second)
-        let waiter = second.connection.backendProcessID
-        let observer = try schema.connect()
-        let original = try first.write { first -> AcceptedMessage in
-            let original = try first.insertMessage(message, now: t0)
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                let result = Result { try box.store.write { try $0.insertMessage(secondMessage, now: t0 + 1) } }
-                answer.withLock { $0 = result }
-            }.start()
-            // Not a timing assertion: waits (up to a minute) for the other insert to queue behind this one.
-            var blocked = false
-            for _ in 0..<60_000 where !blocked {
-                blocked = try observer.queryOne(
-                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", [.integer(Int64(waiter))]
-                ) { $0.bool(0) } ?? false
-                if !blocked { usleep(1_000) }
-            }
-            #expect(blocked, "the second insert never waited for the first")
-            return original
-        }
-        group.wait()
-        return (original, try #require(answer.withLock { $0 }))
+        return try schema.whileHolding(first, { try $0.insertMessage(message, now: t0) },
+                                       second, { try $0.insertMessage(secondMessage, now: t0 + 1) })
     }
 
     /// Two instances whose clocks are twenty minutes apart, each passing its own time as `now`, agree on when a
@@ -210,8 +186,3 @@ private let t0: Int64 = 1_700_000_000_000
     }
 }
 
-/// Hands a store to the one thread that uses it from then on.
-private final class UncheckedStore: @unchecked Sendable {
-    let store: PGQueueStore
-    init(_ store: PGQueueStore) { self.store = store }
-}

@@ -21,7 +21,7 @@ private let t0: Int64 = 1_700_000_000_000
     @Test func aRequeueWaitingOnARowAnotherRequeueTookLeavesIt() throws {
         let (first, second) = (try store(), try store())
         try deadLetter(first)
-        let (requeued, answer) = try whileHolding(
+        let (requeued, answer) = try schema.whileHolding(
             first, { try $0.requeueDeadLetters(DeadLetterFilter(), now: t0 + 5, limit: 10) },
             second, { try $0.requeueDeadLetters(DeadLetterFilter(), now: t0 + 9, limit: 10) })
         #expect(requeued == 1)
@@ -32,7 +32,7 @@ private let t0: Int64 = 1_700_000_000_000
     @Test func aPurgeWaitingOnARowARequeueTookLeavesIt() throws {
         let (first, second) = (try store(), try store())
         try deadLetter(first)
-        let (requeued, answer) = try whileHolding(
+        let (requeued, answer) = try schema.whileHolding(
             first, { try $0.requeueDeadLetters(DeadLetterFilter(), now: t0 + 5, limit: 10) },
             second, { try $0.purgeDeadLetters(DeadLetterFilter(), now: t0 + 9, limit: 10) })
         #expect(requeued == 1)
@@ -46,7 +46,7 @@ private let t0: Int64 = 1_700_000_000_000
         let id = try claimer.write {
             try $0.insertMessage(NewMessage(app: "default", payload: "{}", target: .tokens(["a"])), now: t0).id
         }
-        let (claimed, answer) = try whileHolding(
+        let (claimed, answer) = try schema.whileHolding(
             claimer, { try $0.claim(app: "default", limit: 10, owner: "w", leaseMillis: 60_000, now: t0 + 1) },
             canceller, { try $0.cancelMessage(id: id, now: t0 + 2) })
         #expect(claimed.deliveries.count == 1)
@@ -97,44 +97,4 @@ private let t0: Int64 = 1_700_000_000_000
             $0.string(0)
         }
     }
-
-    /// Runs `hold` in a transaction on `holder` and, before committing, `wait` on `waiter` on another thread until
-    /// that is blocked on a lock `hold` took; then commits and returns both answers.
-    private func whileHolding<A, B: Sendable>(
-        _ holder: PGQueueStore, _ hold: (PGQueueStore) throws -> A,
-        _ waiter: PGQueueStore, _ wait: @escaping @Sendable (PGQueueStore) throws -> B
-    ) throws -> (A, Result<B, Error>) {
-        let answer = Mutex<Result<B, Error>?>(nil)
-        let group = DispatchGroup()
-        let box = Box(waiter)
-        let pid = waiter.connection.backendProcessID
-        let observer = try schema.connect()
-        let held = try holder.write { holder -> A in
-            let held = try hold(holder)
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                let result = Result { try box.store.write { try wait($0) } }
-                answer.withLock { $0 = result }
-            }.start()
-            // Not a timing assertion: waits (up to a minute) for the other statement to queue behind this one.
-            var blocked = false
-            for _ in 0..<60_000 where !blocked {
-                blocked = try observer.queryOne(
-                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", [.integer(Int64(pid))]
-                ) { $0.bool(0) } ?? false
-                if !blocked { usleep(1_000) }
-            }
-            #expect(blocked, "the second statement never waited for the first")
-            return held
-        }
-        group.wait()
-        return (held, try #require(answer.withLock { $0 }))
-    }
-}
-
-/// Hands a store to the one thread that uses it from then on.
-private final class Box: @unchecked Sendable {
-    let store: PGQueueStore
-    init(_ store: PGQueueStore) { self.store = store }
 }

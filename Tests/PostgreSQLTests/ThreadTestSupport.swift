@@ -22,6 +22,48 @@ final class WriterGate: Sendable {
     func open() { opened.signal() }
 }
 
+/// Hands a store to the one thread that uses it from then on.
+final class StoreBox: @unchecked Sendable {
+    let store: PGQueueStore
+    init(_ store: PGQueueStore) { self.store = store }
+}
+
+extension PGTestSchema {
+    /// Runs `hold` in a transaction on `holder` and, before committing, `wait` on `waiter` on another thread until
+    /// that is blocked on a lock `hold` took; then commits and returns both answers.
+    func whileHolding<A, B: Sendable>(
+        _ holder: PGQueueStore, _ hold: (PGQueueStore) throws -> A,
+        _ waiter: PGQueueStore, _ wait: @escaping @Sendable (PGQueueStore) throws -> B
+    ) throws -> (A, Result<B, Error>) {
+        let answer = Mutex<Result<B, Error>?>(nil)
+        let group = DispatchGroup()
+        let box = StoreBox(waiter)
+        let pid = waiter.connection.backendProcessID
+        let observer = try connect()
+        let held = try holder.write { holder -> A in
+            let held = try hold(holder)
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                let result = Result { try box.store.write { try wait($0) } }
+                answer.withLock { $0 = result }
+            }.start()
+            // Not a timing assertion: waits (up to a minute) for the other statement to queue behind this one.
+            var blocked = false
+            for _ in 0..<60_000 where !blocked {
+                blocked = try observer.queryOne(
+                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", [.integer(Int64(pid))]
+                ) { $0.bool(0) } ?? false
+                if !blocked { usleep(1_000) }
+            }
+            #expect(blocked, "the second statement never waited for the first")
+            return held
+        }
+        group.wait()
+        return (held, try #require(answer.withLock { $0 }))
+    }
+}
+
 /// Results arriving on other threads, collected for the test thread.
 final class Collected<T: Sendable>: Sendable {
     private let items = Mutex<[T]>([])

@@ -10,146 +10,145 @@ import TestSupport
 @testable import FCMV1
 
 @Suite struct AccessTokenCacheTests {
-    let pool = HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth-test")
+    /// A cache on a token endpoint of its own (`TestTokenEndpoint`'s answers unless given others) and a clock the test
+    /// moves; `shutdown()` stops the endpoint.
+    struct Fixture {
+        let endpoint: TestTokenEndpoint
+        let clock = TestClock()
+        let cache: AccessTokenCache
 
-    func cache(_ endpoint: TestTokenEndpoint, clock: TestClock) -> AccessTokenCache {
-        AccessTokenCache(app: "default", account: testAccount(), tokenURI: endpoint.url, pool: pool,
-                         clock: { clock.now })
+        init(answer: (@Sendable (Int, [String: String]) -> HTTPResponse)? = nil) throws {
+            endpoint = try TestTokenEndpoint(answer: answer)
+            let clock = clock
+            cache = AccessTokenCache(app: "default", account: testAccount(), tokenURI: endpoint.url,
+                                     pool: HTTPClientPool(maxConnectionsPerHost: 2, name: "oauth-test"),
+                                     clock: { clock.now })
+        }
+
+        /// What `fetch` reports at the clock's time.
+        func fetch() -> ProviderReadiness? { readiness { cache.fetch(now: clock.now, completion: $0) } }
+
+        /// The token a request would be sent with at the clock's time.
+        var usableToken: String? { cache.usableToken(now: clock.now)?.value }
+
+        func shutdown() { endpoint.shutdown() }
     }
 
     @Test func theAssertionIsASignedJWTBearerGrant() throws {
-        let endpoint = try TestTokenEndpoint()
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        #expect(readiness { cache(endpoint, clock: clock).fetch(now: clock.now, completion: $0) } == .ready)
-        let form = try #require(endpoint.forms.first)
+        let fixture = try Fixture()
+        defer { fixture.shutdown() }
+        #expect(fixture.fetch() == .ready)
+        let form = try #require(fixture.endpoint.forms.first)
         #expect(form["content-type"] == "application/x-www-form-urlencoded")
         #expect(form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer")
         let jwt = try JWT.verify(try #require(form["assertion"]), with: v1TestKey.publicKey)
         #expect(jwt.header["alg"]?.stringValue == "RS256")
         #expect(jwt.claims["iss"]?.stringValue == "herald-test@test-project.iam.gserviceaccount.com")
         #expect(jwt.claims["scope"]?.stringValue == "https://www.googleapis.com/auth/firebase.messaging")
-        #expect(jwt.claims["aud"]?.stringValue == endpoint.url)
+        #expect(jwt.claims["aud"]?.stringValue == fixture.endpoint.url)
         let iat = try #require(jwt.claims["iat"]?.int64Value)
         let exp = try #require(jwt.claims["exp"]?.int64Value)
-        #expect(iat == clock.now / 1000)
+        #expect(iat == fixture.clock.now / 1000)
         #expect(exp > iat && exp - iat <= 3600)
     }
 
     @Test func aUsableTokenIsCachedNotFetchedAgain() throws {
-        let endpoint = try TestTokenEndpoint()
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
-        #expect(cache.usableToken(now: clock.now) == nil)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        clock.advance(seconds: 1800)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        cache.renewIfDue(now: clock.now)
-        #expect(cache.usableToken(now: clock.now)?.value == "token-1")
-        #expect(endpoint.forms.count == 1)
+        let fixture = try Fixture()
+        defer { fixture.shutdown() }
+        #expect(fixture.usableToken == nil)
+        #expect(fixture.fetch() == .ready)
+        fixture.clock.advance(seconds: 1800)
+        #expect(fixture.fetch() == .ready)
+        fixture.cache.renewIfDue(now: fixture.clock.now)
+        #expect(fixture.usableToken == "token-1")
+        #expect(fixture.endpoint.forms.count == 1)
     }
 
     @Test func theTokenIsRenewedInTheBackgroundBeforeItExpires() throws {
-        let endpoint = try TestTokenEndpoint()
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
+        let fixture = try Fixture()
+        defer { fixture.shutdown() }
+        #expect(fixture.fetch() == .ready)
         // Four minutes before expiry: still sent with, and a renewal starts.
-        clock.advance(seconds: 3600 - 240)
-        #expect(cache.usableToken(now: clock.now)?.value == "token-1")
-        cache.renewIfDue(now: clock.now)
-        eventually("the renewed token") { cache.usableToken(now: clock.now)?.value == "token-2" }
-        #expect(endpoint.forms.count == 2)
-        let token = try #require(cache.usableToken(now: clock.now))
-        #expect(token.expiresAt == clock.now + 3_600_000)
+        fixture.clock.advance(seconds: 3600 - 240)
+        #expect(fixture.usableToken == "token-1")
+        fixture.cache.renewIfDue(now: fixture.clock.now)
+        eventually("the renewed token") { fixture.usableToken == "token-2" }
+        #expect(fixture.endpoint.forms.count == 2)
+        let token = try #require(fixture.cache.usableToken(now: fixture.clock.now))
+        #expect(token.expiresAt == fixture.clock.now + 3_600_000)
     }
 
     @Test func anExpiredTokenIsNotUsedAndIsFetchedAgain() throws {
-        let endpoint = try TestTokenEndpoint()
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        clock.advance(seconds: 3590)
-        #expect(cache.usableToken(now: clock.now) == nil, "a token in its last 30 s is not sent with")
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        #expect(cache.usableToken(now: clock.now)?.value == "token-2")
+        let fixture = try Fixture()
+        defer { fixture.shutdown() }
+        #expect(fixture.fetch() == .ready)
+        fixture.clock.advance(seconds: 3590)
+        #expect(fixture.usableToken == nil, "a token in its last 30 s is not sent with")
+        #expect(fixture.fetch() == .ready)
+        #expect(fixture.usableToken == "token-2")
     }
 
     @Test func aRefusedTokenIsRenewedOnceThenThePauseComes() throws {
-        let endpoint = try TestTokenEndpoint()
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        #expect(cache.rejected("token-1") == .renew)
-        #expect(cache.usableToken(now: clock.now) == nil)
-        #expect(cache.rejected("token-1") == .stale, "other requests that carried it are only requeued")
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        #expect(cache.usableToken(now: clock.now)?.value == "token-2")
-        #expect(cache.rejected("token-2") == .pause)
+        let fixture = try Fixture()
+        defer { fixture.shutdown() }
+        #expect(fixture.fetch() == .ready)
+        #expect(fixture.cache.rejected("token-1") == .renew)
+        #expect(fixture.usableToken == nil)
+        #expect(fixture.cache.rejected("token-1") == .stale, "other requests that carried it are only requeued")
+        #expect(fixture.fetch() == .ready)
+        #expect(fixture.usableToken == "token-2")
+        #expect(fixture.cache.rejected("token-2") == .pause)
     }
 
     @Test func aTokenThatWorksEarnsTheNextRefusalItsOwnRenewal() throws {
-        let endpoint = try TestTokenEndpoint()
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        #expect(cache.rejected("token-1") == .renew)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        cache.accepted { "token-2" }
-        #expect(cache.rejected("token-2") == .renew)
+        let fixture = try Fixture()
+        defer { fixture.shutdown() }
+        #expect(fixture.fetch() == .ready)
+        #expect(fixture.cache.rejected("token-1") == .renew)
+        #expect(fixture.fetch() == .ready)
+        fixture.cache.accepted { "token-2" }
+        #expect(fixture.cache.rejected("token-2") == .renew)
     }
 
     @Test func aRefusedAssertionPausesWithTheOAuthError() throws {
-        let endpoint = try TestTokenEndpoint { _, _ in
+        let fixture = try Fixture { _, _ in
             .json(400, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#)
         }
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) }
-            == .pause(reason: "OAuth invalid_grant: Invalid JWT Signature."))
-        #expect(cache.usableToken(now: clock.now) == nil)
+        defer { fixture.shutdown() }
+        #expect(fixture.fetch() == .pause(reason: "OAuth invalid_grant: Invalid JWT Signature."))
+        #expect(fixture.usableToken == nil)
     }
 
     @Test func aFailingEndpointIsRetriedWithBackoff() throws {
-        let endpoint = try TestTokenEndpoint { n, _ in
+        let fixture = try Fixture { n, _ in
             n <= 2 ? .text(503, "busy") : .json(200, #"{"access_token":"token-\#(n)","expires_in":3600}"#)
         }
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .retry(at: clock.now + 1000))
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .retry(at: clock.now + 1000),
-                "no second request before the backoff has passed")
+        defer { fixture.shutdown() }
+        let clock = fixture.clock
+        #expect(fixture.fetch() == .retry(at: clock.now + 1000))
+        #expect(fixture.fetch() == .retry(at: clock.now + 1000), "no second request before the backoff has passed")
         clock.advance(seconds: 1)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .retry(at: clock.now + 2000))
+        #expect(fixture.fetch() == .retry(at: clock.now + 2000))
         clock.advance(seconds: 2)
-        #expect(readiness { cache.fetch(now: clock.now, completion: $0) } == .ready)
-        #expect(endpoint.forms.count == 3)
+        #expect(fixture.fetch() == .ready)
+        #expect(fixture.endpoint.forms.count == 3)
     }
 
     @Test func concurrentFetchesShareOneRequest() throws {
-        let endpoint = try TestTokenEndpoint()
-        defer { endpoint.shutdown() }
-        let clock = TestClock()
-        let cache = cache(endpoint, clock: clock)
+        let fixture = try Fixture()
+        defer { fixture.shutdown() }
         let group = DispatchGroup()
         let results = Locked<[ProviderReadiness]>([])
         for _ in 0..<5 {
             group.enter()
-            cache.fetch(now: clock.now) { value in
+            fixture.cache.fetch(now: fixture.clock.now) { value in
                 results.withLock { $0.append(value) }
                 group.leave()
             }
         }
         #expect(group.wait(timeout: .now() + 20) == .success)
         #expect(results.withLock { $0 } == Array(repeating: .ready, count: 5))
-        #expect(endpoint.forms.count == 1)
+        #expect(fixture.endpoint.forms.count == 1)
     }
 
     // MARK: - The token endpoint's answers (pure)
