@@ -46,10 +46,10 @@ let package = Package(
         .target(name: "Console", dependencies: ["Ingest", "Queue", "HTTP", "Support"], plugins: ["EmbedConsole"]),
         // Reads a request's TargetKind, a type of the queue's.
         .target(name: "Classify", dependencies: ["Queue", "Support"]),
-        // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; ES256 (APNs, VAPID) and
-        // Web Push's message encryption (RFC 8291) with its keys.
+        // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; P-256 keys, ES256 and
+        // ECDH (APNs, Web Push), AES-GCM and HKDF (Web Push, the secrets key), HMAC-SHA-256 (webhooks).
         .target(name: "OAuth", dependencies: ["CCrypto", "Support", "TLS"]),
-        .target(name: "FCMSimulator", dependencies: ["HMSSimulator", "HTTP", "OAuth", "Support"]),
+        .target(name: "FCMSimulator", dependencies: ["HMSSimulator", "HTTP", "Ingest", "OAuth", "Support", "WebPushCrypto"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
 
@@ -79,8 +79,12 @@ let package = Package(
             name: "WebPush",
             dependencies: [
                 "ProviderKit", "Delivery", "Classify", "Ingest", "Send", "OAuth", "Posix", "Queue", "Support",
+                "WebPushCrypto",
             ],
-            path: "Sources/Providers/WebPush"),
+            path: "Sources/Providers/WebPush", exclude: ["Crypto"]),
+        // Web Push's message encryption (RFC 8291) and VAPID (RFC 8292), on the subscriptions ingest reads.
+        .target(
+            name: "WebPushCrypto", dependencies: ["Ingest", "OAuth", "Support"], path: "Sources/Providers/WebPush/Crypto"),
         .target(
             name: "HMS",
             dependencies: [
@@ -138,7 +142,9 @@ let package = Package(
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support", "TestSupport"]),
         .testTarget(
             name: "FCMSimulatorTests",
-            dependencies: ["FCMSimulator", "HTTP", "OAuth", "Send", "NetworkTestSupport", "TestSupport"]),
+            dependencies: [
+                "FCMSimulator", "HTTP", "Ingest", "OAuth", "Send", "NetworkTestSupport", "TestSupport", "WebPushCrypto",
+            ]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",
@@ -162,9 +168,12 @@ let package = Package(
             name: "WebPushTests",
             dependencies: [
                 "WebPush", "Delivery", "Classify", "HTTP", "TestSupport", "Ingest", "OAuth", "Posix", "Queue",
-                "Send", "Storage", "Support",
+                "Send", "Storage", "Support", "WebPushCrypto",
             ],
             path: "Tests/Providers/WebPushTests"),
+        .testTarget(
+            name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "Ingest", "OAuth", "Support"],
+            path: "Tests/Providers/WebPushCryptoTests"),
         .testTarget(
             name: "HMSTests",
             dependencies: [
@@ -179,7 +188,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests", dependencies: [
                 "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",
-                "NetworkTestSupport", "TestSupport", "HMSSimulator", "HTTP",
+                "NetworkTestSupport", "TestSupport", "HMSSimulator", "HTTP", "Ingest", "WebPushCrypto",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,8 @@
 import Foundation
 import HTTP
+import Ingest
 import OAuth
+import WebPushCrypto
 import Support
 
 // MARK: - Web Push: POST /push/{id}, and subscriptions made by POST /webpush/subscriptions

@@ -1,5 +1,6 @@
 import HTTP
 import OAuth
+import WebPushCrypto
 import Support
 
 /// Everything the simulator remembers, changed only through transitions that return what to answer.

@@ -1,6 +1,8 @@
 import FCMSimulator
 import HTTP
+import Ingest
 import OAuth
+import WebPushCrypto
 import Support
 import Testing
 

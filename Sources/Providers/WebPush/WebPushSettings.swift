@@ -3,6 +3,7 @@ import Ingest
 import OAuth
 import ProviderKit
 import Support
+import WebPushCrypto
 
 /// Web Push in the list (SPEC §16): `"provider": "webpush"`, a VAPID key.
 public struct WebPushDefinition: ProviderDefinition {
