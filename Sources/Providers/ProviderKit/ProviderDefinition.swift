@@ -1,4 +1,5 @@
 import Delivery
+import FCMSimulator
 import Send
 import Ingest
 import Support
@@ -36,6 +37,15 @@ public protocol ProviderDefinition: Sendable {
     var sandboxApp: (name: String, settings: any AppSettings)? { get }
     /// An `apps` entry of this provider as its settings, checked as far as can be without reading a file.
     func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings
+
+    // MARK: - The simulator's side (SPEC §9, §21)
+    /// The provider's side of the simulator (`Sources/Providers/<Name>/Simulator`), which `herald fcm-sim` and the
+    /// sandbox serve; nil for a provider without one.
+    var simulatorSide: (any SimulatorSide.Type)? { get }
+}
+
+extension ProviderDefinition {
+    public var simulatorSide: (any SimulatorSide.Type)? { nil }
 }
 
 extension ProviderDefinition {
