@@ -70,7 +70,7 @@ public protocol AppSettings: Sendable {
     /// start, outside the sandbox.
     mutating func load(app: String) throws(ConfigurationError)
     /// In the sandbox, before the simulator starts: throw-away credentials that only the simulator trusts, told to
-    /// it through `sandbox.simulator`.
+    /// the provider's side through `sandbox.simulate(_:)`.
     mutating func prepareSandbox(_ sandbox: SandboxSetup) throws
     /// In the sandbox, once the simulator listens: send to it.
     mutating func connectSandbox(_ simulator: SandboxSimulator)
