@@ -184,7 +184,7 @@ let package = Package(
             dependencies: ["FCMV1", "FCMLegacy", "Delivery", "Classify", "HTTP", "OAuth", "Queue", "Send", "Support"],
             path: "Tests/Providers/FCMV1Tests"),
         .testTarget(
-            name: "ProviderListTests", dependencies: ["ProviderList", "ProviderKit", "Support"],
+            name: "ProviderListTests", dependencies: ["ProviderList", "ProviderKit", "FCMSimulator", "Support"],
             path: "Tests/Providers/ProviderListTests"),
         .testTarget(
             name: "APNsTests", dependencies: ["APNs", "Delivery", "Classify", "OAuth", "Queue", "Send", "Support"],
