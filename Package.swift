@@ -102,7 +102,8 @@ let package = Package(
             path: "Sources/Providers/WebPush", exclude: ["Crypto", "Simulator"]),
         // Web Push's message encryption (RFC 8291) and VAPID (RFC 8292), on the subscriptions ingest reads.
         .target(
-            name: "WebPushCrypto", dependencies: ["Ingest", "OAuth", "Support"], path: "Sources/Providers/WebPush/Crypto"),
+            name: "WebPushCrypto", dependencies: ["Ingest", "OAuth", "Support"],
+            path: "Sources/Providers/WebPush/Crypto"),
         .target(
             name: "WebPushSimulator",
             dependencies: ["FCMSimulator", "HTTP", "Ingest", "OAuth", "Support", "WebPushCrypto"],
