@@ -135,5 +135,5 @@ extension APNsSimulator {
             BadDeviceToken; delivered is 200 with the request's apns-id. /stats lists each request with its
             protocol ("http": "HTTP/2" or "HTTP/1.1").
             """,
-        stats: "APNs and Web Push requests are listed as \"v1\" too.")
+        stats: "APNs requests are listed as \"v1\" too.")
 }

@@ -203,5 +203,6 @@ extension WebPushSimulator {
             "origin": "https://HOST:PORT"} makes a subscription as a browser would (PushSubscription.toJSON() plus
             its private_key); what arrives for it is decrypted (a body that does not decrypt is 400), and /stats shows
             each push's ttl, urgency, topic, body and decrypted payload under "message".
-            """)
+            """,
+        stats: "Web Push requests are listed as \"v1\" too.")
 }
