@@ -46,10 +46,12 @@ let package = Package(
         .target(name: "Console", dependencies: ["Ingest", "Queue", "HTTP", "Support"], plugins: ["EmbedConsole"]),
         // Reads a request's TargetKind, a type of the queue's.
         .target(name: "Classify", dependencies: ["Queue", "Support"]),
-        // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; ES256 (APNs, VAPID) and
-        // Web Push's message encryption (RFC 8291) with its keys.
+        // Service-account keys, RS256 and JWTs: what Delivery signs and the simulator checks; P-256 keys, ES256 and
+        // ECDH (APNs, Web Push), AES-GCM and HKDF (Web Push, the secrets key), HMAC-SHA-256 (webhooks).
         .target(name: "OAuth", dependencies: ["CCrypto", "Support", "TLS"]),
-        .target(name: "FCMSimulator", dependencies: ["HMSSimulator", "HTTP", "OAuth", "Support"]),
+        // The simulator's shell (`herald fcm-sim`, the sandbox's stand-in): it routes to the providers' sides it is
+        // given (each in its provider's folder) and keeps what they share: token behaviours, faults, stats, TLS front.
+        .target(name: "FCMSimulator", dependencies: ["HTTP", "Support"]),
         .target(name: "Send", dependencies: ["CCurl", "CNGHTTP2", "CSSL", "Posix", "Support", "TLS"]),
         .target(name: "Delivery", dependencies: ["Queue", "Classify", "Send", "OAuth", "Posix", "Support"]),
 
@@ -59,28 +61,53 @@ let package = Package(
         .target(
             name: "ProviderKit", dependencies: ["Delivery", "FCMSimulator", "Ingest", "OAuth", "Send", "Support"],
             path: "Sources/Providers/ProviderKit"),
+        // A provider's side of the simulator sits in its folder's Simulator/, a target on the shell (FCMSimulator) and
+        // the shared layers only; the provider's target depends on it for its sandbox wiring, never the other way.
         .target(
             name: "FCMLegacy",
-            dependencies: ["ProviderKit", "Delivery", "Classify", "Ingest", "Send", "Queue", "Support"],
-            path: "Sources/Providers/FCMLegacy"),
+            dependencies: [
+                "ProviderKit", "Delivery", "Classify", "FCMLegacySimulator", "FCMSimulator", "Ingest", "Send", "Queue",
+                "Support",
+            ],
+            path: "Sources/Providers/FCMLegacy", exclude: ["Simulator"]),
+        .target(
+            name: "FCMLegacySimulator", dependencies: ["FCMSimulator", "HTTP", "Support"],
+            path: "Sources/Providers/FCMLegacy/Simulator"),
         .target(
             name: "FCMV1",
             dependencies: [
-                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth", "Queue", "Support",
+                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "FCMV1Simulator", "Ingest", "Send", "OAuth",
+                "Queue", "Support",
             ],
-            path: "Sources/Providers/FCMV1"),
+            path: "Sources/Providers/FCMV1", exclude: ["Simulator"]),
+        .target(
+            name: "FCMV1Simulator", dependencies: ["FCMSimulator", "HTTP", "OAuth", "Support"],
+            path: "Sources/Providers/FCMV1/Simulator"),
         .target(
             name: "APNs",
             dependencies: [
-                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth", "Queue", "Support",
+                "ProviderKit", "APNsSimulator", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth",
+                "Queue", "Support",
             ],
-            path: "Sources/Providers/APNs"),
+            path: "Sources/Providers/APNs", exclude: ["Simulator"]),
+        .target(
+            name: "APNsSimulator", dependencies: ["FCMSimulator", "HTTP", "OAuth", "Support"],
+            path: "Sources/Providers/APNs/Simulator"),
         .target(
             name: "WebPush",
             dependencies: [
-                "ProviderKit", "Delivery", "Classify", "Ingest", "Send", "OAuth", "Posix", "Queue", "Support",
+                "ProviderKit", "Delivery", "Classify", "FCMSimulator", "Ingest", "Send", "OAuth", "Posix", "Queue",
+                "Support", "WebPushCrypto", "WebPushSimulator",
             ],
-            path: "Sources/Providers/WebPush"),
+            path: "Sources/Providers/WebPush", exclude: ["Crypto", "Simulator"]),
+        // Web Push's message encryption (RFC 8291) and VAPID (RFC 8292), on the subscriptions ingest reads.
+        .target(
+            name: "WebPushCrypto", dependencies: ["Ingest", "OAuth", "Support"],
+            path: "Sources/Providers/WebPush/Crypto"),
+        .target(
+            name: "WebPushSimulator",
+            dependencies: ["FCMSimulator", "HTTP", "Ingest", "OAuth", "Support", "WebPushCrypto"],
+            path: "Sources/Providers/WebPush/Simulator"),
         .target(
             name: "HMS",
             dependencies: [
@@ -88,11 +115,13 @@ let package = Package(
                 "Queue", "Support",
             ],
             path: "Sources/Providers/HMS", exclude: ["Simulator"]),
-        // HMS Push Kit's side of the simulator, which FCMSimulator routes to.
-        .target(name: "HMSSimulator", dependencies: ["HTTP", "Support"], path: "Sources/Providers/HMS/Simulator"),
-        // The one place that names every provider.
         .target(
-            name: "ProviderList", dependencies: ["ProviderKit", "FCMLegacy", "FCMV1", "APNs", "WebPush", "HMS"],
+            name: "HMSSimulator", dependencies: ["FCMSimulator", "HTTP", "Support"],
+            path: "Sources/Providers/HMS/Simulator"),
+        // The one place that names every provider (and so every side of the simulator).
+        .target(
+            name: "ProviderList",
+            dependencies: ["ProviderKit", "FCMLegacy", "FCMSimulator", "FCMV1", "APNs", "WebPush", "HMS"],
             path: "Sources/Providers/ProviderList"),
 
         // MARK: - The command line
@@ -138,7 +167,10 @@ let package = Package(
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "Support", "TestSupport"]),
         .testTarget(
             name: "FCMSimulatorTests",
-            dependencies: ["FCMSimulator", "HTTP", "OAuth", "Send", "NetworkTestSupport", "TestSupport"]),
+            dependencies: [
+                "FCMSimulator", "FCMLegacySimulator", "FCMV1Simulator", "APNsSimulator", "WebPushSimulator",
+                "HMSSimulator", "HTTP", "Ingest", "OAuth", "Send", "NetworkTestSupport", "TestSupport", "WebPushCrypto",
+            ]),
         .testTarget(name: "CurlTests", dependencies: ["CCurl"]),
         .testTarget(
             name: "DeliveryTests",
@@ -153,7 +185,7 @@ let package = Package(
             dependencies: ["FCMV1", "FCMLegacy", "Delivery", "Classify", "HTTP", "OAuth", "Queue", "Send", "Support"],
             path: "Tests/Providers/FCMV1Tests"),
         .testTarget(
-            name: "ProviderListTests", dependencies: ["ProviderList", "ProviderKit", "Support"],
+            name: "ProviderListTests", dependencies: ["ProviderList", "ProviderKit", "FCMSimulator", "Support"],
             path: "Tests/Providers/ProviderListTests"),
         .testTarget(
             name: "APNsTests", dependencies: ["APNs", "Delivery", "Classify", "OAuth", "Queue", "Send", "Support"],
@@ -162,9 +194,12 @@ let package = Package(
             name: "WebPushTests",
             dependencies: [
                 "WebPush", "Delivery", "Classify", "HTTP", "TestSupport", "Ingest", "OAuth", "Posix", "Queue",
-                "Send", "Storage", "Support",
+                "Send", "Storage", "Support", "WebPushCrypto",
             ],
             path: "Tests/Providers/WebPushTests"),
+        .testTarget(
+            name: "WebPushCryptoTests", dependencies: ["WebPushCrypto", "Ingest", "OAuth", "Support"],
+            path: "Tests/Providers/WebPushCryptoTests"),
         .testTarget(
             name: "HMSTests",
             dependencies: [
@@ -179,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests", dependencies: [
                 "HeraldCLI", "Queue", "Storage", "Support", "OAuth", "PostgreSQL", "PostgreSQLTestSupport",
-                "NetworkTestSupport", "TestSupport", "HMSSimulator", "HTTP",
+                "NetworkTestSupport", "TestSupport", "HMSSimulator", "HTTP", "Ingest", "WebPushCrypto",
             ]),
     ],
     swiftLanguageModes: [.v6]

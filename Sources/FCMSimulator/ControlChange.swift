@@ -1,6 +1,7 @@
 import Support
 
-/// One change to the simulator's request-level faults, from `POST /control` or `FCMSimulator.apply(_:)`.
+/// One change to the simulator's request-level faults, from `POST /control` or `FCMSimulator.apply(_:)` (a side's own
+/// keys are its `SimulatorSideChange`s).
 public enum ControlChange: Sendable, Equatable {
     /// Clears every counter, the request log and the per-token "seen" counts, and restores the faults
     /// (rates, queues, status, `Retry-After`, delay) and the fault draws' seed to the configuration's.
@@ -15,10 +16,6 @@ public enum ControlChange: Sendable, Equatable {
     /// none is set), or back.
     case retryAfterAsDate(Bool)
     case slowMilliseconds(Int)
-    /// The next `count` requests to FCM v1's token endpoint get `fault`.
-    case tokenNext(FCMSimulator.TokenFault, count: Int)
-    /// Forgets every access token issued, so the next v1 send with one is answered 401 `UNAUTHENTICATED`.
-    case revokeTokens
 }
 
 extension FCMSimulator {
@@ -36,8 +33,11 @@ extension FCMSimulator {
 
 extension ControlChange {
     /// Reads a `/control` body, e.g. `{"fail_next": 2, "status": 503, "retry_after": "2"}`, into changes in the
-    /// order they apply: `reset` first, `retry_after` before `retry_after_date`. Unknown keys are errors.
-    static func parse(_ body: [UInt8]) throws(BadRequest) -> [ControlChange] {
+    /// order they apply: `reset` first, `retry_after` before `retry_after_date`; then the sides' changes, for the
+    /// keys they own. Unknown keys are errors.
+    static func parse(
+        _ body: [UInt8], sides: [any SimulatorSide]
+    ) throws(BadRequest) -> (changes: [ControlChange], sides: [SimulatorSideChange]) {
         let command: JSON
         do {
             command = try JSON.parse(body)
@@ -46,6 +46,7 @@ extension ControlChange {
         }
         guard let members = command.objectValue else { throw BadRequest(message: "control body must be an object") }
         var changes: [ControlChange] = []
+        var sideChanges: [SimulatorSideChange] = []
         var dateForm: Bool?
         for (key, value) in members {
             switch key {
@@ -69,30 +70,30 @@ extension ControlChange {
                 changes.append(.slowMilliseconds(try count(key, value)))
             case "retry_after":
                 changes.append(.retryAfter(try retryAfter(value)))
-            case "token_fail_next": changes.append(.tokenNext(.unavailable, count: try count(key, value)))
-            case "token_refuse_next": changes.append(.tokenNext(.refuse, count: try count(key, value)))
-            case "revoke_tokens":
-                guard let revoke = value.boolValue else {
-                    throw BadRequest(message: "\"revoke_tokens\" must be true or false")
-                }
-                if revoke { changes.append(.revokeTokens) }
             case "retry_after_date":
                 guard let flag = value.boolValue else {
                     throw BadRequest(message: "\"retry_after_date\" must be true or false")
                 }
                 dateForm = flag
             default:
-                throw BadRequest(message: "unknown control key \"\(key)\"; known: reset, fail_next, status, "
-                    + "retry_after, retry_after_date, unauthorized_next, slow_next, slow_ms, drop_next, "
-                    + "fail_rate, unauthorized_rate, slow_rate, drop_rate, token_fail_next, token_refuse_next, "
-                    + "revoke_tokens")
+                guard let side = sides.first(where: { $0.controlKeys.contains(key) }) else {
+                    let known = ownKeys + sides.flatMap(\.controlKeys)
+                    throw BadRequest(message: "unknown control key \"\(key)\"; known: " + known.joined(separator: ", "))
+                }
+                sideChanges.append(try side.control(key, value))
             }
         }
         if let dateForm { changes.append(.retryAfterAsDate(dateForm)) }
-        return changes
+        return (changes, sideChanges)
     }
 
-    private static func count(_ key: String, _ value: JSON) throws(BadRequest) -> Int {
+    private static let ownKeys = [
+        "reset", "fail_next", "status", "retry_after", "retry_after_date", "unauthorized_next", "slow_next", "slow_ms",
+        "drop_next", "fail_rate", "unauthorized_rate", "slow_rate", "drop_rate",
+    ]
+
+    /// A whole number from 0 to 1000000000, as every queued count is (`fail_next`, a side's `token_fail_next`).
+    public static func count(_ key: String, _ value: JSON) throws(BadRequest) -> Int {
         guard let count = value.int64Value, (0...1_000_000_000).contains(count) else {
             throw BadRequest(message: "\"\(key)\" must be a whole number from 0 to 1000000000")
         }

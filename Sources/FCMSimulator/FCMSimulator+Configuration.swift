@@ -1,8 +1,8 @@
 import Foundation
-import HMSSimulator
 
 extension FCMSimulator {
-    /// How the simulator behaves; `parse(arguments:)` builds one from `herald fcm-sim` flags.
+    /// How the shell behaves, for every side: token aliases, request-level faults, the request log, the HTTPS
+    /// listener. `FCMSimulator.parse(arguments:sides:)` builds one from `herald fcm-sim` flags.
     ///
     /// ```swift
     /// let simulator = FCMSimulator(configuration: .init(
@@ -10,8 +10,6 @@ extension FCMSimulator {
     ///     failRate: 0.01, retryAfter: .seconds(2), seed: 7))
     /// ```
     public struct Configuration: Sendable, Equatable {
-        /// When set, only `Authorization: key=<serverKey>` is accepted; otherwise any non-empty key.
-        public var serverKey: String?
         /// Exact token → behaviour token (`"42": "notreg-42"`), so tests can use tokens that carry no prefix.
         public var aliases: [String: String]
         /// Fraction (0…1) of sends answered with `failStatus`.
@@ -34,20 +32,11 @@ extension FCMSimulator {
         /// The most tokens the kept requests may hold together: older requests go first, so large multicasts in
         /// a benchmark cannot grow the log without bound.
         public var requestLogTokenLimit: Int
-        /// FCM v1: the service account whose public key checks token-endpoint assertions; nil refuses every one.
-        public var v1Account: FCMSimulator.V1Account?
-        /// `expires_in` of the access tokens the token endpoint issues.
-        public var tokenLifetimeSeconds: Int
-        /// APNs: the key whose provider tokens `POST /3/device/{token}` accepts; nil refuses every one.
-        public var apnsAccount: FCMSimulator.APNsAccount?
-        /// HMS Push Kit: the client its token endpoint accepts and the app id its send API takes; nil accepts any.
-        public var hmsAccount: HMSSimulator.Account? = nil
         /// Where `herald fcm-sim` also serves HTTPS (`--tls-listen`, `serveTLS`); nil serves cleartext only. Read by
         /// whoever starts the servers, not by the handler.
         public var tls: FCMSimulator.TLSListener?
 
         public init(
-            serverKey: String? = nil,
             aliases: [String: String] = [:],
             failRate: Double = 0,
             failStatus: Int = 503,
@@ -59,14 +48,9 @@ extension FCMSimulator {
             seed: UInt64? = nil,
             requestLogLimit: Int = 10_000,
             requestLogTokenLimit: Int = 200_000,
-            v1Account: FCMSimulator.V1Account? = nil,
-            tokenLifetimeSeconds: Int = 3600,
-            apnsAccount: FCMSimulator.APNsAccount? = nil,
             tls: FCMSimulator.TLSListener? = nil
         ) {
-            self.apnsAccount = apnsAccount
             self.tls = tls
-            self.serverKey = serverKey
             self.aliases = aliases
             self.failRate = failRate
             self.failStatus = failStatus
@@ -78,8 +62,6 @@ extension FCMSimulator {
             self.seed = seed
             self.requestLogLimit = requestLogLimit
             self.requestLogTokenLimit = requestLogTokenLimit
-            self.v1Account = v1Account
-            self.tokenLifetimeSeconds = tokenLifetimeSeconds
         }
     }
 
@@ -105,7 +87,8 @@ extension FCMSimulator {
         }
     }
 
-    /// The two body formats of FCM's legacy HTTP API, and FCM HTTP v1's.
+    /// How a request in the log came: the two body formats of FCM's legacy HTTP API, or `v1` for any other side's
+    /// (FCM v1, APNs, Web Push), as `/stats` has always named them.
     public enum Format: String, Sendable, Equatable {
         case json
         case plain

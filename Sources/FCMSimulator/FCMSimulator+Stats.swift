@@ -2,8 +2,8 @@ import HTTP
 import Support
 
 extension FCMSimulator {
-    /// What the simulator has received since it started or was last reset.
-    /// Counts cover `POST /fcm/send` only; `/control` and `/stats` are not counted.
+    /// What the simulator has received since it started or was last reset: the sends its sides counted
+    /// (`SimulatorState.record`); `/control` and `/stats` are not counted.
     public struct Stats: Sendable, Equatable {
         /// The seed of the fault draws, to repeat a run with `--seed`.
         public var seed: UInt64
@@ -18,8 +18,6 @@ extension FCMSimulator {
         /// code. Recipients of requests answered 400, 401 or with an injected fault have no outcome.
         public var outcomes: [String: Int]
         public var faults: FaultCounts
-        /// FCM v1's token endpoint: what it was asked and what it answered.
-        public var oauth: OAuthCounts
         /// The most recent requests in arrival order, at most `Configuration.requestLogLimit`.
         public var requests: [ReceivedRequest]
     }
@@ -32,17 +30,7 @@ extension FCMSimulator {
         public var dropped = 0
     }
 
-    /// `POST /token` requests and their answers.
-    public struct OAuthCounts: Sendable, Equatable {
-        public var tokenRequests = 0
-        public var tokensIssued = 0
-        /// Answered 400 (a refused assertion, or a queued refusal).
-        public var refused = 0
-        /// Answered 503 (a queued failure).
-        public var failed = 0
-    }
-
-    /// One send as received: `POST /fcm/send`, or FCM v1's `messages:send` (`format` `v1`).
+    /// One send as received: a legacy `POST /fcm/send` (`format` `json` or `plain`), or any other side's (`v1`).
     public struct ReceivedRequest: Sendable, Equatable {
         /// Arrival, Unix milliseconds.
         public var at: Int64
@@ -67,14 +55,23 @@ extension FCMSimulator {
         public var message: JSON?
         /// The protocol it came in: HTTP/1.1 on the cleartext listener, HTTP/2 (or HTTP/1.1) on the TLS one.
         public var http: HTTPRequest.Version = .http1_1
+
+        public init(
+            at: Int64, tokens: [String], timeToLive: Int?, dryRun: Bool, format: Format, status: Int,
+            http: HTTPRequest.Version = .http1_1
+        ) {
+            (self.at, self.tokens, self.timeToLive, self.dryRun) = (at, tokens, timeToLive, dryRun)
+            (self.format, self.status, self.http) = (format, status, http)
+        }
     }
 }
 
 // MARK: - JSON
 
 extension FCMSimulator.Stats {
-    /// The `GET /stats` body; `requestLimit` keeps only the last that many requests.
-    public func json(requestLimit: Int? = nil) -> JSON {
+    /// The `GET /stats` body, the sides' members before `requests`; `requestLimit` keeps only the last that many
+    /// requests.
+    public func json(requestLimit: Int? = nil, sideMembers: [(key: String, value: JSON)] = []) -> JSON {
         let kept = requestLimit.map { requests.suffix(max(0, $0)) } ?? requests[...]
         return .object([
             ("seed", .number(String(seed))),
@@ -90,14 +87,7 @@ extension FCMSimulator.Stats {
                 ("slow", .int(faults.slow)),
                 ("dropped", .int(faults.dropped)),
             ])),
-            ("oauth", .object([
-                ("token_requests", .int(oauth.tokenRequests)),
-                ("tokens_issued", .int(oauth.tokensIssued)),
-                ("refused", .int(oauth.refused)),
-                ("failed", .int(oauth.failed)),
-            ])),
-            ("requests", .array(kept.map(\.json))),
-        ])
+        ] + sideMembers + [("requests", .array(kept.map(\.json)))])
     }
 }
 

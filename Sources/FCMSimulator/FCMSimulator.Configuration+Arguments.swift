@@ -1,5 +1,4 @@
 import Foundation
-import HMSSimulator
 import HTTP
 
 extension FCMSimulator.Configuration {
@@ -12,22 +11,25 @@ extension FCMSimulator.Configuration {
         }
     }
 
-    /// Reads `herald fcm-sim` flags (see `help`). `--listen` is accepted and ignored: the CLI binds the address. The
-    /// TLS flags make `tls`, whose files are read when it is served (`FCMSimulator.serveTLS`).
-    /// Flags take their value as the next argument or after `=` (`--seed=7`).
+    /// Reads `herald fcm-sim` flags (see `FCMSimulator.help(sides:)`): the shell's into a configuration, and the
+    /// values of the sides' own flags (`SimulatorHelp.flags`) by name, for `SimulatorSide.init(flags:)`. `--listen`
+    /// is accepted and ignored: the CLI binds the address. The TLS flags make `tls`, whose files are read when it is
+    /// served (`FCMSimulator.serveTLS`). Flags take their value as the next argument or after `=` (`--seed=7`).
     ///
     /// ```swift
-    /// let configuration = try Configuration.parse(arguments: ["--listen", "127.0.0.1:8700", "--fail-rate", "0.1"])
+    /// let (configuration, _) = try Configuration.parse(
+    ///     arguments: ["--listen", "127.0.0.1:8700", "--fail-rate", "0.1"], sideFlags: [])
     /// configuration.failRate   // 0.1
     /// ```
-    public static func parse(arguments: [String]) throws(ArgumentError) -> Self {
+    public static func parse(
+        arguments: [String], sideFlags: Set<String>
+    ) throws(ArgumentError) -> (configuration: Self, sideValues: [String: String]) {
         var configuration = Self()
         var given: Set<String> = []
         var retryAfterSeconds: Int?
         var retryAfterAsDate = false
         var tlsValues: [Flag: String] = [:]
-        var hmsAppID: String?
-        var hmsSecret: String?
+        var sideValues: [String: String] = [:]
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             guard argument.hasPrefix("--") else {
@@ -40,7 +42,15 @@ extension FCMSimulator.Configuration {
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
             guard let flag = Flag(rawValue: name) else {
-                throw ArgumentError("unknown flag \(name); see herald fcm-sim --help")
+                guard sideFlags.contains(name) else {
+                    throw ArgumentError("unknown flag \(name); see herald fcm-sim --help")
+                }
+                guard sideValues[name] == nil else { throw ArgumentError("\(name) given twice") }
+                guard let value = inlineValue ?? remaining.popFirst() else {
+                    throw ArgumentError("\(name) needs a value")
+                }
+                sideValues[name] = value
+                continue
             }
             guard flag == .alias || given.insert(name).inserted else { throw ArgumentError("\(name) given twice") }
             if flag == .retryAfterDate {
@@ -53,9 +63,6 @@ extension FCMSimulator.Configuration {
             }
             switch flag {
             case .listen: break
-            case .serverKey:
-                guard !value.isEmpty else { throw ArgumentError("\(name) must not be empty") }
-                configuration.serverKey = value
             case .failRate: configuration.failRate = try rate(name, value)
             case .failStatus:
                 guard let status = Int(value), status == 429 || (500...599).contains(status) else {
@@ -82,47 +89,22 @@ extension FCMSimulator.Configuration {
                 }
                 configuration.seed = seed
             case .retryAfterDate: break
-            case .serviceAccount:
-                do {
-                    configuration.v1Account = try FCMSimulator.V1Account(serviceAccountFile: value)
-                } catch {
-                    throw ArgumentError("\(name): \(error)")
-                }
-            case .tokenLifetime: configuration.tokenLifetimeSeconds = max(1, try whole(name, value, upTo: 86_400))
-            case .hmsAppID:
-                guard !value.isEmpty, value.utf8.count <= 64, value.utf8.allSatisfy({ (0x30...0x39).contains($0) })
-                else { throw ArgumentError("\(name) must be the app's number (digits), got \"\(value.prefix(100))\"") }
-                hmsAppID = value
-            case .hmsClientSecretFile:
-                let text = FileManager.default.contents(atPath: value).flatMap { String(data: $0, encoding: .utf8) }
-                guard let secret = text?.trimmingCharacters(in: .whitespacesAndNewlines), !secret.isEmpty else {
-                    throw ArgumentError("\(name): cannot read a client secret from \(value)")
-                }
-                hmsSecret = secret
             case .tlsListen, .tlsCertificate, .tlsKey, .tlsCertificateOut, .maxConcurrentStreams:
                 guard !value.isEmpty else { throw ArgumentError("\(name) must not be empty") }
                 tlsValues[flag] = value
             }
         }
         configuration.tls = try tlsListener(tlsValues)
-        switch (hmsAppID, hmsSecret) {
-        case (let appID?, let secret?):
-            configuration.hmsAccount = HMSSimulator.Account(appID: appID, clientSecret: secret)
-        case (_?, nil): throw ArgumentError("--hms-app-id needs --hms-client-secret-file (the client's secret)")
-        case (nil, _?): throw ArgumentError("--hms-client-secret-file needs --hms-app-id (the app it is for)")
-        case (nil, nil): break
-        }
         if retryAfterAsDate {
             configuration.retryAfter = .date(secondsFromNow: retryAfterSeconds ?? 1)
         } else if let retryAfterSeconds {
             configuration.retryAfter = .seconds(retryAfterSeconds)
         }
-        return configuration
+        return (configuration, sideValues)
     }
 
     private enum Flag: String {
         case listen = "--listen"
-        case serverKey = "--server-key"
         case failRate = "--fail-rate"
         case failStatus = "--fail-status"
         case retryAfter = "--retry-after"
@@ -133,15 +115,11 @@ extension FCMSimulator.Configuration {
         case dropRate = "--drop-rate"
         case alias = "--alias"
         case seed = "--seed"
-        case serviceAccount = "--service-account"
-        case tokenLifetime = "--token-lifetime"
         case tlsListen = "--tls-listen"
         case tlsCertificate = "--tls-cert"
         case tlsKey = "--tls-key"
         case tlsCertificateOut = "--tls-cert-out"
         case maxConcurrentStreams = "--max-concurrent-streams"
-        case hmsAppID = "--hms-app-id"
-        case hmsClientSecretFile = "--hms-client-secret-file"
     }
 
     /// The HTTPS listener from its flags: `--tls-listen HOST:PORT` turns it on, the others need it, and a
@@ -185,12 +163,29 @@ extension FCMSimulator.Configuration {
         return rate
     }
 
-    private static func whole(
+    /// `value` of flag `name` as a whole number from `lowest` to `limit`, or the refusal naming the flag.
+    public static func whole(
         _ name: String, _ value: String, from lowest: Int = 0, upTo limit: Int
     ) throws(ArgumentError) -> Int {
         guard let number = Int(value), (lowest...limit).contains(number) else {
             throw ArgumentError("\(name) must be a whole number from \(lowest) to \(limit), got \"\(value)\"")
         }
         return number
+    }
+}
+
+extension FCMSimulator {
+    /// The simulator `herald fcm-sim` runs for `arguments`: the shell configured by its flags, and each of `sides` made
+    /// from its own.
+    public static func parse(
+        arguments: [String], sides: [any SimulatorSide.Type]
+    ) throws(Configuration.ArgumentError) -> FCMSimulator {
+        let (configuration, values) = try Configuration.parse(
+            arguments: arguments, sideFlags: Set(sides.flatMap { $0.help.flags }))
+        var made: [any SimulatorSide] = []
+        for side in sides {
+            made.append(try side.init(flags: values.filter { side.help.flags.contains($0.key) }))
+        }
+        return FCMSimulator(configuration: configuration, sides: made)
     }
 }

@@ -1,47 +1,18 @@
 import HTTP
-import OAuth
 import Support
 
-/// Everything the simulator remembers, changed only through transitions that return what to answer.
-/// The owner holds it behind a lock; replies are built and sent outside it.
-struct SimulatorState: Sendable {
-    /// What the handler learned from a request before taking the lock.
-    struct Arrival: Sendable {
-        var parsed: Result<SendRequest, BadRequest>
-        var format: FCMSimulator.Format
-        var authorized: Bool
-        /// One per recipient, in request order; empty when the body did not parse.
-        var behaviours: [TokenBehaviour]
-        var version: HTTPRequest.Version = .http1_1
-    }
-
-    enum Outcome: Sendable, Equatable {
-        case delivered(canonical: String?)
-        case failed(String)
-    }
-
-    enum Reply: Sendable {
-        case dropped
-        case unauthorized
-        case serverError(status: Int, retryAfter: String?)
-        case badRequest(String)
-        /// Per-recipient outcomes; delivered recipient `i` has ID number `firstID + i`, and `firstID - 1` is
-        /// the request's own (multicast) ID.
-        case answered(SendRequest, firstID: UInt64, outcomes: [Outcome])
-    }
-
-    struct Decision: Sendable {
-        var reply: Reply
-        var status: Int
-        var delayMilliseconds: Int
-    }
-
-    struct Faults: Sendable {
+/// What the simulator's sides share, changed only under the shell's lock (`FCMSimulator.withState`): the
+/// request-level faults and their draws, how often each counted token was seen, the message ids, the counters and
+/// the request log. Replies are built and sent outside the lock.
+public struct SimulatorState: Sendable {
+    public struct Faults: Sendable {
         var queued: [FCMSimulator.Fault: Int] = [:]
         var rates: [FCMSimulator.Fault: Double]
-        var failStatus: Int
-        var retryAfter: FCMSimulator.RetryAfter?
-        var slowMilliseconds: Int
+        /// The status of an injected server error.
+        public internal(set) var failStatus: Int
+        public internal(set) var retryAfter: FCMSimulator.RetryAfter?
+        /// How late a slowed reply comes.
+        public internal(set) var slowMilliseconds: Int
 
         init(_ configuration: FCMSimulator.Configuration) {
             rates = [
@@ -63,22 +34,18 @@ struct SimulatorState: Sendable {
     /// Faults that decide the reply, in order of precedence.
     private static let replyFaults: [FCMSimulator.Fault] = [.drop, .unauthorized, .serverError]
 
-    // Internal rather than private: the FCM v1 transitions (SimulatorState+V1.swift) share them.
-    let configuration: FCMSimulator.Configuration
+    public let configuration: FCMSimulator.Configuration
     let seed: UInt64
-    var faults: Faults
+    public private(set) var faults: Faults
     var random: SplitMix64
     /// Sightings of tokens and topics whose behaviour depends on how often they were seen.
     var seen: [String: Int] = [:]
-    /// Never reset, so IDs stay unique for the simulator's life.
-    var nextID: UInt64 = 1
-    var stats: FCMSimulator.Stats
+    /// The next message id a side hands out (each side writes ids its own way). Never reset, so ids stay unique for
+    /// the simulator's life.
+    public var nextID: UInt64 = 1
+    /// The counters; `record` counts requests and statuses, a side what they held.
+    public var stats: FCMSimulator.Stats
     var log: RequestLog
-    /// FCM v1's token endpoint: issued access tokens (kept across a reset) and its own faults.
-    var oauth = OAuthState()
-    /// Web Push: the browsers' keys of the subscriptions the simulator made (`POST /webpush/subscriptions`), by the
-    /// endpoint path's last segment, so what arrives for them is decrypted (kept across a reset).
-    var subscribers: [String: WebPushSubscriber] = [:]
 
     init(configuration: FCMSimulator.Configuration, seed: UInt64) {
         self.configuration = configuration
@@ -89,37 +56,10 @@ struct SimulatorState: Sendable {
         log = RequestLog(limit: configuration.requestLogLimit, tokenLimit: configuration.requestLogTokenLimit)
     }
 
-    // MARK: - Transitions
+    // MARK: - For the sides
 
-    /// Decides the answer to one `POST /fcm/send` and records it.
-    mutating func receive(_ arrival: Arrival, nowMillis: Int64) -> Decision {
-        let (fault, slow) = drawFaults()
-        let decision: Decision
-        switch fault {
-        case .drop?:
-            stats.faults.dropped += 1
-            decision = Decision(reply: .dropped, status: 500, delayMilliseconds: 0)
-        case .unauthorized?:
-            stats.faults.unauthorized += 1
-            decision = Decision(reply: .unauthorized, status: 401, delayMilliseconds: 0)
-        case .serverError?:
-            stats.faults.serverErrors += 1
-            let retryAfter = faults.retryAfter?.headerValue(nowMillis: nowMillis)
-            decision = Decision(
-                reply: .serverError(status: faults.failStatus, retryAfter: retryAfter), status: faults.failStatus,
-                delayMilliseconds: 0)
-        case .slow?, nil:
-            decision = answer(arrival)
-        }
-        let delayed = slow ? Decision(
-            reply: decision.reply, status: decision.status, delayMilliseconds: faults.slowMilliseconds) : decision
-        if slow { stats.faults.slow += 1 }
-        record(arrival, status: delayed.status, nowMillis: nowMillis)
-        return delayed
-    }
-
-    /// The request-level fault for one send, legacy or v1, and whether its reply is slowed.
-    mutating func drawFaults() -> (fault: FCMSimulator.Fault?, slow: Bool) {
+    /// The request-level fault for one send, and whether its reply is slowed; counted in `stats.faults`.
+    public mutating func drawFaults() -> (fault: FCMSimulator.Fault?, slow: Bool) {
         // Every rate is drawn for every request, whatever is queued, so the draws depend only on the request count.
         let drawnDrop = random.chance(faults.rates[.drop] ?? 0)
         let drawnUnauthorized = random.chance(faults.rates[.unauthorized] ?? 0)
@@ -129,73 +69,37 @@ struct SimulatorState: Sendable {
         let fault = Self.replyFaults.first(where: { faults.takeQueued($0) })
             ?? (drawnDrop ? .drop : drawnUnauthorized ? .unauthorized : drawnServerError ? .serverError : nil)
         let slow = faults.takeQueued(.slow) || drawnSlow
+        switch fault {
+        case .drop?: stats.faults.dropped += 1
+        case .unauthorized?: stats.faults.unauthorized += 1
+        case .serverError?: stats.faults.serverErrors += 1
+        case .slow?, nil: break
+        }
+        if slow { stats.faults.slow += 1 }
         return (fault, slow)
     }
 
-    private mutating func answer(_ arrival: Arrival) -> Decision {
-        guard arrival.authorized else { return Decision(reply: .unauthorized, status: 401, delayMilliseconds: 0) }
-        let request: SendRequest
-        switch arrival.parsed {
-        case .failure(let bad): return Decision(reply: .badRequest(bad.message), status: 400, delayMilliseconds: 0)
-        case .success(let parsed): request = parsed
+    /// The error code `behaviour` calls for this time, nil for a delivery (a canonical one included); a counted
+    /// behaviour (`unavail-2-…`) counts this sighting of `sightingKey`.
+    public mutating func errorCode(_ behaviour: TokenBehaviour, sightingKey: String) -> String? {
+        switch behaviour {
+        case .deliver, .canonical: return nil
+        case .fail(let code): return code
+        case .failFirst(let times, let code):
+            let sightings = seen[sightingKey, default: 0] + 1
+            seen[sightingKey] = sightings
+            return sightings <= times ? code : nil
         }
-        var outcomes: [Outcome] = []
-        outcomes.reserveCapacity(arrival.behaviours.count)
-        for (index, behaviour) in arrival.behaviours.enumerated() {
-            let outcome: Outcome
-            if let error = request.messageError {
-                outcome = .failed(error)
-            } else {
-                switch behaviour {
-                case .deliver: outcome = .delivered(canonical: nil)
-                case .canonical(let newToken): outcome = .delivered(canonical: newToken)
-                case .fail(let code): outcome = .failed(code)
-                case .failFirst(let times, let code):
-                    let key = Self.sightingKey(request.target, index)
-                    let sightings = seen[key, default: 0] + 1
-                    seen[key] = sightings
-                    outcome = sightings <= times ? .failed(code) : .delivered(canonical: nil)
-                }
-            }
-            stats.outcomes[outcome.name, default: 0] += 1
-            outcomes.append(outcome)
-        }
-        let firstID = nextID + 1
-        nextID += UInt64(outcomes.count) + 1
-        // FCM answers a plain-text Unavailable with HTTP 500 rather than in the body.
-        let status = request.format == .plain && outcomes.first == .failed("Unavailable") ? 500 : 200
-        return Decision(
-            reply: .answered(request, firstID: firstID, outcomes: outcomes), status: status, delayMilliseconds: 0)
     }
 
-    private mutating func record(_ arrival: Arrival, status: Int, nowMillis: Int64) {
+    /// Counts one request and its status, and keeps it in the log.
+    public mutating func record(_ request: FCMSimulator.ReceivedRequest) {
         stats.totalRequests += 1
-        stats.statuses[status, default: 0] += 1
-        var entry = FCMSimulator.ReceivedRequest(
-            at: nowMillis, tokens: [], timeToLive: nil, dryRun: false, format: arrival.format, status: status)
-        entry.http = arrival.version
-        if case .success(let request) = arrival.parsed {
-            switch request.target {
-            case .tokens(let tokens, let to)?:
-                stats.tokensReceived += tokens.count
-                entry.tokens = tokens
-                entry.to = to
-            case .topic(let topic)?:
-                stats.topicMessages += 1
-                entry.topic = topic
-            case .condition(let condition)?:
-                stats.conditionMessages += 1
-                entry.condition = condition
-            case nil:
-                break
-            }
-            entry.timeToLive = request.timeToLive
-            entry.collapseKey = request.collapseKey
-            entry.priority = request.priority
-            entry.dryRun = request.dryRun
-        }
-        log.append(entry)
+        stats.statuses[request.status, default: 0] += 1
+        log.append(request)
     }
+
+    // MARK: - Control
 
     mutating func apply(_ change: ControlChange) {
         switch change {
@@ -219,8 +123,6 @@ struct SimulatorState: Sendable {
             if case .date(let seconds)? = faults.retryAfter { faults.retryAfter = .seconds(seconds) }
         case .slowMilliseconds(let milliseconds):
             faults.slowMilliseconds = max(0, milliseconds)
-        case .tokenNext, .revokeTokens:
-            oauth.apply(change)
         }
     }
 
@@ -257,33 +159,11 @@ struct SimulatorState: Sendable {
     private init(configuration: FCMSimulator.Configuration, seed: UInt64, keepingIDsFrom old: SimulatorState) {
         self.init(configuration: configuration, seed: seed)
         nextID = old.nextID
-        oauth.issued = old.oauth.issued
     }
 
     private static func emptyStats(seed: UInt64) -> FCMSimulator.Stats {
         FCMSimulator.Stats(
             seed: seed, totalRequests: 0, statuses: [:], tokensReceived: 0, topicMessages: 0, conditionMessages: 0,
-            outcomes: [:], faults: FCMSimulator.FaultCounts(), oauth: FCMSimulator.OAuthCounts(), requests: [])
-    }
-
-    /// Tokens count by their exact text as sent (before aliases), topics by `/topics/<name>`.
-    static func sightingKey(_ target: SendRequest.Target?, _ index: Int) -> String {
-        switch target {
-        case .tokens(let tokens, _)?: tokens[index]
-        case .topic(let topic)?: topic
-        case .condition(let condition)?: condition
-        case nil: ""
-        }
-    }
-}
-
-extension SimulatorState.Outcome {
-    /// The key in `Stats.outcomes`.
-    var name: String {
-        switch self {
-        case .delivered(nil): "delivered"
-        case .delivered: "canonical"
-        case .failed(let code): code
-        }
+            outcomes: [:], faults: FCMSimulator.FaultCounts(), requests: [])
     }
 }

@@ -1,4 +1,5 @@
-/// What the simulator does with one token or topic, read from its name (see `FCMSimulator.Configuration.help`).
+/// What the simulator does with one token or topic, read from its name (see `FCMSimulator.help(sides:)`): the rule
+/// every side answers in its own words.
 ///
 /// ```swift
 /// TokenBehaviour(token: "unavail-2-x")      // .failFirst(times: 2, code: "Unavailable")
@@ -8,7 +9,7 @@
 ///
 /// A name that starts like a rule but does not follow it (`unavail-x-1`, `canon-23`) is delivered, so that every
 /// token has exactly one meaning.
-enum TokenBehaviour: Equatable, Sendable {
+public enum TokenBehaviour: Equatable, Sendable {
     case deliver
     /// Delivered, and the reply names `newToken` as the canonical registration ID.
     case canonical(newToken: String)
@@ -32,7 +33,7 @@ enum TokenBehaviour: Equatable, Sendable {
     ]
 
     /// The behaviour of a device token (after alias lookup).
-    init(token: String) {
+    public init(token: String) {
         if token.isEmpty {
             self = .fail(code: "MissingRegistration")
             return
@@ -60,7 +61,7 @@ enum TokenBehaviour: Equatable, Sendable {
     }
 
     /// The behaviour of a topic, by its name without `/topics/`: `ratelimit-N-…` and `error-<Code>-…`.
-    init(topic: Substring) {
+    public init(topic: Substring) {
         if topic.hasPrefix("ratelimit-"), let times = Self.count(after: topic.dropFirst("ratelimit-".count)) {
             self = .failFirst(times: times, code: "TopicsMessageRateExceeded")
         } else if topic.hasPrefix("error-"), let code = Self.errorCode(after: topic.dropFirst("error-".count)) {

@@ -6,6 +6,7 @@ import HTTP
 import Ingest
 import OAuth
 import ProviderKit
+import ProviderList
 import Queue
 import Send
 import Storage
@@ -50,11 +51,13 @@ final class Service: Sendable {
             // Every app gets throw-away credentials that only the built-in simulator trusts.
             let setup = SandboxSetup()
             for index in apps.indices { try apps[index].settings.prepareSandbox(setup) }
-            let handler = FCMSimulator(configuration: setup.simulator)
+            let handler = try setup.simulator(sides: ProviderList.simulatorSides)
             let simulator = HTTPServer(
                 configuration: HTTPServerConfiguration(address: .tcp(host: "127.0.0.1", port: 0)), handler: handler)
             let address = try simulator.start()
-            let endpoint = SimulatorCommand.endpointURL(address)
+            // Where the sides say they listen: FCM legacy's send URL, as the log line has always given.
+            let endpoint = handler.announcement(baseURL: "http://\(address)").first { $0.key == "endpoint" }?.value
+                ?? "http://\(address)"
             // APNs and Web Push are HTTP/2 over TLS, as Apple's and the push services': the same simulator behind a
             // throw-away certificate that only those apps trust (their CA file), so the sandbox sends over the
             // transport production uses.

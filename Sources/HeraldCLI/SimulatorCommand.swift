@@ -1,14 +1,16 @@
 import FCMSimulator
 import Foundation
 import HTTP
+import ProviderList
 import Support
 
-/// `herald fcm-sim --listen HOST:PORT [--tls-listen HOST:PORT] [options]`: the FCM simulator as a process of its own,
-/// on a cleartext listener and, when asked, an HTTPS one (HTTP/2 and HTTP/1.1) serving the same simulator.
+/// `herald fcm-sim --listen HOST:PORT [--tls-listen HOST:PORT] [options]`: the simulator as a process of its own, with
+/// every provider's side (`ProviderList.simulatorSides`), on a cleartext listener and, when asked, an HTTPS one
+/// (HTTP/2 and HTTP/1.1) serving the same simulator.
 enum SimulatorCommand {
     static func run(_ arguments: [String]) throws -> Int32 {
         if arguments.contains("--help") || arguments.contains("-h") {
-            print(FCMSimulator.Configuration.help)
+            print(FCMSimulator.help(sides: ProviderList.simulatorSides))
             return 0
         }
         var rest: [String] = []
@@ -29,16 +31,16 @@ enum SimulatorCommand {
                 index += 1
             }
         }
-        let configuration: FCMSimulator.Configuration
+        let simulator: FCMSimulator
         let address: ListenAddress
         do {
-            configuration = try FCMSimulator.Configuration.parse(arguments: rest)
+            simulator = try FCMSimulator.parse(arguments: rest, sides: ProviderList.simulatorSides)
             address = try ListenAddress.parse(listenText)
         } catch {
             throw Arguments.UsageError(description: "\(error)")
         }
+        let configuration = simulator.configuration
         var signals = blockTerminationSignals()
-        let simulator = FCMSimulator(configuration: configuration)
         let server = HTTPServer(configuration: HTTPServerConfiguration(address: address), handler: simulator)
         let bound = try server.start()
         let front: FCMSimulator.TLSFront?
@@ -50,31 +52,22 @@ enum SimulatorCommand {
             server.shutdown(gracePeriod: 0)
             throw error
         }
-        let (cleartext, tokenURI) = ("http://\(bound)", "http://\(bound)\(FCMSimulator.tokenPath)")
+        // One line for both listeners, so whoever waits for it learns both addresses at once; each side says where
+        // it listens (FCM legacy's `endpoint`, v1's `v1_endpoint` and `token_uri`).
+        var fields: [(key: String, value: Log.Value)] = [("address", .string("\(bound)"))]
+        fields += simulator.announcement(baseURL: "http://\(bound)").map { ($0.key, .string($0.value)) }
         if let front {
-            // One line for both listeners, so whoever waits for it learns both addresses at once.
-            Log.info("fcm-sim listening", [
-                "address": .string("\(bound)"), "endpoint": .string(endpointURL(bound)),
-                "v1_endpoint": .string(cleartext), "token_uri": .string(tokenURI),
-                "tls_address": .string("\(front.address)"), "https_endpoint": .string(front.baseURL),
-                "tls_cert_out": .string(configuration.tls?.certificateOut ?? ""),
-            ])
-        } else {
-            Log.info("fcm-sim listening", [
-                "address": .string("\(bound)"), "endpoint": .string(endpointURL(bound)),
-                "v1_endpoint": .string(cleartext), "token_uri": .string(tokenURI),
-            ])
+            fields += [
+                ("tls_address", .string("\(front.address)")), ("https_endpoint", .string(front.baseURL)),
+                ("tls_cert_out", .string(configuration.tls?.certificateOut ?? "")),
+            ]
         }
+        Log.info("fcm-sim listening", fields)
         var received: Int32 = 0
         sigwait(&signals, &received)
         front?.server.shutdown(gracePeriod: 2)
         server.shutdown(gracePeriod: 2)
         return 0
-    }
-
-    /// The legacy send URL of a simulator listening at `address`.
-    static func endpointURL(_ address: ListenAddress) -> String {
-        "http://\(address)/fcm/send"
     }
 }
 

@@ -4,9 +4,9 @@ import CCrypto
 /// Push's one record, AES-256 for the secrets Herald stores (`SecretsKey`). The key's length chooses.
 ///
 /// The ciphers are fetched from the provider once; a context per call costs well under a microsecond.
-enum AESGCM {
-    static let tagLength = 16
-    static let nonceLength = 12
+public enum AESGCM {
+    public static let tagLength = 16
+    public static let nonceLength = 12
 
     nonisolated(unsafe) private static let aes128: OpaquePointer = fetch("AES-128-GCM")
     nonisolated(unsafe) private static let aes256: OpaquePointer = fetch("AES-256-GCM")
@@ -25,7 +25,7 @@ enum AESGCM {
 
     /// Appends the encryption of `plaintext` ‖ `trailer` to `output`, then the tag; `associatedData` is
     /// authenticated, not encrypted.
-    static func seal(
+    public static func seal(
         _ plaintext: [UInt8], trailer: [UInt8] = [], associatedData: [UInt8] = [], key: [UInt8], nonce: [UInt8],
         appendingTo output: inout [UInt8]
     ) throws(CryptoError) {
@@ -56,7 +56,7 @@ enum AESGCM {
 
     /// The plaintext of `sealed` (ciphertext ‖ tag); nil when the tag does not match (wrong key, other associated
     /// data, or the bytes were changed).
-    static func open(
+    public static func open(
         _ sealed: ArraySlice<UInt8>, associatedData: [UInt8] = [], key: [UInt8], nonce: [UInt8]
     ) throws(CryptoError) -> [UInt8]? {
         let cipher = cipher(key: key, nonce: nonce)

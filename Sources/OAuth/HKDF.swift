@@ -9,14 +9,14 @@ import CCrypto
 ///
 /// Related documentation: [RFC 5869](https://www.rfc-editor.org/rfc/rfc5869),
 /// [RFC 2104 (HMAC)](https://www.rfc-editor.org/rfc/rfc2104).
-enum HKDF {
+public enum HKDF {
     /// PRK = HMAC-SHA-256(salt, IKM).
-    static func extract(salt: [UInt8], inputKeyingMaterial: [UInt8]) throws(CryptoError) -> [UInt8] {
+    public static func extract(salt: [UInt8], inputKeyingMaterial: [UInt8]) throws(CryptoError) -> [UInt8] {
         try HMACSHA256.authenticate([inputKeyingMaterial], key: salt)
     }
 
     /// The first `length` (≤ 32) bytes of T(1) = HMAC-SHA-256(PRK, info ‖ 0x01).
-    static func expand(pseudorandomKey: [UInt8], info: [UInt8], length: Int) throws(CryptoError) -> [UInt8] {
+    public static func expand(pseudorandomKey: [UInt8], info: [UInt8], length: Int) throws(CryptoError) -> [UInt8] {
         precondition(length <= HMACSHA256.length, "HKDF.expand makes one block")
         return Array(try HMACSHA256.authenticate([info, [0x01]], key: pseudorandomKey).prefix(length))
     }

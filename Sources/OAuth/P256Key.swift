@@ -15,7 +15,7 @@ import CCrypto
 public final class P256PrivateKey: @unchecked Sendable, CustomStringConvertible {
     let pointer: OpaquePointer
     /// The same key as an `EC_KEY`, for ECDH at a third of the EVP interface's cost (see `P256ECDHKey`).
-    let agreement: P256ECDHKey
+    public let agreement: P256ECDHKey
 
     /// Reads a PEM private key: PKCS#8 (`BEGIN PRIVATE KEY`, Apple's `.p8`) or SEC1 (`BEGIN EC PRIVATE KEY`, what
     /// `openssl ecparam -genkey` writes). Throws for anything else, an encrypted key, or a key not on P-256.

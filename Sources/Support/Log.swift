@@ -52,6 +52,11 @@ public enum Log {
         write(.info, message, fields)
     }
 
+    /// Fields gathered at run time, in order: what several parts contribute (the simulator's sides).
+    public static func info(_ message: String, _ fields: [(key: String, value: Value)]) {
+        write(.info, message, fields)
+    }
+
     public static func warn(_ message: String, _ fields: KeyValuePairs<String, Value> = [:]) {
         write(.warn, message, fields)
     }
@@ -62,7 +67,7 @@ public enum Log {
 
     /// The line `write` would print, without printing it.
     public static func line(
-        _ level: Level, _ message: String, _ fields: KeyValuePairs<String, Value>, now: Date = Date()
+        _ level: Level, _ message: String, _ fields: some Sequence<(key: String, value: Value)>, now: Date = Date()
     ) -> String {
         var line = "{\"ts\":\""
         line += timestamp(now)
@@ -83,7 +88,7 @@ public enum Log {
         return line
     }
 
-    private static func write(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, Value>) {
+    private static func write(_ level: Level, _ message: String, _ fields: some Sequence<(key: String, value: Value)>) {
         guard level.rawValue >= minimum.load(ordering: .relaxed) else { return }
         let text = line(level, message, fields)
         output.withLock { _ in

@@ -1,3 +1,4 @@
+import APNsSimulator
 import FCMSimulator
 import HTTP
 import OAuth
@@ -5,7 +6,7 @@ import Testing
 
 /// The simulator's APNs side, called as the server calls it.
 @Suite struct APNsSimulatorTests {
-    let simulator = FCMSimulator(configuration: .init(apnsAccount: FCMSimulator.APNsAccount(
+    let simulator = FCMSimulator.everySide(apns: APNsSimulator(account: .init(
         publicKeyPEM: TLSSimulatorTests.key.publicKey.pem(), keyID: TLSSimulatorTests.keyID,
         teamID: TLSSimulatorTests.teamID)))
 

@@ -1,13 +1,26 @@
+import APNsSimulator
+import FCMLegacySimulator
 import FCMSimulator
+import FCMV1Simulator
 import Foundation
+import HMSSimulator
 import Testing
+import WebPushSimulator
 
-/// `herald fcm-sim` flags and help.
+/// `herald fcm-sim` flags and help: the shell's, and every side's (in the list's order, as the command gives them).
 @Suite struct ConfigurationTests {
     typealias Configuration = FCMSimulator.Configuration
+    static let sides: [any SimulatorSide.Type] = [
+        FCMV1Simulator.self, FCMLegacySimulator.self, APNsSimulator.self, WebPushSimulator.self, HMSSimulator.self,
+    ]
+    static let help = FCMSimulator.help(sides: sides)
+
+    func parse(arguments: [String]) throws -> FCMSimulator {
+        try FCMSimulator.parse(arguments: arguments, sides: Self.sides)
+    }
 
     @Test func noFlagsGiveTheDefaults() throws {
-        let configuration = try Configuration.parse(arguments: ["--listen", "127.0.0.1:8700"])
+        let configuration = try parse(arguments: ["--listen", "127.0.0.1:8700"]).configuration
         #expect(configuration == Configuration())
         #expect(configuration.failStatus == 503)
         #expect(configuration.retryAfter == nil)
@@ -15,13 +28,14 @@ import Testing
     }
 
     @Test func everyFlagIsRead() throws {
-        let configuration = try Configuration.parse(arguments: [
+        let simulator = try parse(arguments: [
             "--listen", "127.0.0.1:0", "--server-key", "secret", "--fail-rate", "0.25", "--fail-status", "500",
             "--retry-after", "2", "--unauthorized-rate", "0.1", "--slow-rate", "1", "--slow-ms", "250",
             "--drop-rate", "0", "--alias", "8=unavail-1-8", "--alias", "23=canon-23-to-32", "--seed=7",
         ])
-        #expect(configuration == Configuration(
-            serverKey: "secret", aliases: ["8": "unavail-1-8", "23": "canon-23-to-32"], failRate: 0.25,
+        #expect(simulator.side(FCMLegacySimulator.self)?.serverKey == "secret")
+        #expect(simulator.configuration == Configuration(
+            aliases: ["8": "unavail-1-8", "23": "canon-23-to-32"], failRate: 0.25,
             failStatus: 500, retryAfter: .seconds(2), unauthorizedRate: 0.1, slowRate: 1, slowMilliseconds: 250,
             dropRate: 0, seed: 7))
     }
@@ -33,18 +47,18 @@ import Testing
         (["--retry-after=5", "--retry-after-date"], .date(secondsFromNow: 5)),
     ])
     func retryAfterFlags(arguments: [String], retryAfter: FCMSimulator.RetryAfter) throws {
-        #expect(try Configuration.parse(arguments: arguments).retryAfter == retryAfter)
+        #expect(try parse(arguments: arguments).configuration.retryAfter == retryAfter)
     }
 
     @Test func theTLSFlagsMakeAnHTTPSListener() throws {
-        #expect(try Configuration.parse(arguments: ["--listen", "127.0.0.1:0"]).tls == nil, "cleartext only")
-        let selfSigned = try Configuration.parse(arguments: ["--tls-listen", "127.0.0.1:0", "--tls-cert-out=ca.pem"])
+        #expect(try parse(arguments: ["--listen", "127.0.0.1:0"]).configuration.tls == nil, "cleartext only")
+        let selfSigned = try parse(arguments: ["--tls-listen", "127.0.0.1:0", "--tls-cert-out=ca.pem"]).configuration
         #expect(selfSigned.tls == FCMSimulator.TLSListener(
             address: .tcp(host: "127.0.0.1", port: 0), certificateOut: "ca.pem", maxConcurrentStreams: 1000))
-        let given = try Configuration.parse(arguments: [
+        let given = try parse(arguments: [
             "--tls-listen", "[::1]:8443", "--tls-cert", "cert.pem", "--tls-key", "key.pem",
             "--max-concurrent-streams", "100",
-        ])
+        ]).configuration
         #expect(given.tls == FCMSimulator.TLSListener(
             address: .tcp(host: "::1", port: 8443), certificateFile: "cert.pem", keyFile: "key.pem",
             maxConcurrentStreams: 100))
@@ -55,16 +69,16 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("hms-\(UUID().uuidString)").path
         try "  s3cret\n".write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let configuration = try Configuration.parse(
-            arguments: ["--hms-app-id", "10000001", "--hms-client-secret-file", file])
-        #expect(configuration.hmsAccount?.appID == "10000001")
-        #expect(configuration.hmsAccount?.clientID == "10000001")
-        #expect(configuration.hmsAccount?.clientSecret == "s3cret")
-        #expect(try Configuration.parse(arguments: []).hmsAccount == nil)
+        let account = try parse(arguments: ["--hms-app-id", "10000001", "--hms-client-secret-file", file])
+            .side(HMSSimulator.self)?.account
+        #expect(account?.appID == "10000001")
+        #expect(account?.clientID == "10000001")
+        #expect(account?.clientSecret == "s3cret")
+        #expect(try parse(arguments: []).side(HMSSimulator.self)?.account == nil)
     }
 
     @Test func anAliasMayMapATokenContainingEquals() throws {
-        let configuration = try Configuration.parse(arguments: ["--alias", "a=notreg-a=b"])
+        let configuration = try parse(arguments: ["--alias", "a=notreg-a=b"]).configuration
         #expect(configuration.aliases == ["a": "notreg-a=b"])
     }
 
@@ -108,7 +122,7 @@ import Testing
     ])
     func badArgumentsAreRefusedNamingTheCulprit(arguments: [String], culprit: String) {
         #expect {
-            try Configuration.parse(arguments: arguments)
+            try parse(arguments: arguments)
         } throws: { error in
             (error as? Configuration.ArgumentError)?.description.contains(culprit) == true
         }
@@ -124,11 +138,11 @@ import Testing
         "--hms-client-secret-file", "/oauth2/v3/token", "80100000", "/hms/stats",
     ])
     func helpDescribes(term: String) {
-        #expect(Configuration.help.contains(term))
+        #expect(Self.help.contains(term))
     }
 
     @Test func everyFlagInTheHelpIsAccepted() throws {
-        let flags = Configuration.help.split(separator: "\n")
+        let flags = Self.help.split(separator: "\n")
             .filter { $0.hasPrefix("  --") }
             .compactMap { $0.split(separator: " ").first.map(String.init) }
             .filter { $0 != "--help" }
@@ -152,7 +166,7 @@ import Testing
                 : flag == "--tls-key" ? ["--tls-listen", "127.0.0.1:0", "--tls-cert", "c.pem"]
                 : ["--tls-listen", "127.0.0.1:0"]
             let arguments = (flag == "--retry-after-date" ? [flag] : [flag, value]) + companions
-            #expect(throws: Never.self, "\(flag)") { try Configuration.parse(arguments: arguments) }
+            #expect(throws: Never.self, "\(flag)") { try parse(arguments: arguments) }
         }
     }
 }

@@ -11,7 +11,7 @@ import TestSupport
 
     @Test(arguments: [503, 500])
     func failNextAnswersTheNextSendsWithTheStatusAndRetryAfter(status: Int) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let control = try simulator.control(#"{"fail_next": 2, "status": \#(status), "retry_after": "2"}"#)
         #expect(control.status == 200)
         #expect(try control.json()["fail_next"]?.int64Value == 2)
@@ -22,7 +22,7 @@ import TestSupport
     }
 
     @Test func serverErrorsDoNotCountAsSightings() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         _ = try simulator.control(#"{"fail_next": 1}"#)
         #expect(try simulator.sendJSON(#"{"to":"unavail-1-a"}"#).status == 503)
         #expect(meaning(of: try simulator.result(for: "unavail-1-a")) == .error("Unavailable"))
@@ -35,7 +35,7 @@ import TestSupport
         (#"{"fail_next": 1}"#, nil),
     ])
     func retryAfterForms(control: String, header: String?) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         #expect(try simulator.control(control).status == 200)
         let response = try simulator.sendJSON(Self.message)
         #expect(response.status == 503)
@@ -49,7 +49,7 @@ import TestSupport
         (FCMSimulator.Configuration(), #"{"retry_after_date": true}"#),
     ])
     func retryAfterAsAnHTTPDateIsNeverInThePast(configuration: FCMSimulator.Configuration, control: String?) throws {
-        let simulator = FCMSimulator(configuration: configuration)
+        let simulator = FCMSimulator.everySide(configuration)
         if let control { #expect(try simulator.control(control).status == 200) }
         _ = try simulator.control(#"{"fail_next": 1}"#)
         let before = Date()
@@ -70,7 +70,7 @@ import TestSupport
     }()
 
     @Test func unauthorizedNextAnswers401WhateverTheKey() throws {
-        let simulator = FCMSimulator(configuration: .init(serverKey: "right"))
+        let simulator = FCMSimulator.everySide(serverKey: "right")
         _ = try simulator.control(#"{"unauthorized_next": 1}"#)
         let statuses = try (1...2).map { _ in try simulator.sendJSON(Self.message, authorization: "key=right").status }
         #expect(statuses == [401, 200])
@@ -78,7 +78,7 @@ import TestSupport
     }
 
     @Test func slowNextAnswersLaterFromAnotherThread() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         _ = try simulator.control(#"{"slow_next": 1, "slow_ms": 20}"#)
         var threads: [Bool] = []
         for _ in 1...2 {
@@ -100,7 +100,7 @@ import TestSupport
     }
 
     @Test func dropNextAnswersAnEmpty500WithConnectionClose() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         _ = try simulator.control(#"{"drop_next": 1}"#)
         let dropped = try simulator.sendJSON(Self.message)
         #expect(dropped.status == 500)
@@ -111,7 +111,7 @@ import TestSupport
     }
 
     @Test func queuedFaultsTakePrecedenceDropThenUnauthorizedThenServerError() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         _ = try simulator.control(#"{"fail_next": 1, "unauthorized_next": 1, "drop_next": 1}"#)
         let responses = try (1...4).map { _ in try simulator.sendJSON(Self.message) }
         #expect(responses.map(\.status) == [500, 401, 503, 200])
@@ -119,7 +119,7 @@ import TestSupport
     }
 
     @Test func resetClearsCountersSightingsAndQueuedFaults() throws {
-        let simulator = FCMSimulator(configuration: .init(seed: 9))
+        let simulator = FCMSimulator.everySide(.init(seed: 9))
         #expect(meaning(of: try simulator.result(for: "unavail-1-a")) == .error("Unavailable"))
         _ = try simulator.control(#"{"fail_next": 5, "status": 500, "slow_ms": 5}"#)
         #expect(try simulator.sendJSON(Self.message).status == 500)
@@ -142,7 +142,7 @@ import TestSupport
         "[]", "{",
     ])
     func badControlBodiesGet400AndChangeNothing(body: String) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let response = try simulator.control(body)
         #expect(response.status == 400)
         #expect(!response.body.isEmpty)
@@ -150,8 +150,8 @@ import TestSupport
     }
 
     @Test func rateOneAlwaysFailsAndRateZeroNever() throws {
-        let always = FCMSimulator(configuration: .init(failRate: 1, failStatus: 500, retryAfter: .seconds(4)))
-        let never = FCMSimulator(configuration: .init(failRate: 0))
+        let always = FCMSimulator.everySide(.init(failRate: 1, failStatus: 500, retryAfter: .seconds(4)))
+        let never = FCMSimulator.everySide(.init(failRate: 0))
         for _ in 1...5 {
             let failed = try always.sendJSON(Self.message)
             #expect(failed.status == 500)
@@ -162,7 +162,7 @@ import TestSupport
 
     /// The statuses of `count` sends to a fresh simulator.
     static func statuses(_ configuration: FCMSimulator.Configuration, count: Int = 60) throws -> [Int] {
-        let simulator = FCMSimulator(configuration: configuration)
+        let simulator = FCMSimulator.everySide(configuration)
         return try (0..<count).map { _ in try simulator.sendJSON(message).status }
     }
 
@@ -179,7 +179,7 @@ import TestSupport
 
     @Test func aRandomSeedIsReportedSoTheRunCanBeRepeated() throws {
         let configuration = FCMSimulator.Configuration(failRate: 0.5)
-        let simulator = FCMSimulator(configuration: configuration)
+        let simulator = FCMSimulator.everySide(configuration)
         let first = try (0..<40).map { _ in try simulator.sendJSON(Self.message).status }
         var repeated = configuration
         repeated.seed = simulator.stats().seed
@@ -187,7 +187,7 @@ import TestSupport
     }
 
     @Test func ratesSetThroughControlApply() throws {
-        let simulator = FCMSimulator(configuration: .init(seed: 1))
+        let simulator = FCMSimulator.everySide(.init(seed: 1))
         _ = try simulator.control(#"{"fail_rate": 1, "status": 502}"#)
         #expect(try simulator.sendJSON(Self.message).status == 502)
         _ = try simulator.control(#"{"fail_rate": 0}"#)
@@ -195,7 +195,7 @@ import TestSupport
     }
 
     @Test func programmaticControlMatchesTheEndpoint() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         simulator.apply([.next(.serverError, count: 1), .failStatus(500), .retryAfter(.verbatim("120"))])
         let response = try simulator.sendJSON(Self.message)
         #expect(response.status == 500)

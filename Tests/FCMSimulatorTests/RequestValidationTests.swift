@@ -20,7 +20,7 @@ import Testing
         ("key=right", "right", 200),
     ])
     func authorizationKey(header: String?, serverKey: String?, status: Int) throws {
-        let simulator = FCMSimulator(configuration: .init(serverKey: serverKey))
+        let simulator = FCMSimulator.everySide(serverKey: serverKey)
         let response = try simulator.sendJSON(#"{"to":"a"}"#, authorization: header)
         #expect(response.status == status)
         if status == 401 {
@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func plainTextNeedsTheKeyToo() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let response = try simulator.call("POST", "/fcm/send", body: "registration_id=a")
         #expect(response.status == 401)
     }
@@ -59,7 +59,7 @@ import Testing
         #"{"to":"a","notification":[]}"#,
     ])
     func badJSONRequestsGet400WithAPlainBody(body: String) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let response = try simulator.sendJSON(body)
         #expect(response.status == 400)
         #expect(response.header("content-type")?.hasPrefix("text/plain") == true)
@@ -68,7 +68,7 @@ import Testing
 
     @Test(arguments: [1, 1000, 1001])
     func registrationIDsTakeOneToAThousandTokens(count: Int) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let tokens = (0..<count).map { JSON.string("t\($0)") }
         let response = try simulator.sendJSON(.object([("registration_ids", .array(tokens))]))
         #expect(response.status == (count <= 1000 ? 200 : 400))
@@ -95,7 +95,7 @@ import Testing
         (#""data":{"from":"x"},"time_to_live":-1"#, .error("InvalidTtl")),
     ])
     func wholeMessageErrorsReachEveryToken(fields: String, expected: Expected) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let reply = try simulator.sendJSON(#"{"registration_ids":["a","unavail-1-b"],\#(fields)}"#).json()
         let results = try #require(reply["results"]?.arrayValue)
         if expected == .delivered {
@@ -108,7 +108,7 @@ import Testing
     }
 
     @Test func topicPayloadLimitIs2048() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let data = String(repeating: "x", count: 2048 - #"{"k":""}"#.utf8.count)
         let fits = try simulator.sendJSON(#"{"to":"/topics/t","data":{"k":"\#(data)"}}"#).json()
         let over = try simulator.sendJSON(#"{"to":"/topics/t","data":{"k":"\#(data)x"}}"#).json()
@@ -126,7 +126,7 @@ import Testing
         ("registration_id=notreg-%41%2B+b", "Error=NotRegistered"),
     ])
     func plainTextWholeMessageErrors(body: String, reply: String) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let response = try simulator.sendPlain(body)
         #expect(response.status == 200)
         #expect(response.text == reply)
@@ -134,13 +134,13 @@ import Testing
 
     @Test(arguments: [nil, "application/x-www-form-urlencoded", "text/plain"])
     func anythingButJSONIsReadAsPlainText(contentType: String?) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let response = try simulator.sendPlain("registration_id=invalid-1", contentType: contentType)
         #expect(response.text == "Error=InvalidRegistration")
     }
 
     @Test func plainTextTakesOneRegistrationID() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         #expect(try simulator.sendPlain("registration_id=a&registration_id=b").status == 400)
         #expect(try simulator.sendPlain("registration_id=%ZZ").status == 400)
     }
@@ -149,7 +149,7 @@ import Testing
         ("GET", "/fcm/send", 405), ("PUT", "/control", 405), ("POST", "/stats", 405), ("GET", "/nowhere", 404),
     ])
     func otherRoutesAndMethods(method: String, path: String, status: Int) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         #expect(try simulator.call(method, path).status == status)
         #expect(simulator.stats().totalRequests == 0)
     }

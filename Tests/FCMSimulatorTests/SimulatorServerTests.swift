@@ -8,7 +8,7 @@ import TestSupport
 /// The simulator behind the real `HTTPServer` on an ephemeral 127.0.0.1 port, driven over a socket.
 @Suite struct SimulatorServerTests {
     @Test func officialExampleAndStatsOverTheWire() throws {
-        let simulator = FCMSimulator(configuration: .init(serverKey: "k", aliases: TokenOutcomeTests.officialAliases))
+        let simulator = FCMSimulator.everySide(.init(aliases: TokenOutcomeTests.officialAliases), serverKey: "k")
         let (server, port) = try start(simulator)
         defer { server.shutdown(gracePeriod: 1) }
 
@@ -29,7 +29,7 @@ import TestSupport
     }
 
     @Test func faultsAndPlainTextOverTheWire() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let (server, port) = try start(simulator)
         defer { server.shutdown(gracePeriod: 1) }
 

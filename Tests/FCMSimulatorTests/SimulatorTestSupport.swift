@@ -1,15 +1,30 @@
+import APNsSimulator
+import FCMLegacySimulator
 import FCMSimulator
+import FCMV1Simulator
 import Foundation
+import HMSSimulator
 import HTTP
 import Support
 import Testing
 import TestSupport
+import WebPushSimulator
 
 struct NoResponse: Error, CustomStringConvertible {
     var description: String { "the simulator did not answer" }
 }
 
 extension FCMSimulator {
+    /// The simulator as `herald fcm-sim` serves it: the shell with every provider's side, in the list's order.
+    static func everySide(
+        _ configuration: Configuration = .init(), serverKey: String? = nil, v1: FCMV1Simulator = FCMV1Simulator(),
+        apns: APNsSimulator = APNsSimulator()
+    ) -> FCMSimulator {
+        FCMSimulator(configuration: configuration, sides: [
+            v1, FCMLegacySimulator(serverKey: serverKey), apns, WebPushSimulator(), HMSSimulator(),
+        ])
+    }
+
     /// Calls the handler as the server would and returns its answer, waiting for a slow one.
     func call(_ method: String, _ target: String, headers: [(name: String, value: String)] = [], body: String = "")
         throws -> HTTPResponse

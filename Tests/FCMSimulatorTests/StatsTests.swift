@@ -6,7 +6,7 @@ import Testing
 /// `GET /stats` and `stats()`: counts and the log of recent sends, so tests can ask which request carried what.
 @Suite struct StatsTests {
     @Test func statsRecordEachRequestInArrivalOrder() throws {
-        let simulator = FCMSimulator(configuration: .init(serverKey: "k"))
+        let simulator = FCMSimulator.everySide(serverKey: "k")
         let before = Clock.nowMillis()
         func send(_ body: String, key: String = "key=k") throws -> Int {
             try simulator.sendJSON(body, authorization: key).status
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func statsEndpointServesTheSameAsJSON() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         _ = try simulator.sendJSON(#"{"registration_ids":["a","canon-b-to-c"],"time_to_live":120,"priority":"high"}"#)
         _ = try simulator.control(#"{"fail_next": 1}"#)
         _ = try simulator.sendJSON(#"{"to":"/topics/t","collapse_key":"k"}"#)
@@ -88,21 +88,21 @@ import Testing
     }
 
     @Test func controlAndStatsAreNotCounted() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         _ = try simulator.control(#"{"slow_ms": 10}"#)
         _ = try simulator.call("GET", "/stats")
         #expect(simulator.stats().totalRequests == 0)
     }
 
     @Test func theLogKeepsTheMostRecentRequests() throws {
-        let simulator = FCMSimulator(configuration: .init(requestLogLimit: 3))
+        let simulator = FCMSimulator.everySide(.init(requestLogLimit: 3))
         for ttl in 1...5 { _ = try simulator.sendJSON(#"{"to":"a","time_to_live":\#(ttl)}"#) }
         #expect(simulator.stats().requests.map(\.timeToLive) == [3, 4, 5])
         #expect(simulator.stats().totalRequests == 5)
     }
 
     @Test func theLogIsBoundedByTheTokensItHolds() throws {
-        let simulator = FCMSimulator(configuration: .init(requestLogTokenLimit: 4))
+        let simulator = FCMSimulator.everySide(.init(requestLogTokenLimit: 4))
         for ttl in 1...3 { _ = try simulator.sendJSON(#"{"registration_ids":["a","b","c"],"time_to_live":\#(ttl)}"#) }
         #expect(simulator.stats().requests.map(\.timeToLive) == [3])
         _ = try simulator.sendJSON(#"{"to":"a","time_to_live":4}"#)
@@ -112,7 +112,7 @@ import Testing
     }
 
     @Test func aLongRunKeepsExactlyTheLastRequests() throws {
-        let simulator = FCMSimulator(configuration: .init(requestLogLimit: 100))
+        let simulator = FCMSimulator.everySide(.init(requestLogLimit: 100))
         for ttl in 1...2_500 { _ = try simulator.sendJSON(#"{"to":"a","time_to_live":\#(ttl)}"#) }
         #expect(simulator.stats().requests.map(\.timeToLive) == Array(2_401...2_500))
     }

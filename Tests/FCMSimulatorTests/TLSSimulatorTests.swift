@@ -1,4 +1,6 @@
+import APNsSimulator
 import FCMSimulator
+import FCMV1Simulator
 import Foundation
 import HTTP
 import NetworkTestSupport
@@ -43,11 +45,10 @@ import TestSupport
 
     /// The simulator trusting `key` for APNs, behind TLS with a self-signed certificate written to a file, and a pool
     /// of Herald's that trusts only that file.
-    func start(streams: Int = 1000, configuration: FCMSimulator.Configuration = .init()) throws -> Rig {
-        var configuration = configuration
-        configuration.apnsAccount = FCMSimulator.APNsAccount(
-            publicKeyPEM: Self.key.publicKey.pem(), keyID: Self.keyID, teamID: Self.teamID)
-        let simulator = FCMSimulator(configuration: configuration)
+    func start(streams: Int = 1000, v1: FCMV1Simulator = FCMV1Simulator()) throws -> Rig {
+        let apns = APNsSimulator(account: .init(
+            publicKeyPEM: Self.key.publicKey.pem(), keyID: Self.keyID, teamID: Self.teamID))
+        let simulator = FCMSimulator.everySide(v1: v1, apns: apns)
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("sim-\(UUID()).pem").path
         let front = try simulator.serveTLS(.init(
             address: .tcp(host: "127.0.0.1", port: 0), certificateOut: caFile, maxConcurrentStreams: streams))
@@ -154,10 +155,9 @@ import TestSupport
     // MARK: - Every route over TLS
 
     @Test func fcmLegacyV1AndStatsWorkOverHTTP2() async throws {
-        let rig = try start(configuration: .init(
-            v1Account: FCMSimulator.V1Account(
-                clientEmail: V1SimulatorTests.email, projectID: "test-project",
-                publicKeyPEM: V1SimulatorTests.key.publicKey.pem())))
+        let rig = try start(v1: FCMV1Simulator(account: .init(
+            clientEmail: V1SimulatorTests.email, projectID: "test-project",
+            publicKeyPEM: V1SimulatorTests.key.publicKey.pem())))
         defer { rig.stop() }
         let tokenURI = "https://127.0.0.1:\(rig.port)/token"
         let now = Clock.nowMillis() / 1000
@@ -237,7 +237,7 @@ import TestSupport
         try identity.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
         try identity.privateKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
 
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let front = try simulator.serveTLS(.init(
             address: .tcp(host: "127.0.0.1", port: 0), certificateFile: certificateFile, keyFile: keyFile,
             certificateOut: out))

@@ -32,7 +32,7 @@ import Testing
 
     @Test(arguments: prefixes)
     func prefixDecidesTheJSONResult(token: String, expected: Expected) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let response = try simulator.sendJSON(.object([("registration_ids", .array([.string(token)]))]))
         #expect(response.status == 200)
         #expect(response.header("content-type")?.hasPrefix("application/json") == true)
@@ -46,7 +46,7 @@ import Testing
 
     @Test(arguments: prefixes)
     func prefixDecidesThePlainTextReply(token: String, expected: Expected) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let response = try simulator.sendPlain("registration_id=\(token)&data.score=4x8")
         #expect(meaning(ofPlain: response) == expected, "\(response.status) \(response.text)")
         if expected == .error("Unavailable") {
@@ -60,7 +60,7 @@ import Testing
         ("ratelimit-2-x", "DeviceMessageRateExceeded"),
     ])
     func countedErrorsHappenNTimesThenTheTokenIsDelivered(token: String, code: String) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let answers = try (1...4).map { _ in meaning(of: try simulator.result(for: token)) }
         #expect(answers == [.error(code), .error(code), .delivered, .delivered])
         // Sightings count per exact token: another token with the same rule starts afresh.
@@ -68,13 +68,13 @@ import Testing
     }
 
     @Test func unavailableTwiceInPlainTextIsTwo500sThenAnID() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let statuses = try (1...3).map { _ in try simulator.sendPlain("registration_id=unavail-2-x").status }
         #expect(statuses == [500, 500, 200])
     }
 
     @Test func tokensInOneMulticastAreAnsweredInRequestOrder() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let tokens = ["ok-1", "notreg-2", "canon-3-to-33", "ok-4", "unavail-1-5", "unavail-1-5"]
         let reply = try simulator.sendJSON(.object([("registration_ids", .array(tokens.map(JSON.string)))])).json()
         let results = try #require(reply["results"]?.arrayValue)
@@ -86,7 +86,7 @@ import Testing
     }
 
     @Test func canonicalReplyHasFCMsShape() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let reply = try simulator.sendJSON(#"{"registration_ids":["canon-old-to-new"],"data":{"a":"1"}}"#).json()
         #expect(reply.keys == ["multicast_id", "success", "failure", "canonical_ids", "results"])
         #expect(reply["multicast_id"]?.int64Value != nil)
@@ -103,7 +103,7 @@ import Testing
     static let officialAliases = ["8": "unavail-1-8", "15": "invalid-15", "23": "canon-23-to-32", "42": "notreg-42"]
 
     @Test func officialSixTokenExampleThroughAliases() throws {
-        let simulator = FCMSimulator(configuration: .init(aliases: Self.officialAliases))
+        let simulator = FCMSimulator.everySide(.init(aliases: Self.officialAliases))
         let reply = try simulator.sendJSON(#"{"registration_ids":["4","8","15","16","23","42"]}"#).json()
         #expect(reply.keys == ["multicast_id", "success", "failure", "canonical_ids", "results"])
         #expect(reply["success"]?.int64Value == 3)
@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func officialExampleInPlainText() throws {
-        let simulator = FCMSimulator(configuration: .init(aliases: Self.officialAliases))
+        let simulator = FCMSimulator.everySide(.init(aliases: Self.officialAliases))
         #expect(try simulator.sendPlain("registration_id=15").text == "Error=InvalidRegistration")
         let canonical = try simulator.sendPlain(
             "collapse_key=score_update&time_to_live=108&delay_while_idle=1&data.score=4x8&data.time=15:16.2342"
@@ -134,7 +134,7 @@ import Testing
     }
 
     @Test func aliasesApplyToExactTokensOnly() throws {
-        let simulator = FCMSimulator(configuration: .init(aliases: ["42": "notreg-42"]))
+        let simulator = FCMSimulator.everySide(.init(aliases: ["42": "notreg-42"]))
         #expect(meaning(of: try simulator.result(for: "42")) == .error("NotRegistered"))
         #expect(meaning(of: try simulator.result(for: "420")) == .delivered)
     }
@@ -145,7 +145,7 @@ import Testing
         ("/topics/error-InvalidParameters-x", [.error("InvalidParameters"), .error("InvalidParameters")]),
     ])
     func topicReplies(topic: String, expected: [Expected]) throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         var answers: [Expected?] = []
         for _ in expected {
             let reply = try simulator.sendJSON(.object([("to", .string(topic)), ("data", ["a": "1"])])).json()
@@ -159,14 +159,14 @@ import Testing
     }
 
     @Test func conditionIsAnsweredWithANumericMessageID() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let reply = try simulator.sendJSON(#"{"condition":"'a' in topics && 'b' in topics"}"#).json()
         #expect(reply.keys == ["message_id"])
         #expect(reply["message_id"]?.int64Value != nil)
     }
 
     @Test func dryRunIsAnsweredWithAFakeMessageID() throws {
-        let simulator = FCMSimulator()
+        let simulator = FCMSimulator.everySide()
         let reply = try simulator.sendJSON(#"{"registration_ids":["a","notreg-b"],"dry_run":true}"#).json()
         let results = try #require(reply["results"]?.arrayValue)
         #expect(results.first?["message_id"]?.stringValue == "fake_message_id")

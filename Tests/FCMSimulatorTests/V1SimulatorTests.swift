@@ -1,4 +1,5 @@
 import FCMSimulator
+import FCMV1Simulator
 import Foundation
 import HTTP
 import OAuth
@@ -13,11 +14,11 @@ import Testing
     static let tokenURI = "http://127.0.0.1:8700/token"
     static let sendPath = "/v1/projects/test-project/messages:send"
 
-    let simulator = FCMSimulator(configuration: .init(
-        aliases: ["42": "notreg-42"],
-        v1Account: FCMSimulator.V1Account(clientEmail: email, projectID: "test-project",
-                                          publicKeyPEM: key.publicKey.pem()),
-        tokenLifetimeSeconds: 120))
+    let simulator = FCMSimulator.everySide(
+        .init(aliases: ["42": "notreg-42"]),
+        v1: FCMV1Simulator(
+            account: .init(clientEmail: email, projectID: "test-project", publicKeyPEM: key.publicKey.pem()),
+            tokenLifetimeSeconds: 120))
 
     func assertion(key: RSAPrivateKey = key, issuer: String = email, audience: String = tokenURI,
                    scope: String = JWT.firebaseMessagingScope, issuedAt: Int64? = nil,
@@ -64,7 +65,7 @@ import Testing
         #expect(body["access_token"]?.stringValue?.hasPrefix("sim-") == true)
         #expect(body["expires_in"]?.int64Value == 120)
         #expect(body["token_type"]?.stringValue == "Bearer")
-        let counts = simulator.stats().oauth
+        let counts = simulator.side(FCMV1Simulator.self)!.oauthCounts()
         #expect([counts.tokenRequests, counts.tokensIssued, counts.refused, counts.failed] as [Int] == [1, 1, 0, 0])
     }
 
@@ -115,11 +116,11 @@ import Testing
         let body = try reply.json()
         #expect(body["error"]?.stringValue == refusal.error)
         #expect(body["error_description"]?.stringValue == refusal.description)
-        #expect(simulator.stats().oauth.refused == 1)
+        #expect(simulator.side(FCMV1Simulator.self)!.oauthCounts().refused == 1)
     }
 
     @Test func withoutAServiceAccountEveryAssertionIsRefused() throws {
-        let bare = FCMSimulator()
+        let bare = FCMSimulator.everySide()
         let form = "grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=\(try assertion())"
         let reply = try bare.call("POST", "/token", headers: [("host", Self.host)], body: form)
         #expect(reply.status == 400)
@@ -286,14 +287,12 @@ import Testing
     @Test func theServiceAccountFlagReadsAKeyFile() throws {
         let path = try Self.serviceAccountFile()
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let configuration = try FCMSimulator.Configuration.parse(arguments: [
-            "--service-account", path, "--token-lifetime", "30",
-        ])
-        #expect(configuration.v1Account?.clientEmail == Self.email)
-        #expect(configuration.v1Account?.projectID == "test-project")
-        #expect(configuration.tokenLifetimeSeconds == 30)
+        let side = try FCMV1Simulator(flags: ["--service-account": path, "--token-lifetime": "30"])
+        #expect(side.account?.clientEmail == Self.email)
+        #expect(side.account?.projectID == "test-project")
+        #expect(side.tokenLifetimeSeconds == 30)
         #expect(throws: FCMSimulator.Configuration.ArgumentError.self) {
-            try FCMSimulator.Configuration.parse(arguments: ["--service-account", "/nonexistent.json"])
+            try FCMV1Simulator(flags: ["--service-account": "/nonexistent.json"])
         }
     }
 }

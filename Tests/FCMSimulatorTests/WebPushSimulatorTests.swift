@@ -1,13 +1,15 @@
 import FCMSimulator
 import HTTP
+import Ingest
 import OAuth
 import Support
 import Testing
+import WebPushCrypto
 
 /// The simulator's push service (SPEC §16), called as the server calls it: subscriptions it makes, VAPID checked,
 /// bodies decrypted, answers by the endpoint's last segment.
 @Suite struct WebPushSimulatorTests {
-    let simulator = FCMSimulator()
+    let simulator = FCMSimulator.everySide()
     let vapid = try! VAPID(key: try! P256PrivateKey.generate(), subject: "mailto:ops@example.com")
     let now = Clock.nowMillis()
 

@@ -4,6 +4,7 @@ import Queue
 import Storage
 import Support
 import Testing
+import WebPushCrypto
 
 @testable import HeraldCLI
 

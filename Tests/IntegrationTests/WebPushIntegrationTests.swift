@@ -1,10 +1,12 @@
 import Foundation
+import Ingest
 import NetworkTestSupport
 import OAuth
 import PostgreSQLTestSupport
 import Storage
 import Support
 import Testing
+import WebPushCrypto
 
 /// The real `herald serve` with a Web Push app (SPEC §16) sending to `scripts/webpush-h2-standin.js`: node's `http2`
 /// over TLS, which makes the subscriptions as a browser does, verifies every VAPID header and decrypts every body

@@ -1,7 +1,9 @@
 import Foundation
+import Ingest
 import OAuth
 import Support
 import Testing
+import WebPushCrypto
 
 /// Herald's Web Push cryptography against independent implementations from PyPI, in the venv `scripts/python-sdks`
 /// makes: `http_ece` (Mozilla's implementation of the aes128gcm content coding) decrypts what
@@ -27,7 +29,7 @@ import Testing
         }
         let vapid = try VAPID(key: P256PrivateKey.generate(), subject: "mailto:ops@example.com")
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let origin = try #require(VAPID.origin(of: "https://fcm.googleapis.com/wp/dGVzdA:APA91b"))
+        let origin = try #require(WebPushSubscription.origin(of: "https://fcm.googleapis.com/wp/dGVzdA:APA91b"))
         let authorization = try vapid.authorization(origin: origin, now: now)
         let replies: [[UInt8]] = [Array("from http_ece".utf8), (0..<3993).map { UInt8(truncatingIfNeeded: $0) }]
         let input: JSON = .object([

@@ -1,3 +1,4 @@
+import APNsSimulator
 import Delivery
 import FCMSimulator
 import Foundation
@@ -19,6 +20,7 @@ public struct APNsDefinition: ProviderDefinition {
 
     /// iOS beside Android in the quick start: an APNs app `ios` that the simulator answers.
     public var sandboxApp: (name: String, settings: any AppSettings)? { ("ios", APNsSettings.sandboxed()) }
+    public var simulatorSide: (any SimulatorSide.Type)? { APNsSimulator.self }
 
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         var settings = try APNsSettings(
@@ -139,8 +141,8 @@ public struct APNsSettings: SandboxedOverTLS {
     public mutating func prepareSandbox(_ sandbox: SandboxSetup) throws {
         let key = try sandbox.shared(APNsDefinition.name) { try P256PrivateKey.generate() }
         let sandboxed = Self.sandboxed(topic: topic)
-        sandbox.simulator.apnsAccount = FCMSimulator.APNsAccount(
-            publicKeyPEM: key.publicKey.pem(), keyID: sandboxed.keyID, teamID: sandboxed.teamID)
+        sandbox.simulate(APNsSimulator(account: APNsSimulator.Account(
+            publicKeyPEM: key.publicKey.pem(), keyID: sandboxed.keyID, teamID: sandboxed.teamID)))
         self = sandboxed
         self.key = key
     }

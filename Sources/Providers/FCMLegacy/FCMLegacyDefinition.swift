@@ -1,4 +1,6 @@
 import Delivery
+import FCMLegacySimulator
+import FCMSimulator
 import Ingest
 import ProviderKit
 
@@ -12,6 +14,8 @@ public struct FCMLegacyDefinition: ProviderDefinition {
     public var secretFields: [SecretField] { [SecretField("server_key")] }
     /// A connection per request in flight: 64, as before HTTP v1.
     public let defaultConcurrency = 64
+
+    public var simulatorSide: (any SimulatorSide.Type)? { FCMLegacySimulator.self }
 
     public init() {}
 
@@ -83,7 +87,7 @@ public struct LegacySettings: AppSettings {
 
     /// The simulator's `/fcm/send` takes any key.
     public mutating func connectSandbox(_ simulator: SandboxSimulator) {
-        endpoint = simulator.url + "/fcm/send"
+        endpoint = simulator.url + FCMLegacySimulator.sendPath
         serverKey = "sandbox"
     }
 

@@ -1,5 +1,6 @@
 import Delivery
 import FCMSimulator
+import FCMV1Simulator
 import Ingest
 import OAuth
 import ProviderKit
@@ -13,6 +14,7 @@ public struct FCMV1Definition: ProviderDefinition {
     public var nonStringKeys: Set<String> { ["service_account"] }
     public var secretFields: [SecretField] { [V1Settings.accountField] }
     public var reasonCodes: [String] { V1Code.allCases.map(\.rawValue) }
+    public var simulatorSide: (any SimulatorSide.Type)? { FCMV1Simulator.self }
 
     public init() {}
 
@@ -141,14 +143,14 @@ public struct V1Settings: AppSettings {
             ServiceAccount(clientEmail: "sandbox@herald.invalid", privateKey: try RSAPrivateKey.generate(),
                            projectID: "sandbox", tokenURI: nil)
         }
-        sandbox.simulator.v1Account = FCMSimulator.V1Account(account)
+        sandbox.simulate(FCMV1Simulator(account: FCMV1Simulator.Account(account)))
         serviceAccount = account
         projectID = account.projectID
     }
 
     public mutating func connectSandbox(_ simulator: SandboxSimulator) {
         endpoint = simulator.url
-        tokenURI = simulator.url + FCMSimulator.tokenPath
+        tokenURI = simulator.url + FCMV1Simulator.tokenPath
     }
 
     public func provider(app: String, context: ProviderContext) throws -> any Provider {

@@ -23,6 +23,7 @@ public struct HMSDefinition: ProviderDefinition {
 
     /// Huawei devices beside the others in the quick start: an HMS app `hms` that the simulator's HMS side answers.
     public var sandboxApp: (name: String, settings: any AppSettings)? { ("hms", HMSSettings.sandboxed()) }
+    public var simulatorSide: (any SimulatorSide.Type)? { HMSSimulator.self }
 
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         try HMSSettings(entry)
@@ -117,7 +118,7 @@ public struct HMSSettings: AppSettings {
         let secret = sandbox.shared(HMSDefinition.name) { String(UInt64.random(in: .min ... .max), radix: 16) }
         self = Self.sandboxed()
         clientSecret = secret
-        sandbox.simulator.hmsAccount = HMSSimulator.Account(appID: appID, clientSecret: secret)
+        sandbox.simulate(HMSSimulator(account: HMSSimulator.Account(appID: appID, clientSecret: secret)))
     }
 
     public mutating func connectSandbox(_ simulator: SandboxSimulator) {

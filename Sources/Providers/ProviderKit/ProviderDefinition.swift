@@ -1,4 +1,5 @@
 import Delivery
+import FCMSimulator
 import Send
 import Ingest
 import Support
@@ -37,6 +38,15 @@ public protocol ProviderDefinition: ProviderCommandLine {
     var sandboxApp: (name: String, settings: any AppSettings)? { get }
     /// An `apps` entry of this provider as its settings, checked as far as can be without reading a file.
     func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings
+
+    // MARK: - The simulator's side (SPEC §9, §21)
+    /// The provider's side of the simulator (`Sources/Providers/<Name>/Simulator`), which `herald fcm-sim` and the
+    /// sandbox serve; nil for a provider without one.
+    var simulatorSide: (any SimulatorSide.Type)? { get }
+}
+
+extension ProviderDefinition {
+    public var simulatorSide: (any SimulatorSide.Type)? { nil }
 }
 
 extension ProviderDefinition {
@@ -61,7 +71,7 @@ public protocol AppSettings: Sendable {
     /// start, outside the sandbox.
     mutating func load(app: String) throws(ConfigurationError)
     /// In the sandbox, before the simulator starts: throw-away credentials that only the simulator trusts, told to
-    /// it through `sandbox.simulator`.
+    /// the provider's side through `sandbox.simulate(_:)`.
     mutating func prepareSandbox(_ sandbox: SandboxSetup) throws
     /// In the sandbox, once the simulator listens: send to it.
     mutating func connectSandbox(_ simulator: SandboxSimulator)

@@ -1,12 +1,23 @@
 import FCMSimulator
 
-/// The sandbox before its simulator starts: what the simulator must trust, and credentials the apps of one
-/// provider share (one throw-away key for all of them, as the simulator knows one per provider).
+/// The sandbox before its simulator starts: the simulator's sides that must trust its throw-away credentials, and
+/// credentials the apps of one provider share (one throw-away key for all of them, as a side knows one).
 public final class SandboxSetup {
-    public var simulator = FCMSimulator.Configuration()
+    private var sides: [ObjectIdentifier: any SimulatorSide] = [:]
     private var shared: [String: Any] = [:]
 
     public init() {}
+
+    /// Makes `side` the simulator's side of its type: one that trusts the sandbox's credentials.
+    public func simulate(_ side: some SimulatorSide) {
+        sides[ObjectIdentifier(type(of: side))] = side
+    }
+
+    /// The sandbox's simulator with a side of each of `types` (the list's, `ProviderList.simulatorSides`): the one
+    /// `simulate` was given, else one made as `herald fcm-sim` makes it without flags.
+    public func simulator(sides types: [any SimulatorSide.Type]) throws -> FCMSimulator {
+        FCMSimulator(sides: try types.map { type in try sides[ObjectIdentifier(type)] ?? type.init(flags: [:]) })
+    }
 
     /// The value kept under `key`, made by `make` the first time it is asked for.
     public func shared<Value>(_ key: String, _ make: () throws -> Value) rethrows -> Value {

@@ -1,5 +1,6 @@
 import APNs
 import FCMLegacy
+import FCMSimulator
 import FCMV1
 import HMS
 import ProviderKit
@@ -19,6 +20,11 @@ public enum ProviderList {
         WebPushDefinition(),
         HMSDefinition(),
     ]
+
+    /// The providers' sides of the simulator, in the list's order: what `herald fcm-sim` and the sandbox serve.
+    public static var simulatorSides: [any SimulatorSide.Type] {
+        all.compactMap(\.simulatorSide)
+    }
 
     /// The provider whose `"provider"` text is `name`.
     public static func named(_ name: String) -> (any ProviderDefinition)? {

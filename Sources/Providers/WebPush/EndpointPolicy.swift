@@ -1,4 +1,4 @@
-import OAuth
+import Ingest
 import Posix
 
 /// What a Web Push app takes as a subscription's endpoint at ingest (SPEC §19): refused at once (400, nothing stored)

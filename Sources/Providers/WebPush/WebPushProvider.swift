@@ -1,11 +1,13 @@
 import Classify
 import Delivery
 import Foundation
+import Ingest
 import OAuth
 import Posix
 import Queue
 import Send
 import Support
+import WebPushCrypto
 
 /// Browsers' push services directly (SPEC §16, RFC 8030/8291/8292): each delivery's token is a subscription
 /// (`WebPushSubscription`), and each request a `POST` to its endpoint with the message encrypted to that

@@ -1,8 +1,11 @@
 import Delivery
+import FCMSimulator
 import Ingest
 import OAuth
 import ProviderKit
 import Support
+import WebPushCrypto
+import WebPushSimulator
 
 /// Web Push in the list (SPEC §16): `"provider": "webpush"`, a VAPID key.
 public struct WebPushDefinition: ProviderDefinition {
@@ -16,6 +19,7 @@ public struct WebPushDefinition: ProviderDefinition {
 
     /// Browsers too: a Web Push app `web` whose every push the simulator's push service answers (and decrypts).
     public var sandboxApp: (name: String, settings: any AppSettings)? { ("web", WebPushSettings.sandboxed()) }
+    public var simulatorSide: (any SimulatorSide.Type)? { WebPushSimulator.self }
 
     public func settings(_ entry: AppEntry) throws(ConfigurationError) -> any AppSettings {
         try WebPushSettings(entry)

@@ -1,3 +1,5 @@
+import FCMSimulator
+import Foundation
 import ProviderKit
 import ProviderList
 import Support
@@ -45,5 +47,27 @@ import Testing
         #expect(ProviderList.named("hms")?.keys.contains("token_uri") == true)
         #expect(ProviderList.named("pigeon") == nil)
         #expect(ProviderList.inferred(from: ["name", "endpoint"]) == nil)
+    }
+
+    /// Every provider has its side of the simulator, and no two sides claim one flag, `/control` key or path: the
+    /// shell routes to the first side that handles a request, and reads a flag or key for the one side that owns it.
+    @Test func everyProviderHasASimulatorSideOwningItsFlagsKeysAndPaths() throws {
+        let types = ProviderList.simulatorSides
+        #expect(types.count == ProviderList.all.count)
+        let flags = types.flatMap { $0.help.flags }
+        #expect(Set(flags).count == flags.count, "a flag of two sides: \(flags)")
+        let simulator = try FCMSimulator.parse(arguments: [], sides: types)
+        let keys = simulator.sides.flatMap { $0.controlKeys }
+        #expect(Set(keys).count == keys.count, "a /control key of two sides: \(keys)")
+        for (index, side) in simulator.sides.enumerated() {
+            for route in side.routes {
+                let parts = route.split(separator: " ")
+                let path = parts[1].replacingOccurrences(of: "{", with: "x").replacingOccurrences(of: "}", with: "")
+                #expect(side.handles(method: String(parts[0]), path: path), "\(route) is its own")
+                let others = simulator.sides.enumerated().filter { $0.offset != index }
+                #expect(!others.contains { $0.element.handles(method: String(parts[0]), path: path) },
+                        "\(route) is claimed by another side too")
+            }
+        }
     }
 }

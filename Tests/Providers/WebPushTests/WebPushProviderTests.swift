@@ -1,8 +1,10 @@
+import Ingest
 import OAuth
 import Queue
 import Send
 import Support
 import Testing
+import WebPushCrypto
 
 @testable import Delivery
 @testable import WebPush

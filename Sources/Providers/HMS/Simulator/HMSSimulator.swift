@@ -1,10 +1,12 @@
+import FCMSimulator
+import Foundation
 import HTTP
 import Support
 import Synchronization
 
 /// The HMS Push Kit side of the simulator (SPEC §21): Huawei's OAuth token endpoint and its send API, with
-/// deterministic answers chosen by token prefix, for tests, the sandbox and demos. `FCMSimulator` routes its paths
-/// here (`handles`); it is an `HTTPHandler` of its own as well.
+/// deterministic answers chosen by token prefix, for tests, the sandbox and demos. A `SimulatorSide` that
+/// `FCMSimulator` routes its paths to; it is an `HTTPHandler` of its own as well.
 ///
 /// Routes:
 /// - `POST /oauth2/v3/token`: the client credentials grant, checked against `account` (any non-empty client when
@@ -20,7 +22,7 @@ import Synchronization
 /// ```swift
 /// let hms = HMSSimulator(account: .init(appID: "10000001", clientSecret: "s3cret"))
 /// ```
-public final class HMSSimulator: HTTPHandler {
+public final class HMSSimulator: HTTPHandler, SimulatorSide {
     public struct Account: Sendable, Equatable {
         public var appID: String
         public var clientID: String
@@ -72,6 +74,26 @@ public final class HMSSimulator: HTTPHandler {
         self.account = account
     }
 
+    /// `--hms-app-id` and `--hms-client-secret-file` go together: the client it accepts, the app id its send API
+    /// takes. Without them it accepts any.
+    public convenience init(flags: [String: String]) throws(FCMSimulator.Configuration.ArgumentError) {
+        typealias ArgumentError = FCMSimulator.Configuration.ArgumentError
+        switch (flags["--hms-app-id"], flags["--hms-client-secret-file"]) {
+        case (let appID?, let file?):
+            guard !appID.isEmpty, appID.utf8.count <= 64, appID.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                throw ArgumentError("--hms-app-id must be the app's number (digits), got \"\(appID.prefix(100))\"")
+            }
+            let text = FileManager.default.contents(atPath: file).flatMap { String(data: $0, encoding: .utf8) }
+            guard let secret = text?.trimmingCharacters(in: .whitespacesAndNewlines), !secret.isEmpty else {
+                throw ArgumentError("--hms-client-secret-file: cannot read a client secret from \(file)")
+            }
+            self.init(account: Account(appID: appID, clientSecret: secret))
+        case (_?, nil): throw ArgumentError("--hms-app-id needs --hms-client-secret-file (the client's secret)")
+        case (nil, _?): throw ArgumentError("--hms-client-secret-file needs --hms-app-id (the app it is for)")
+        case (nil, nil): self.init()
+        }
+    }
+
     public func stats() -> Stats { state.withLock { $0.stats } }
 
     /// Every access token issued so far answers 80200003 from now on.
@@ -86,6 +108,18 @@ public final class HMSSimulator: HTTPHandler {
     /// Whether `path` is one of this side's.
     public static func handles(_ path: String) -> Bool {
         path == tokenPath || path == "/hms/control" || path == "/hms/stats" || appID(path) != nil
+    }
+
+    // MARK: - SimulatorSide
+
+    public let routes = ["POST " + tokenPath, "POST /v1/{app_id}/messages:send", "POST /hms/control", "GET /hms/stats"]
+
+    public func handles(method: String, path: String) -> Bool {
+        Self.handles(path)
+    }
+
+    public func handle(_ request: HTTPRequest, simulator: FCMSimulator, responder: any HTTPResponder) {
+        handle(request, responder: responder)
     }
 
     public func bodyLimit(method: String, path: String) -> Int { 1 << 20 }
@@ -280,4 +314,28 @@ public final class HMSSimulator: HTTPHandler {
         }
         return seconds <= 15 * 86_400
     }
+}
+
+extension HMSSimulator {
+    public static let help = SimulatorHelp(
+        intro: """
+            HMS Push Kit (POST /oauth2/v3/token, POST /v1/APP_ID/messages:send): give Herald's hms app "endpoint":
+            "http://HOST:PORT" and "token_uri": "http://HOST:PORT/oauth2/v3/token".
+            """,
+        flags: ["--hms-app-id", "--hms-client-secret-file"],
+        options: """
+              --hms-app-id ID          HMS Push Kit: with --hms-client-secret-file FILE (the secret alone, whitespace
+              --hms-client-secret-file FILE
+                                       around it ignored), the token endpoint accepts only that client (its id the
+                                       app id) and messages:send only that app id (without them: any client)
+            """,
+        section: """
+            HMS Push Kit (POST /oauth2/v3/token, form grant_type=client_credentials&client_id&client_secret; then
+            POST /v1/APP_ID/messages:send with the access token): Huawei's checks of the body (one target, 1 to 1000
+            tokens, 4096 bytes without them, data a string, collapse_key -1 to 100, ttl, click_action) with its
+            codes, then per token: notreg- and illegal- refused (80100000 naming them, or 80300007 when all are),
+            unavail-N- HTTP 503 N times, internal-N- 81000001 N times, the rest 80000000. POST /hms/control
+            {"expire_tokens": true} makes issued access tokens expired (80200003); GET /hms/stats counts (a reset
+            through /control leaves them).
+            """)
 }

@@ -1,3 +1,6 @@
+import Ingest
+import OAuth
+
 /// Web Push message encryption (RFC 8291): the `aes128gcm` content coding (RFC 8188) with keys agreed by ECDH on
 /// P-256 between a fresh key pair of the sender's and the browser's subscription key, mixed with the subscription's
 /// auth secret.

@@ -1,3 +1,5 @@
+import OAuth
+
 /// A browser's Web Push subscription keys — `PushSubscription.toJSON().keys` — checked: `p256dh` is the browser's
 /// P-256 public key as a 65-byte uncompressed point on the curve, `auth` its 16-byte authentication secret.
 ///
@@ -58,22 +60,5 @@ public struct WebPushKeys: Sendable, Equatable {
         var unpadded = Substring(text)
         for _ in 0..<2 where unpadded.hasSuffix("=") { unpadded.removeLast() }
         return Base64URL.decode(unpadded)
-    }
-}
-
-/// A browser's side of a Web Push subscription — its key pair and authentication secret — for the simulator's push
-/// service and for tests: `keys` is what the browser would hand the application server, `privateKey` what decrypts.
-public struct WebPushSubscriber: Sendable {
-    public let privateKey: P256PrivateKey
-    public let keys: WebPushKeys
-
-    /// A new random key pair and auth secret.
-    public static func generate() throws(CryptoError) -> WebPushSubscriber {
-        let privateKey = try P256PrivateKey.generate()
-        let auth = try SecureRandom.bytes(WebPushKeys.authLength)
-        guard let keys = try? WebPushKeys(p256dh: privateKey.agreement.publicPoint, auth: auth) else {
-            throw CryptoError("a generated P-256 key was refused as Web Push keys", detail: "")
-        }
-        return WebPushSubscriber(privateKey: privateKey, keys: keys)
     }
 }

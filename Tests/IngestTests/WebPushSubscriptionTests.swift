@@ -1,4 +1,4 @@
-import OAuth
+import Ingest
 import Support
 import Testing
 
@@ -49,5 +49,36 @@ import Testing
         } throws: { error in
             "\(error)".contains(says)
         }
+    }
+
+    @Test(arguments: [
+        ("https://fcm.googleapis.com/fcm/send/abc:def", "https://fcm.googleapis.com"),
+        ("https://fcm.googleapis.com/wp/abc", "https://fcm.googleapis.com"),
+        ("https://updates.push.services.mozilla.com/wpush/v2/gAAAA", "https://updates.push.services.mozilla.com"),
+        ("https://web.push.apple.com/QGuQyavXutnMH", "https://web.push.apple.com"),
+        ("https://FCM.GoogleAPIs.com/wp/AbC", "https://fcm.googleapis.com"),
+        ("HTTPS://push.example.com", "https://push.example.com"),
+        ("https://push.example.com:443/x", "https://push.example.com"),
+        ("https://push.example.com:8443/x", "https://push.example.com:8443"),
+        ("https://push.example.com?x=1", "https://push.example.com"),
+        ("https://push.example.com#frag", "https://push.example.com"),
+        ("http://127.0.0.1:8700/push/abc", "http://127.0.0.1:8700"),
+        ("http://localhost:80/push", "http://localhost"),
+        ("https://[::1]:9000/push", "https://[::1]:9000"),
+        ("https://[2001:DB8::1]/push", "https://[2001:db8::1]"),
+    ])
+    func theOriginIsSchemeHostAndPort(endpoint: String, origin: String) {
+        #expect(WebPushSubscription.origin(of: endpoint) == origin)
+    }
+
+    @Test(arguments: [
+        "", "fcm.googleapis.com/wp/abc", "ftp://push.example.com/x", "wss://push.example.com", "https://",
+        "https:///path", "https://user@push.example.com/x", "https://user:pw@push.example.com/x",
+        "https://push.example.com:/x", "https://push.example.com:0/x", "https://push.example.com:65536/x",
+        "https://push.example.com:12a/x", "https://push example.com/x", "https://[::1/x", "https://[]/x",
+        "https://[::1]x/y", "https://pus%68.example.com/x",
+    ])
+    func aMalformedEndpointHasNoOrigin(endpoint: String) {
+        #expect(WebPushSubscription.origin(of: endpoint) == nil)
     }
 }

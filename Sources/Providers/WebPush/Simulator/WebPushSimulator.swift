@@ -1,26 +1,64 @@
+import FCMSimulator
 import Foundation
 import HTTP
+import Ingest
 import OAuth
 import Support
+import Synchronization
+import WebPushCrypto
 
-// MARK: - Web Push: POST /push/{id}, and subscriptions made by POST /webpush/subscriptions
-
-extension FCMSimulator {
-    static let webPushPrefix = "/push/"
+/// Web Push's side of the simulator (SPEC §16): a push service (`POST /push/{id}`) that checks VAPID and decrypts
+/// what arrives for the subscriptions it made (`POST /webpush/subscriptions`, a browser's side), answering by the
+/// endpoint's last segment with the shared per-token outcomes as statuses.
+///
+/// ```swift
+/// let simulator = FCMSimulator(sides: [WebPushSimulator()])
+/// ```
+public final class WebPushSimulator: SimulatorSide {
+    static let prefix = "/push/"
     static let subscriptionsPath = "/webpush/subscriptions"
 
+    /// The browsers' keys of the subscriptions it made, by the endpoint path's last segment, so what arrives for them
+    /// is decrypted (kept across a reset).
+    private let subscribers = Mutex<[String: WebPushSubscriber]>([:])
+
+    public init() {}
+
+    public convenience init(flags: [String: String]) {
+        self.init()
+    }
+
     /// `{id}` of `/push/{id}`, or nil for any other path.
-    static func webPushID(_ path: String) -> String? {
-        guard path.hasPrefix(webPushPrefix), path.utf8.count > webPushPrefix.utf8.count else { return nil }
-        let id = path.dropFirst(webPushPrefix.count)
+    static func id(_ path: String) -> String? {
+        guard path.hasPrefix(prefix), path.utf8.count > prefix.utf8.count else { return nil }
+        let id = path.dropFirst(prefix.count)
         return id.contains("/") ? nil : String(id)
     }
+
+    // MARK: - SimulatorSide
+
+    public let routes = ["POST " + prefix + "{id}", "POST " + subscriptionsPath]
+
+    public func handles(method: String, path: String) -> Bool {
+        method == "POST" && (path == Self.subscriptionsPath || Self.id(path) != nil)
+    }
+
+    public func bodyLimit(path: String) -> Int {
+        path == Self.subscriptionsPath ? FCMSimulator.controlBodyLimit : FCMSimulator.sendBodyLimit
+    }
+
+    public func handle(_ request: HTTPRequest, simulator: FCMSimulator, responder: any HTTPResponder) {
+        guard let id = Self.id(request.path) else { return makeSubscription(request, responder) }
+        send(request, id: id, simulator, responder)
+    }
+
+    // MARK: - POST /webpush/subscriptions
 
     /// A browser's side of a subscription, made here so that what Herald sends to it can be decrypted:
     /// `{"name"?: "notreg-1", "origin"?: "https://127.0.0.1:8443"}` → `PushSubscription.toJSON()` plus the
     /// browser's private key (`private_key`, PKCS#8 PEM: a test's independent decryption needs it). The endpoint
     /// is `{origin}/push/{name}-{random}`; the name's prefix sets the push service's answer as for tokens.
-    func makeSubscription(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+    private func makeSubscription(_ request: HTTPRequest, _ responder: any HTTPResponder) {
         let body = request.body.isEmpty ? JSON.object([]) : (try? JSON.parse(request.body))
         guard let body, body.objectValue != nil else {
             return responder.respond(.text(400, "the body must be a JSON object: {\"name\"?, \"origin\"?}\n"))
@@ -39,9 +77,9 @@ extension FCMSimulator {
             return responder.respond(.text(500, "cannot make a key pair: \(error)\n"))
         }
         let id = name + "-" + String(UInt64.random(in: .min ... .max), radix: 36)
-        state.withLock { $0.subscribers[id] = subscriber }
+        subscribers.withLock { $0[id] = subscriber }
         let json = JSON.object([
-            ("endpoint", .string(origin + Self.webPushPrefix + id)),
+            ("endpoint", .string(origin + Self.prefix + id)),
             ("expirationTime", .null),
             ("keys", .object([
                 ("p256dh", .string(subscriber.keys.p256dhText)), ("auth", .string(subscriber.keys.authText)),
@@ -51,14 +89,16 @@ extension FCMSimulator {
         responder.respond(.json(201, json.serialized()))
     }
 
+    // MARK: - POST /push/{id}
+
     /// A push service's answer (RFC 8030/8291/8292): the VAPID header checked (an ES256 JWT signed by the key in
     /// `k`, an https audience, an expiry within 24 hours, a subject), `TTL` required, `aes128gcm` content of one
     /// record; then the id's prefix decides (`notreg-` → 410, `invalid-` → 404, `ratelimit-` → 429,
     /// `unavail-N-` → 503 the first N times, …) and anything else is `201 Created` with a `Location`. A
     /// subscription the simulator made is decrypted, and a body it cannot decrypt is `400`.
-    func webPushSend(_ request: HTTPRequest, id: String, _ responder: any HTTPResponder) {
+    private func send(_ request: HTTPRequest, id: String, _ simulator: FCMSimulator, _ responder: any HTTPResponder) {
         let now = Clock.nowMillis()
-        let (status, problem, decrypted) = webPushAnswer(request, id: id, now: now)
+        let (status, problem, decrypted) = answer(request, id: id, simulator, now: now)
         var received: [(key: String, value: JSON)] = [
             ("ttl", request.header("ttl").map(JSON.string) ?? .null),
             ("urgency", request.header("urgency").map(JSON.string) ?? .null),
@@ -69,9 +109,18 @@ extension FCMSimulator {
             let text = JSON.string(String(decoding: decrypted, as: UTF8.self))
             received.append(("decrypted", (try? JSON.parse(decrypted)) ?? text))
         }
-        let location: String? = state.withLock { state in
-            state.recordWebPush(
-                id: id, status: status, received: .object(received), version: request.version, nowMillis: now)
+        let location: String? = simulator.withState { state in
+            state.stats.tokensReceived += 1
+            state.stats.outcomes[status == 201 ? "delivered" : "HTTP \(status)", default: 0] += 1
+            var entry = FCMSimulator.ReceivedRequest(
+                at: now, tokens: [id], timeToLive: nil, dryRun: false, format: .v1, status: status,
+                http: request.version)
+            entry.to = id
+            entry.message = .object(received)
+            state.record(entry)
+            guard status == 201 else { return nil }
+            state.nextID += 1
+            return "/message/\(state.nextID)"
         }
         switch status {
         case 201:
@@ -83,7 +132,9 @@ extension FCMSimulator {
         }
     }
 
-    private func webPushAnswer(_ request: HTTPRequest, id: String, now: Int64) -> (Int, String?, [UInt8]?) {
+    private func answer(
+        _ request: HTTPRequest, id: String, _ simulator: FCMSimulator, now: Int64
+    ) -> (Int, String?, [UInt8]?) {
         if let refusal = Self.vapidProblem(request.header("authorization"), now: now) { return (403, refusal, nil) }
         guard let ttl = request.header("ttl"), Int(ttl).map({ $0 >= 0 }) == true else {
             return (400, "TTL header missing or not a number of seconds", nil)
@@ -92,9 +143,8 @@ extension FCMSimulator {
             return (400, "Content-Encoding must be aes128gcm", nil)
         }
         guard request.body.count <= 4096 else { return (413, "payload over 4096 bytes", nil) }
-        let subscriber = state.withLock { $0.subscribers[id] }
         var decrypted: [UInt8]?
-        if let subscriber {
+        if let subscriber = subscribers.withLock({ $0[id] }) {
             do {
                 decrypted = try WebPushEncryption.decrypt(
                     request.body, privateKey: subscriber.privateKey, auth: subscriber.keys.auth)
@@ -102,7 +152,7 @@ extension FCMSimulator {
                 return (400, "cannot decrypt: \(error)", nil)
             }
         }
-        switch errorCode(for: id) {
+        switch simulator.errorCode(for: id) {
         case nil: return (201, nil, decrypted)
         case "NotRegistered": return (410, "push subscription has unsubscribed or expired", decrypted)
         case "InvalidApnsCredential": return (403, "VAPID refused", decrypted)
@@ -138,23 +188,21 @@ extension FCMSimulator {
     }
 }
 
-extension SimulatorState {
-    /// Counts a Web Push request and logs what arrived; the `Location` of a delivered one.
-    mutating func recordWebPush(
-        id: String, status: Int, received: JSON, version: HTTPRequest.Version, nowMillis: Int64
-    ) -> String? {
-        stats.totalRequests += 1
-        stats.statuses[status, default: 0] += 1
-        stats.tokensReceived += 1
-        stats.outcomes[status == 201 ? "delivered" : "HTTP \(status)", default: 0] += 1
-        var entry = FCMSimulator.ReceivedRequest(
-            at: nowMillis, tokens: [id], timeToLive: nil, dryRun: false, format: .v1, status: status)
-        entry.to = id
-        entry.http = version
-        entry.message = received
-        log.append(entry)
-        guard status == 201 else { return nil }
-        nextID += 1
-        return "/message/\(nextID)"
-    }
+extension WebPushSimulator {
+    public static let help = SimulatorHelp(
+        intro: """
+            Web Push (POST /push/ID, POST /webpush/subscriptions): a push service as browsers' are, over either
+            listener.
+            """,
+        section: """
+            Web Push (POST /push/ID, a push service as browsers' are): the VAPID header (vapid t=JWT, k=KEY: ES256
+            signed by KEY, an https aud, exp within 24 hours, a sub) or 403; a TTL header and Content-Encoding:
+            aes128gcm or 400; a body of 4096 bytes at most or 413. Then ID's prefix answers as for tokens: notreg-
+            410, invalid- and the other errors 404, apns- 403, ratelimit-N- 429, unavail-N- and internal-N- 503 (with
+            Retry-After: 1); anything else 201 with a Location. POST /webpush/subscriptions {"name": "phone",
+            "origin": "https://HOST:PORT"} makes a subscription as a browser would (PushSubscription.toJSON() plus
+            its private_key); what arrives for it is decrypted (a body that does not decrypt is 400), and /stats shows
+            each push's ttl, urgency, topic, body and decrypted payload under "message".
+            """,
+        stats: "Web Push requests are listed as \"v1\" too.")
 }

@@ -1,3 +1,4 @@
+import FCMSimulator
 import Foundation
 import Support
 
@@ -25,19 +26,11 @@ struct SendRequest: Sendable {
     /// `InvalidTtl`, `InvalidDataKey` or `MessageTooBig`: every recipient gets it.
     var messageError: String?
 
-    static let maximumTTL = 2_419_200
-    static let payloadLimit = 4096
-    static let topicPayloadLimit = 2048
     static let maximumRegistrationIDs = 1000
 
     init(format: FCMSimulator.Format) {
         self.format = format
     }
-}
-
-/// What FCM answers with HTTP 400 and a plain-text body.
-struct BadRequest: Error, Sendable, Equatable {
-    var message: String
 }
 
 // MARK: - JSON
@@ -73,14 +66,14 @@ extension SendRequest {
         if let ttl = message["time_to_live"] {
             let seconds = ttl.int64Value.flatMap { Int(exactly: $0) }
             request.timeToLive = seconds
-            ttlIsValid = seconds.map { (0...maximumTTL).contains($0) } ?? false
+            ttlIsValid = seconds.map { (0...FCMMessageRules.maximumTTL).contains($0) } ?? false
         }
         var payload: [UInt8] = []
         message["data"]?.append(to: &payload)
         message["notification"]?.append(to: &payload)
         request.messageError = wholeMessageError(
             ttlIsValid: ttlIsValid, dataKeys: (data ?? []).lazy.map(\.key), payloadBytes: payload.count,
-            limit: request.isTopicOrCondition ? topicPayloadLimit : payloadLimit)
+            limit: request.isTopicOrCondition ? FCMMessageRules.topicPayloadLimit : FCMMessageRules.payloadLimit)
         return request
     }
 
@@ -95,7 +88,7 @@ extension SendRequest {
             guard let to = to.stringValue else { throw BadRequest(message: "Field \"to\" must be a JSON string") }
             guard to.hasPrefix("/topics/") else { return .tokens([to], to: to) }
             let name = to.utf8.dropFirst("/topics/".utf8.count)
-            guard !name.isEmpty, name.allSatisfy(isTopicNameByte) else {
+            guard !name.isEmpty, name.allSatisfy(FCMMessageRules.isTopicNameByte) else {
                 throw BadRequest(message: "Invalid topic name in \"to\": a topic name is [a-zA-Z0-9-_.~%]+")
             }
             return .topic(to)
@@ -132,16 +125,6 @@ extension SendRequest {
         guard let typed = read(value) else { throw BadRequest(message: "Field \"\(field)\" must be \(expected)") }
         return typed
     }
-
-    private static func isTopicNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        default:
-            "-_.~%".utf8.contains(byte)
-        }
-    }
 }
 
 // MARK: - Plain text
@@ -171,14 +154,15 @@ extension SendRequest {
             case "dry_run": request.dryRun = value == "1" || value == "true"
             case "time_to_live":
                 request.timeToLive = Int(value)
-                ttlIsValid = request.timeToLive.map { (0...maximumTTL).contains($0) } ?? false
+                ttlIsValid = request.timeToLive.map { (0...FCMMessageRules.maximumTTL).contains($0) } ?? false
             default:
                 if key.hasPrefix("data.") { data.append((String(key.dropFirst("data.".count)), .string(value))) }
             }
         }
         let payload = data.isEmpty ? "" : JSON(members: data).serialized()
         request.messageError = wholeMessageError(
-            ttlIsValid: ttlIsValid, dataKeys: data.lazy.map(\.0), payloadBytes: payload.utf8.count, limit: payloadLimit)
+            ttlIsValid: ttlIsValid, dataKeys: data.lazy.map(\.0), payloadBytes: payload.utf8.count,
+            limit: FCMMessageRules.payloadLimit)
         return request
     }
 
@@ -208,13 +192,8 @@ extension SendRequest {
         ttlIsValid: Bool, dataKeys: some Sequence<String>, payloadBytes: Int, limit: Int
     ) -> String? {
         if !ttlIsValid { return "InvalidTtl" }
-        if dataKeys.contains(where: isReservedDataKey) { return "InvalidDataKey" }
+        if dataKeys.contains(where: FCMMessageRules.isReservedDataKey) { return "InvalidDataKey" }
         if payloadBytes > limit { return "MessageTooBig" }
         return nil
-    }
-
-    /// FCM reserves `from`, `message_type`, and keys starting `google` or `gcm`.
-    static func isReservedDataKey(_ key: String) -> Bool {
-        key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
     }
 }

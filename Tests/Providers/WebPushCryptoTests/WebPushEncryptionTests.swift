@@ -1,7 +1,9 @@
 import Foundation
+import Ingest
+import OAuth
 import Testing
 
-@testable import OAuth
+@testable import WebPushCrypto
 
 /// RFC 8291's message encryption: the RFC's own example byte for byte, round trips, the size limit, and the
 /// refusals of bad subscription keys and of bodies that are not what they claim.

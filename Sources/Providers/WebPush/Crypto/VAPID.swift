@@ -1,3 +1,5 @@
+import Ingest
+import OAuth
 import Support
 import Synchronization
 
@@ -7,7 +9,7 @@ import Synchronization
 ///
 /// ```swift
 /// let vapid = try VAPID(key: P256PrivateKey(pem: keyFile), subject: "mailto:ops@example.com")
-/// let origin = VAPID.origin(of: subscription.endpoint)!          // "https://fcm.googleapis.com"
+/// let origin = subscription.origin          // "https://fcm.googleapis.com"
 /// request.headers["Authorization"] = try vapid.authorization(origin: origin, now: nowMillis)
 /// // vapid t=eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJhdWQiOi…, k=BDd3_hVL9fZi9Ybo2UUzA284WG5FZR30_95YeZJsiA…
 /// ```
@@ -39,8 +41,9 @@ public final class VAPID: Sendable {
         publicKeyText = Base64URL.encode(key.agreement.publicPoint)
     }
 
-    /// `vapid t=<JWT>, k=<publicKeyText>` for a push service at `origin` (as `origin(of:)` gives it): the JWT's
-    /// header `{"typ":"JWT","alg":"ES256"}`, its claims `aud` = `origin`, `exp` = now + 12 h, `sub` = the subject.
+    /// `vapid t=<JWT>, k=<publicKeyText>` for a push service at `origin` (as `WebPushSubscription.origin(of:)` gives
+    /// it): the JWT's header `{"typ":"JWT","alg":"ES256"}`, its claims `aud` = `origin`, `exp` = now + 12 h, `sub` =
+    /// the subject.
     /// Reused for the same origin while more than an hour of its life remains. `now` is Unix time in milliseconds.
     public func authorization(origin: String, now: Int64) throws(CryptoError) -> String {
         let cached = cache.withLock { $0.header(for: origin, now: now) }
@@ -54,71 +57,6 @@ public final class VAPID: Sendable {
         let header = "vapid t=\(token), k=\(publicKeyText)"
         cache.withLock { $0.store(header, expiresAt: expiresAt, for: origin, now: now) }
         return header
-    }
-
-    /// The origin of a push endpoint, the audience its push service expects: `scheme://host[:port]`, the scheme and
-    /// host in lowercase, the port left out when it is the scheme's default.
-    /// `https://FCM.googleapis.com:443/wp/abc` → `https://fcm.googleapis.com`.
-    ///
-    /// `http` endpoints get an origin too (`http://127.0.0.1:8700`, the simulator's push service): requiring `https`
-    /// is the subscription check's rule (SPEC §16), not this function's. Nil for any other scheme, a missing or
-    /// malformed host, user information (`user@host`), or a bad port.
-    public static func origin(of endpoint: String) -> String? {
-        // Byte by byte: every send asks (its subscription's origin), and `Character`s cost grapheme breaking each.
-        let bytes = Array(endpoint.utf8)
-        guard let separator = bytes.indices.first(where: { bytes[$0...].starts(with: "://".utf8) }) else { return nil }
-        let scheme = String(decoding: bytes[..<separator].map(lowercased), as: UTF8.self)
-        let defaultPort: Int
-        switch scheme {
-        case "https": defaultPort = 443
-        case "http": defaultPort = 80
-        default: return nil
-        }
-        let rest = bytes[(separator + 3)...]
-        let authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
-        var host: ArraySlice<UInt8>
-        var portText: ArraySlice<UInt8>?
-        let bracketed = authority.first == UInt8(ascii: "[")
-        if bracketed {
-            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return nil }
-            host = authority[...close]
-            let after = authority[(close + 1)...]
-            if !after.isEmpty {
-                guard after.first == UInt8(ascii: ":") else { return nil }
-                portText = after.dropFirst()
-            }
-            let isAddressByte = { (b: UInt8) in
-                isDigit(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(lowercased(b)) || b == UInt8(ascii: ":")
-                    || b == UInt8(ascii: ".")
-            }
-            guard host.dropFirst().dropLast().allSatisfy(isAddressByte) else { return nil }
-        } else if let colon = authority.firstIndex(of: UInt8(ascii: ":")) {
-            host = authority[..<colon]
-            portText = authority[(colon + 1)...]
-        } else {
-            host = authority
-        }
-        let isHostByte = { (b: UInt8) in
-            isDigit(b) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(lowercased(b)) || b == UInt8(ascii: "-")
-                || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
-        }
-        guard host.count > (bracketed ? 2 : 0), bracketed || host.allSatisfy(isHostByte) else { return nil }
-        var origin = scheme + "://" + String(decoding: host.map(lowercased), as: UTF8.self)
-        if let portText {
-            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(isDigit),
-                  let port = Int(String(decoding: portText, as: UTF8.self)), (1...65535).contains(port)
-            else { return nil }
-            if port != defaultPort { origin += ":\(port)" }
-        }
-        return origin
-    }
-
-    private static func isDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-    }
-
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
     }
 
     /// How many origins have a token cached (for tests).
@@ -145,7 +83,7 @@ public final class VAPID: Sendable {
                   address.index(after: at) != address.endIndex
             else { throw refusal }
         } else if lowered.hasPrefix("https://") {
-            guard origin(of: subject) != nil else { throw refusal }
+            guard WebPushSubscription.origin(of: subject) != nil else { throw refusal }
         } else {
             throw refusal
         }

@@ -1,3 +1,4 @@
+import OAuth
 import Support
 
 /// A browser's push subscription (SPEC §16): its push service endpoint and its keys, exactly what
@@ -83,7 +84,7 @@ public struct WebPushSubscription: Sendable, Equatable {
 
     /// `https://host[:port]`: VAPID's audience, and the pool a request goes out on.
     public var origin: String {
-        VAPID.origin(of: endpoint) ?? endpoint
+        Self.origin(of: endpoint) ?? endpoint
     }
 
     /// The endpoint's host as its URL writes it (lowercase, an IPv6 address in brackets), and its port.
@@ -93,6 +94,71 @@ public struct WebPushSubscription: Sendable, Equatable {
               let port = Int(hostAndPort[hostAndPort.index(after: colon)...])
         else { return (String(hostAndPort), 443) }
         return (String(hostAndPort[..<colon]), port)
+    }
+
+    /// The origin of a push endpoint, the audience its push service expects: `scheme://host[:port]`, the scheme and
+    /// host in lowercase, the port left out when it is the scheme's default.
+    /// `https://FCM.googleapis.com:443/wp/abc` → `https://fcm.googleapis.com`.
+    ///
+    /// `http` endpoints get an origin too (`http://127.0.0.1:8700`, the simulator's push service): requiring `https`
+    /// is the subscription check's rule (SPEC §16), not this function's. Nil for any other scheme, a missing or
+    /// malformed host, user information (`user@host`), or a bad port.
+    public static func origin(of endpoint: String) -> String? {
+        // Byte by byte: every send asks (its subscription's origin), and `Character`s cost grapheme breaking each.
+        let bytes = Array(endpoint.utf8)
+        guard let separator = bytes.indices.first(where: { bytes[$0...].starts(with: "://".utf8) }) else { return nil }
+        let scheme = String(decoding: bytes[..<separator].map(lowercased), as: UTF8.self)
+        let defaultPort: Int
+        switch scheme {
+        case "https": defaultPort = 443
+        case "http": defaultPort = 80
+        default: return nil
+        }
+        let rest = bytes[(separator + 3)...]
+        let authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        var host: ArraySlice<UInt8>
+        var portText: ArraySlice<UInt8>?
+        let bracketed = authority.first == UInt8(ascii: "[")
+        if bracketed {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            host = authority[...close]
+            let after = authority[(close + 1)...]
+            if !after.isEmpty {
+                guard after.first == UInt8(ascii: ":") else { return nil }
+                portText = after.dropFirst()
+            }
+            let isAddressByte = { (b: UInt8) in
+                isDigit(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(lowercased(b)) || b == UInt8(ascii: ":")
+                    || b == UInt8(ascii: ".")
+            }
+            guard host.dropFirst().dropLast().allSatisfy(isAddressByte) else { return nil }
+        } else if let colon = authority.firstIndex(of: UInt8(ascii: ":")) {
+            host = authority[..<colon]
+            portText = authority[(colon + 1)...]
+        } else {
+            host = authority
+        }
+        let isHostByte = { (b: UInt8) in
+            isDigit(b) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(lowercased(b)) || b == UInt8(ascii: "-")
+                || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
+        }
+        guard host.count > (bracketed ? 2 : 0), bracketed || host.allSatisfy(isHostByte) else { return nil }
+        var origin = scheme + "://" + String(decoding: host.map(lowercased), as: UTF8.self)
+        if let portText {
+            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(isDigit),
+                  let port = Int(String(decoding: portText, as: UTF8.self)), (1...65535).contains(port)
+            else { return nil }
+            if port != defaultPort { origin += ":\(port)" }
+        }
+        return origin
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
     }
 
     /// Nil for an `https` URL with a host, no fragment, no whitespace or control characters, within the bound.
@@ -106,7 +172,7 @@ public struct WebPushSubscription: Sendable, Equatable {
         guard endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }) else {
             return "subscription.endpoint must be a URL without spaces, control characters or a fragment"
         }
-        guard VAPID.origin(of: endpoint) != nil else {
+        guard Self.origin(of: endpoint) != nil else {
             return "subscription.endpoint has no host: \(quotedStart(endpoint))"
         }
         return nil

@@ -1,3 +1,4 @@
+import FCMSimulator
 import Support
 
 /// A `POST /v1/projects/{p}/messages:send` body as the simulator understands it: the target, and what the request
@@ -61,7 +62,7 @@ struct V1Request: Sendable {
         case "token": target = .token(value)
         case "fid": target = .fid(value)
         case "topic":
-            guard value.utf8.allSatisfy(isTopicNameByte) else {
+            guard value.utf8.allSatisfy(FCMMessageRules.isTopicNameByte) else {
                 throw Invalid(message: "Invalid topic name \(value).", field: "message.topic")
             }
             target = .topic(value)
@@ -84,7 +85,7 @@ struct V1Request: Sendable {
                     throw Invalid(message: "Invalid value at 'message.data[\(index)].value' (TYPE_STRING), "
                         + entry.value.serialized(), field: "message.data[\(index)].value")
                 }
-                if SendRequest.isReservedDataKey(entry.key) {
+                if FCMMessageRules.isReservedDataKey(entry.key) {
                     throw Invalid(message: "Invalid data payload key: \(entry.key)", field: "message.data")
                 }
             }
@@ -92,7 +93,7 @@ struct V1Request: Sendable {
         var payload: [UInt8] = []
         message["data"]?.append(to: &payload)
         message["notification"]?.append(to: &payload)
-        let limit = target.isDevice ? SendRequest.payloadLimit : SendRequest.topicPayloadLimit
+        let limit = target.isDevice ? FCMMessageRules.payloadLimit : FCMMessageRules.topicPayloadLimit
         if payload.count > limit {
             throw Invalid(message: "Message is too big: data and notification take \(payload.count) bytes, over "
                 + "\(limit).", field: "message")
@@ -103,7 +104,8 @@ struct V1Request: Sendable {
                     message: "Invalid value at 'message.android': must be an object.", field: "message.android")
             }
             if let ttl = android["ttl"] {
-                guard let seconds = ttl.stringValue.flatMap(durationSeconds), seconds <= SendRequest.maximumTTL else {
+                guard let seconds = ttl.stringValue.flatMap(durationSeconds), seconds <= FCMMessageRules.maximumTTL
+                else {
                     throw Invalid(message: "Invalid value at 'message.android.ttl' "
                         + "(type.googleapis.com/google.protobuf.Duration), \(ttl.serialized())",
                         field: "message.android.ttl")
@@ -142,16 +144,6 @@ struct V1Request: Sendable {
             }
         }
         return Int(whole)
-    }
-
-    private static func isTopicNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        default:
-            "-_.~%".utf8.contains(byte)
-        }
     }
 }
 

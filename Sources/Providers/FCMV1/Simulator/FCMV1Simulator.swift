@@ -1,22 +1,105 @@
-import Dispatch
+import FCMSimulator
 import HTTP
 import OAuth
 import Support
+import Synchronization
 
-// MARK: - FCM HTTP v1: the token endpoint and messages:send
-
-extension FCMSimulator {
+/// FCM HTTP v1's side of the simulator: Google's OAuth2 token endpoint (`POST /token`, RS256 assertions checked
+/// against `account`) and `POST /v1/projects/{p}/messages:send` with the shared per-token outcomes and request-level
+/// faults, answered in v1's words (`V1Error`).
+///
+/// ```swift
+/// let simulator = FCMSimulator(sides: [FCMV1Simulator(account: try .init(serviceAccountFile: "sa.json"))])
+/// ```
+public final class FCMV1Simulator: SimulatorSide {
     public static let tokenPath = "/token"
     static let v1Prefix = "/v1/projects/"
     static let v1Suffix = "/messages:send"
 
+    /// The service account whose public key checks token-endpoint assertions; nil refuses every one.
+    public let account: Account?
+    /// `expires_in` of the access tokens the token endpoint issues.
+    public let tokenLifetimeSeconds: Int
+    /// The public key of `account`, parsed once.
+    private let publicKey: RSAPublicKey?
+    private let oauth = Mutex(OAuthState())
+
+    public init(account: Account? = nil, tokenLifetimeSeconds: Int = 3600) {
+        self.account = account
+        self.tokenLifetimeSeconds = max(1, tokenLifetimeSeconds)
+        publicKey = account.flatMap { try? RSAPublicKey(pem: $0.publicKeyPEM) }
+    }
+
+    public convenience init(flags: [String: String]) throws(FCMSimulator.Configuration.ArgumentError) {
+        var account: Account?
+        if let file = flags["--service-account"] {
+            do {
+                account = try Account(serviceAccountFile: file)
+            } catch {
+                throw FCMSimulator.Configuration.ArgumentError("--service-account: \(error)")
+            }
+        }
+        let lifetime = try flags["--token-lifetime"].map { value throws(FCMSimulator.Configuration.ArgumentError) in
+            try FCMSimulator.Configuration.whole("--token-lifetime", value, upTo: 86_400)
+        }
+        self.init(account: account, tokenLifetimeSeconds: lifetime ?? 3600)
+    }
+
+    /// `POST /token` requests and their answers since start or the last reset.
+    public func oauthCounts() -> OAuthCounts {
+        oauth.withLock { $0.counts }
+    }
+
     /// `{p}` of `/v1/projects/{p}/messages:send`, or nil for any other path.
-    static func v1Project(_ path: String) -> String? {
+    static func project(_ path: String) -> String? {
         guard path.hasPrefix(v1Prefix), path.hasSuffix(v1Suffix),
               path.utf8.count > v1Prefix.utf8.count + v1Suffix.utf8.count
         else { return nil }
         let project = path.dropFirst(v1Prefix.count).dropLast(v1Suffix.count)
         return project.contains("/") ? nil : String(project)
+    }
+
+    // MARK: - SimulatorSide
+
+    public let routes = ["POST " + tokenPath, "POST " + v1Prefix + "{project}" + v1Suffix]
+
+    public func handles(method: String, path: String) -> Bool {
+        path == Self.tokenPath || Self.project(path) != nil
+    }
+
+    public func handle(_ request: HTTPRequest, simulator: FCMSimulator, responder: any HTTPResponder) {
+        guard request.method == "POST" else {
+            return responder.respond(.text(405, "Use POST\n", headers: [("Allow", "POST")]))
+        }
+        guard let project = Self.project(request.path) else { return tokenEndpoint(request, responder) }
+        send(request, project: project, simulator, responder)
+    }
+
+    public let controlKeys = ["token_fail_next", "token_refuse_next", "revoke_tokens"]
+
+    public func control(_ key: String, _ value: JSON) throws(BadRequest) -> SimulatorSideChange {
+        if key == "revoke_tokens" {
+            guard let revoke = value.boolValue else {
+                throw BadRequest(message: "\"revoke_tokens\" must be true or false")
+            }
+            return SimulatorSideChange { [self] in if revoke { oauth.withLock { $0.issued.removeAll() } } }
+        }
+        let fault: TokenFault = key == "token_refuse_next" ? .refuse : .unavailable
+        let count = try ControlChange.count(key, value)
+        return SimulatorSideChange { [self] in oauth.withLock { $0.queued[fault] = count } }
+    }
+
+    /// Issued access tokens stay valid.
+    public func reset() {
+        oauth.withLock { $0.reset() }
+    }
+
+    public var statsMembers: [(key: String, value: JSON)] {
+        [("oauth", oauthCounts().json)]
+    }
+
+    public func announcement(baseURL: String) -> [(key: String, value: String)] {
+        [("v1_endpoint", baseURL), ("token_uri", baseURL + Self.tokenPath)]
     }
 
     // MARK: - POST /token
@@ -25,12 +108,14 @@ extension FCMSimulator {
     /// the configured service account's public key, its issuer, audience (this endpoint's URL), scope, and
     /// lifetime, and answers `{"access_token", "expires_in", "token_type": "Bearer"}` or `400 {"error",
     /// "error_description"}` with Google's wording.
-    func tokenEndpoint(_ request: HTTPRequest, _ responder: any HTTPResponder) {
+    private func tokenEndpoint(_ request: HTTPRequest, _ responder: any HTTPResponder) {
         let now = Clock.nowMillis()
         let check = checkAssertion(request, now: now)
         let token = "sim-" + String(UInt64.random(in: .min ... .max), radix: 16)
             + String(UInt64.random(in: .min ... .max), radix: 16)
-        let reply = state.withLock { $0.receiveTokenRequest(check, token: token, nowMillis: now) }
+        let reply = oauth.withLock {
+            $0.receive(check, token: token, lifetime: tokenLifetimeSeconds, nowMillis: now)
+        }
         switch reply {
         case .token(let token, let expiresIn):
             let body: JSON = .object([
@@ -45,7 +130,7 @@ extension FCMSimulator {
         }
     }
 
-    private func checkAssertion(_ request: HTTPRequest, now: Int64) -> SimulatorState.AssertionCheck {
+    private func checkAssertion(_ request: HTTPRequest, now: Int64) -> OAuthState.AssertionCheck {
         let form = request.formFields
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return .invalid(error: "unsupported_grant_type", description: "Invalid grant_type: "
@@ -54,13 +139,13 @@ extension FCMSimulator {
         guard let assertion = form["assertion"], !assertion.isEmpty else {
             return .invalid(error: "invalid_request", description: "Missing required parameter: assertion")
         }
-        guard let account = configuration.v1Account, let key = v1PublicKey else {
+        guard let account, let publicKey else {
             return .invalid(error: "invalid_grant", description:
                 "The simulator has no service account to check assertions with: start it with --service-account FILE")
         }
         let decoded: JWT.Decoded
         do {
-            decoded = try JWT.verify(assertion, with: key)
+            decoded = try JWT.verify(assertion, with: publicKey)
         } catch {
             return .invalid(error: "invalid_grant", description: error.description)
         }
@@ -92,39 +177,41 @@ extension FCMSimulator {
 
     // MARK: - POST /v1/projects/{p}/messages:send
 
-    func v1Send(_ request: HTTPRequest, project: String, _ responder: any HTTPResponder) {
+    private func send(
+        _ request: HTTPRequest, project: String, _ simulator: FCMSimulator, _ responder: any HTTPResponder
+    ) {
+        let now = Clock.nowMillis()
         let parsed = V1Request.parse(request.body)
-        var bearer: String?
+        var authenticated = false
         if let header = request.header("authorization"), header.hasPrefix("Bearer ") {
-            bearer = String(header.dropFirst("Bearer ".count))
+            let bearer = String(header.dropFirst("Bearer ".count))
+            authenticated = oauth.withLock { $0.isValid(bearer, now: now) }
         }
         let behaviour = (try? parsed.get()).map { request -> TokenBehaviour in
             switch request.target {
-            case .token(let token), .fid(let token): TokenBehaviour(token: configuration.aliases[token] ?? token)
+            case .token(let token), .fid(let token): simulator.behaviour(ofToken: token)
             case .topic(let topic): TokenBehaviour(topic: Substring(topic))
             case .condition: .deliver
             }
         }
         let arrival = SimulatorState.V1Arrival(
-            parsed: parsed, project: project, bearerToken: bearer, behaviour: behaviour, version: request.version)
-        let decision = state.withLock { $0.receiveV1(arrival, nowMillis: Clock.nowMillis()) }
+            parsed: parsed, project: project, authenticated: authenticated, behaviour: behaviour,
+            version: request.version)
+        let decision = simulator.withState { $0.receiveV1(arrival, project: account?.projectID, nowMillis: now) }
         let response: HTTPResponse
         switch decision.reply {
         case .dropped:
             response = HTTPResponse(status: 500, headers: [("Connection", "close")])
         case .error(let error, let retryAfter):
-            var headers = [(name: "Content-Type", value: "application/json; charset=UTF-8")]
+            var headers = FCMSimulator.jsonHeaders
             if let retryAfter { headers.append(("Retry-After", retryAfter)) }
             response = HTTPResponse(
                 status: error.httpStatus, headers: headers, body: Array(error.json.serialized().utf8))
         case .delivered(let name):
             response = HTTPResponse(
-                status: 200, headers: [("Content-Type", "application/json; charset=UTF-8")],
+                status: 200, headers: FCMSimulator.jsonHeaders,
                 body: Array(JSON.object([("name", .string(name))]).serialized().utf8))
         }
-        guard decision.delayMilliseconds > 0 else { return responder.respond(response) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(decision.delayMilliseconds)) {
-            responder.respond(response)
-        }
+        FCMSimulator.respond(response, after: decision.delayMilliseconds, to: responder)
     }
 }
