@@ -24,12 +24,7 @@ enum SecretsKeyCommand {
         """
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(arguments, options: [.value("out"), .json, .help])
-        if parsed.flag("help") {
-            print(help)
-            return 0
-        }
-        try parsed.expectPositional(0, "no arguments")
+        guard let parsed = try Arguments.keyMaking(arguments, help: help) else { return 0 }
         guard let path = parsed.value("out"), !path.isEmpty else {
             throw Arguments.UsageError(description: "give --out FILE: the key is written to a file, never printed")
         }

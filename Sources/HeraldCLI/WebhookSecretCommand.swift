@@ -22,12 +22,7 @@ enum WebhookSecretCommand {
         """
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(arguments, options: [.value("out"), .json, .help])
-        if parsed.flag("help") {
-            print(help)
-            return 0
-        }
-        try parsed.expectPositional(0, "no arguments")
+        guard let parsed = try Arguments.keyMaking(arguments, help: help) else { return 0 }
         let secret = try WebhookSecret.generate()
         guard let path = parsed.value("out") else {
             if parsed.flag("json") { Output.json(["secret": .string(secret)]) } else { print(secret) }

@@ -37,12 +37,7 @@ enum WebPushKeysCommand {
         """
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        let parsed = try Arguments(arguments, options: [.value("out"), .json, .help])
-        if parsed.flag("help") {
-            print(help)
-            return 0
-        }
-        try parsed.expectPositional(0, "no arguments")
+        guard let parsed = try Arguments.keyMaking(arguments, help: help) else { return 0 }
         let key = try P256PrivateKey.generate()
         let applicationServerKey = Base64URL.encode(key.publicKey.uncompressedPoint)
         let pem = key.pkcs8PEM()

@@ -84,6 +84,18 @@ extension Arguments {
             throw UsageError(description: "give \(what)")
         }
     }
+
+    /// The arguments of a command that makes a key or a secret (`secrets-key`, `webhook-secret`, `webpush-keys`):
+    /// `--out FILE`, `--json` and `--help`, no positional argument. nil when `--help` was asked for (`help` printed).
+    public static func keyMaking(_ arguments: [String], help: String) throws -> Arguments? {
+        let parsed = try Arguments(arguments, options: [.value("out"), .json, .help])
+        if parsed.flag("help") {
+            print(help)
+            return nil
+        }
+        try parsed.expectPositional(0, "no arguments")
+        return parsed
+    }
 }
 
 /// A failure a command reports with exit code 1.
