@@ -180,7 +180,7 @@ extension SQLiteQueueStore: QueueStore {
     /// SQL values, where an array of `[id, name, status]` triples cost three `->>` parses per row (~6k
     /// instructions per row more). The statement returns nothing (a `RETURNING` row costs ~2.5k instructions):
     /// when it wrote as many rows as it was given, it wrote them all; when fewer (leases lost meanwhile), the rows
-    /// now holding this very answer are the ones it wrote.
+    /// now holding this very answer are the ones it wrote. Then the feed entries of the rows written.
     public func markDelivered(
         _ rows: [(id: Int64, fcmMessageID: String?, status: Int?)], charge: Int64, lease: HeldLease
     ) throws -> [Int64] {
@@ -211,13 +211,7 @@ extension SQLiteQueueStore: QueueStore {
                     AND deliveries.lease_owner = ?
                 """,
                 [.integer(charge), status, .integer(lease.now), outcomes, .text(lease.owner)])
-            if count == rows.count {
-                let ids = rows.map(\.id)
-                try recordOutcomes(of: ids)
-                written += ids
-                continue
-            }
-            let ids = try connection.query(
+            let ids = count == rows.count ? rows.map(\.id) : try connection.query(
                 """
                 SELECT deliveries.id FROM json_each(?) AS outcome
                 JOIN deliveries ON deliveries.id = CAST(outcome.key AS INTEGER)

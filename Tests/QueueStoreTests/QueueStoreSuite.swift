@@ -424,6 +424,8 @@ private let t0: Int64 = 1_700_000_000_000
         let applied = try queue.apply(
             ids.map { .delivered(id: $0, fcmMessageID: "m", canonicalToken: nil, status: 200) }, now: t0 + 1_600)
         #expect(applied.updated == [ids[0]])
+        #expect(try queue.store.database.outcomes(after: 0, app: nil, limit: 10).map(\.token) == ["a"],
+                "the feed has the row the answer wrote, not the rescued one")
     }
 
     /// A database outage longer than the lease: the answers are true and nobody took the rows back, so they are
