@@ -332,8 +332,13 @@ def main():
                 (STORED_APP, dict(entry, provider=HTML_PROVIDER), 'provider "%s" is not supported' % HTML_PROVIDER),
                 (STORED_APP, {k: v for k, v in entry.items() if k != "vapid_subject"}, 'needs "vapid_subject"'),
                 (HTML_PROVIDER, entry, 'got "%s"' % HTML_PROVIDER)]:
+            before = driver.find_element(By.ID, "status").text
             save_app(driver, name, refused)
-            wait.until(ready.text_to_be_present_in_element((By.CSS_SELECTOR, "#status.error"), reason))
+            bar = wait.until(lambda _: driver.find_element(By.ID, "status").text not in (before, "")
+                             and driver.find_element(By.ID, "status"))
+            if (bar.get_attribute("class") != "error" or not bar.text.startswith("InvalidParameters: ")
+                    or reason not in bar.text):
+                fail("the Apps page does not show the refusal %r as text: %r" % (reason, bar.text))
             expect_nothing_ran(driver, "the Apps page's refusal " + reason)
         if herald.stored_apps() != stored_before or list(listed_apps(herald)) != list(listed):
             fail("a refused app entry changed the apps")
@@ -354,7 +359,8 @@ def main():
                 or any(line in str(herald.stored_apps()) for line in key_lines + ["PRIVATE KEY"])):
             fail("the stored app's row does not hold its key sealed only: %r %r %r" % (provider, definition, secrets))
         shown = listed_apps(herald).get(STORED_APP, {})
-        if (shown.get("source"), shown.get("provider")) != ("database", "webpush") or vapid in json.dumps(shown):
+        if ((shown.get("source"), shown.get("provider")) != ("database", "webpush")
+                or any(line in json.dumps(shown) for line in key_lines)):
             fail("GET /v1/admin/apps does not list the stored app as stored, without its key: %r" % shown)
         row.find_element(By.CSS_SELECTOR, "button.remove").click()
         wait.until(ready.alert_is_present()).accept()
