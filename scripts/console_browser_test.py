@@ -178,6 +178,15 @@ def cell_texts(driver, selector):
     return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, selector)]
 
 
+def fetch_in_page(driver, method, path, body=None):
+    """The status of a request the page's own script makes, with the session's cookie, as the page's buttons do."""
+    return driver.execute_async_script("""
+        const [method, path, body, done] = arguments;
+        fetch(path, {method, headers: {"Content-Type": "application/json"},
+            body: body === null ? undefined : JSON.stringify(body)}).then((response) => done(response.status));
+    """, method, path, body)
+
+
 def save_app(driver, name, entry):
     """Types an app's name and its entry into the Apps page's form, as an operator does, and saves."""
     for field, text in [("app-name", name), ("app-entry", json.dumps(entry))]:
@@ -383,11 +392,7 @@ def main():
         wait.until(ready.text_to_be_present_in_element((By.ID, "dead-actions"), "Read-only"))
         if driver.find_elements(By.ID, "requeue-selected") or driver.find_elements(By.CSS_SELECTOR, "input.pick"):
             fail("the read-only page offers to act")
-        answer = driver.execute_async_script("""
-            const done = arguments[arguments.length - 1];
-            fetch("/v1/admin/dead/requeue", {method: "POST", headers: {"Content-Type": "application/json"},
-                body: JSON.stringify({filter: {}})}).then((response) => done(response.status));
-        """)
+        answer = fetch_in_page(driver, "POST", "/v1/admin/dead/requeue", {"filter": {}})
         if answer != 403:
             fail("the read-only session could requeue: %s" % answer)
         if herald.query("SELECT count(*) FROM deliveries WHERE state = 'dead'")[0][0] != dead_before:
@@ -404,11 +409,7 @@ def main():
             fail("the read-only Apps page offers to change an app")
         stored_before = herald.stored_apps()
         for method, body in [("PUT", entry), ("DELETE", None)]:
-            answer = driver.execute_async_script("""
-                const [method, path, body, done] = arguments;
-                fetch(path, {method, headers: {"Content-Type": "application/json"},
-                    body: body === null ? undefined : JSON.stringify(body)}).then((response) => done(response.status));
-            """, method, "/v1/admin/apps/" + STORED_APP, body)
+            answer = fetch_in_page(driver, method, "/v1/admin/apps/" + STORED_APP, body)
             if answer != 403:
                 fail("the read-only session's %s of an app answered %s" % (method, answer))
         if herald.stored_apps() != stored_before:
