@@ -8,9 +8,15 @@ It starts `herald serve --sandbox` on a loopback port chosen by the kernel with 
 through the API (dead letters from the simulator's `invalid-` tokens, one of them `<script>alert(1)</script>`),
 then checks, in the browser and in the database: a refused login (and its log line), the login, the overview's
 figures, a requeue through the page, that tokens and reasons holding HTML are shown as text and run nothing, that a
-cross-origin POST and the read-only token change nothing. It saves screenshots of the overview and the dead-letter page for the README.
+cross-origin POST and the read-only token change nothing. On the Apps page (SPEC §22; serve runs with a
+`--secrets-key-file`): the sandbox's apps listed, a Web Push app added through the form with a key from `herald
+webpush-keys` (stored with the key sealed, listed by `GET /v1/admin/apps`), entries the server refuses (an unknown
+provider, a missing field, a name holding HTML) storing nothing and showing the reason as text, the app removed
+through the page, and the read-only token offered no change and refused one. It saves screenshots of the overview,
+the dead-letter page and the Apps page for the README.
 """
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -34,6 +40,8 @@ WRONG_TOKEN = "not-the-token-zq7"
 SCRIPT_TOKEN = "invalid-<script>alert(1)</script>"
 IMAGE_TOKEN = 'invalid-<img src=x onerror="window.__xss=1">'
 HTML_REASON = '<img src=x onerror="window.__xss=2">bad deploy'
+HTML_PROVIDER = '<img src=x onerror="window.__xss=3">'
+STORED_APP = "browser-web"
 
 
 def fail(message):
@@ -46,11 +54,14 @@ class Herald:
     def __init__(self, binary, directory):
         self.binary = binary
         self.database = os.path.join(directory, "herald.db")
+        secrets_key = os.path.join(directory, "secrets.key")
+        subprocess.run([binary, "secrets-key", "--out", secrets_key], check=True, capture_output=True)
         self.log_path = os.path.join(directory, "serve.log")
         self.log = open(self.log_path, "w+")
         self.process = subprocess.Popen(
             [binary, "serve", "--sandbox", "--db", self.database, "--listen", "127.0.0.1:0",
-             "--api-token", API_TOKEN, "--console-read-only-token", READ_ONLY_TOKEN],
+             "--api-token", API_TOKEN, "--console-read-only-token", READ_ONLY_TOKEN,
+             "--secrets-key-file", secrets_key],
             stderr=self.log, stdout=subprocess.DEVNULL)
         deadline = time.time() + 30
         self.base = None
@@ -89,6 +100,9 @@ class Herald:
         except urllib.error.HTTPError as error:
             status, headers, text = error.code, dict(error.headers), error.read()
         return status, headers, json.loads(text) if text.startswith(b"{") else text
+
+    def stored_apps(self):
+        return self.query("SELECT * FROM apps ORDER BY name")
 
     def cli(self, *arguments):
         subprocess.run([self.binary, *arguments, "--db", self.database], check=True, capture_output=True)
@@ -156,12 +170,37 @@ def expect_nothing_ran(driver, where):
         pass
     if driver.execute_script("return window.__xss === undefined") is not True:
         fail("markup from the database ran on " + where)
-    if driver.find_elements(By.CSS_SELECTOR, "#view script, #view img"):
+    if driver.find_elements(By.CSS_SELECTOR, "#view script, #view img, #status *"):
         fail("markup from the database became elements on " + where)
 
 
 def cell_texts(driver, selector):
     return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, selector)]
+
+
+def fetch_in_page(driver, method, path, body=None):
+    """The status of a request the page's own script makes, with the session's cookie, as the page's buttons do."""
+    return driver.execute_async_script("""
+        const [method, path, body, done] = arguments;
+        fetch(path, {method, headers: {"Content-Type": "application/json"},
+            body: body === null ? undefined : JSON.stringify(body)}).then((response) => done(response.status));
+    """, method, path, body)
+
+
+def save_app(driver, name, entry):
+    """Types an app's name and its entry into the Apps page's form, as an operator does, and saves."""
+    for field, text in [("app-name", name), ("app-entry", json.dumps(entry))]:
+        element = driver.find_element(By.ID, field)
+        element.clear()
+        element.send_keys(text)
+    driver.find_element(By.CSS_SELECTOR, "#app-form button[type=submit]").click()
+
+
+def listed_apps(herald):
+    status, _, answer = herald.request("GET", "/v1/admin/apps")
+    if status != 200:
+        fail("GET /v1/admin/apps answered %s %s" % (status, answer))
+    return {app["name"]: app for app in answer["apps"]}
 
 
 def main():
@@ -285,6 +324,66 @@ def main():
         if status != 200 or "script-src 'self'" not in policy or "unsafe-inline" in policy:
             fail("the page's Content-Security-Policy is not strict: %r" % policy)
 
+        # Apps (SPEC §22): the page lists the sandbox's apps; a Web Push app typed into its form is stored with its
+        # VAPID key sealed; entries the server refuses store nothing and show its reason, markup included, as text;
+        # the page removes what it stored.
+        driver.get(herald.base + "/console#apps")
+        wait.until(ready.visibility_of_element_located((By.ID, "app-form")))
+        listed = listed_apps(herald)
+        shown = cell_texts(driver, "table.apps td.app")
+        if shown != list(listed) or not {"default", "ios", "web", "hms"} <= set(listed):
+            fail("the Apps page shows %r; the API lists %r" % (shown, list(listed)))
+        vapid = json.loads(subprocess.run([herald.binary, "webpush-keys", "--json"], check=True,
+                                          capture_output=True).stdout)["private_key_pem"]
+        entry = {"provider": "webpush", "vapid_private_key": vapid, "vapid_subject": "mailto:ops@example.com"}
+        stored_before = herald.stored_apps()
+        for name, refused, reason in [
+                (STORED_APP, dict(entry, provider=HTML_PROVIDER), 'provider "%s" is not supported' % HTML_PROVIDER),
+                (STORED_APP, {k: v for k, v in entry.items() if k != "vapid_subject"}, 'needs "vapid_subject"'),
+                (HTML_PROVIDER, entry, 'got "%s"' % HTML_PROVIDER)]:
+            before = driver.find_element(By.ID, "status").text
+            save_app(driver, name, refused)
+            bar = wait.until(lambda _: driver.find_element(By.ID, "status").text not in (before, "")
+                             and driver.find_element(By.ID, "status"))
+            if (bar.get_attribute("class") != "error" or not bar.text.startswith("InvalidParameters: ")
+                    or reason not in bar.text):
+                fail("the Apps page does not show the refusal %r as text: %r" % (reason, bar.text))
+            expect_nothing_ran(driver, "the Apps page's refusal " + reason)
+        if herald.stored_apps() != stored_before or list(listed_apps(herald)) != list(listed):
+            fail("a refused app entry changed the apps")
+        save_app(driver, STORED_APP, entry)
+        wait.until(ready.text_to_be_present_in_element((By.ID, "status"), "stored %s (version 1)" % STORED_APP))
+        row = wait.until(ready.visibility_of_element_located(
+            (By.CSS_SELECTOR, "table.apps tr[data-app='%s']" % STORED_APP)))
+        fingerprint = hashlib.sha256(vapid.encode()).hexdigest()
+        if ("webpush database" not in row.text or "vapid_private_key: SHA-256 " + fingerprint[:16] not in row.text
+                or "PRIVATE KEY" in driver.find_element(By.ID, "view").text):
+            fail("the stored app's row is %r, not webpush from the database with its key's fingerprint" % row.text)
+        driver.save_screenshot(os.path.join(screenshots, "console-apps.png"))
+        (provider, definition, secrets), = herald.query(
+            "SELECT provider, definition, secrets FROM apps WHERE name = ?", STORED_APP)
+        sealed = json.loads(secrets)["vapid_private_key"]["sealed"]
+        key_lines = [line for line in vapid.splitlines() if "-----" not in line]
+        if (provider != "webpush" or "vapid_private_key" in json.loads(definition) or not sealed.startswith("hs1:")
+                or any(line in str(herald.stored_apps()) for line in key_lines + ["PRIVATE KEY"])):
+            fail("the stored app's row does not hold its key sealed only: %r %r %r" % (provider, definition, secrets))
+        shown = listed_apps(herald).get(STORED_APP, {})
+        if ((shown.get("source"), shown.get("provider")) != ("database", "webpush")
+                or any(line in json.dumps(shown) for line in key_lines)):
+            fail("GET /v1/admin/apps does not list the stored app as stored, without its key: %r" % shown)
+        row.find_element(By.CSS_SELECTOR, "button.remove").click()
+        wait.until(ready.alert_is_present()).accept()
+        wait.until(ready.text_to_be_present_in_element((By.ID, "status"), "removed " + STORED_APP))
+        if driver.find_elements(By.CSS_SELECTOR, "table.apps tr[data-app='%s']" % STORED_APP):
+            fail("the removed app is still on the Apps page")
+        if (herald.query("SELECT provider, definition, secrets FROM apps WHERE name = ?", STORED_APP) != [(None,) * 3]
+                or STORED_APP in listed_apps(herald)):
+            fail("the app removed through the page is still stored")
+        # Stored again behind the page's back, for the read-only token to find and not change.
+        status, _, answer = herald.request("PUT", "/v1/admin/apps/" + STORED_APP, entry)
+        if status != 201:
+            fail("storing the app again failed: %s %s" % (status, answer))
+
         # Log out; the read-only token can look but not act.
         driver.find_element(By.CSS_SELECTOR, "#logout button").click()
         wait.until(ready.visibility_of_element_located((By.ID, "login-token")))
@@ -293,11 +392,7 @@ def main():
         wait.until(ready.text_to_be_present_in_element((By.ID, "dead-actions"), "Read-only"))
         if driver.find_elements(By.ID, "requeue-selected") or driver.find_elements(By.CSS_SELECTOR, "input.pick"):
             fail("the read-only page offers to act")
-        answer = driver.execute_async_script("""
-            const done = arguments[arguments.length - 1];
-            fetch("/v1/admin/dead/requeue", {method: "POST", headers: {"Content-Type": "application/json"},
-                body: JSON.stringify({filter: {}})}).then((response) => done(response.status));
-        """)
+        answer = fetch_in_page(driver, "POST", "/v1/admin/dead/requeue", {"filter": {}})
         if answer != 403:
             fail("the read-only session could requeue: %s" % answer)
         if herald.query("SELECT count(*) FROM deliveries WHERE state = 'dead'")[0][0] != dead_before:
@@ -306,6 +401,19 @@ def main():
                                       {"Authorization": "Bearer " + READ_ONLY_TOKEN})
         if status != 403 or herald.query("SELECT paused FROM apps WHERE name = 'default'")[0][0] != 1:
             fail("the read-only token resumed an app")
+        # The read-only token sees the Apps page but is offered no change, and one tried anyway is refused.
+        driver.get(herald.base + "/console#apps")
+        wait.until(ready.visibility_of_element_located(
+            (By.CSS_SELECTOR, "table.apps tr[data-app='%s']" % STORED_APP)))
+        if driver.find_elements(By.CSS_SELECTOR, "#app-form, table.apps button"):
+            fail("the read-only Apps page offers to change an app")
+        stored_before = herald.stored_apps()
+        for method, body in [("PUT", entry), ("DELETE", None)]:
+            answer = fetch_in_page(driver, method, "/v1/admin/apps/" + STORED_APP, body)
+            if answer != 403:
+                fail("the read-only session's %s of an app answered %s" % (method, answer))
+        if herald.stored_apps() != stored_before:
+            fail("the read-only token changed the apps")
         print("console browser test: ok (%s)" % herald.base)
     finally:
         if driver is not None:
