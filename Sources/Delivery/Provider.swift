@@ -92,6 +92,15 @@ public protocol Provider: Sendable {
 }
 
 extension Provider {
+    /// `deliveries` as its requests carry them: tokens share requests of up to `maxTargetsPerRequest` (a multicast
+    /// provider's 1000); a topic or a condition has its one delivery in a request of its own.
+    public func requestRuns(_ deliveries: [ClaimedDelivery], kind: TargetKind) -> [[ClaimedDelivery]] {
+        let size = kind == .tokens ? maxTargetsPerRequest : 1
+        return stride(from: 0, to: deliveries.count, by: size).map {
+            Array(deliveries[$0..<min($0 + size, deliveries.count)])
+        }
+    }
+
     /// A server key needs nothing obtained.
     public var credentials: (any Credentials)? { nil }
 

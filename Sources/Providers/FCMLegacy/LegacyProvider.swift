@@ -6,8 +6,7 @@ import Support
 
 /// FCM's legacy HTTP protocol: `Authorization: key=…`, one request per message and up to 1000 tokens.
 public struct LegacyProvider: Provider {
-    public static let maxTokensPerRequest = 1000
-    public var maxTargetsPerRequest: Int { Self.maxTokensPerRequest }
+    public let maxTargetsPerRequest = 1000
 
     public let app: String
     public let endpoint: String
@@ -30,10 +29,7 @@ public struct LegacyProvider: Provider {
         for message: ClaimedMessage, deliveries: [ClaimedDelivery], credential: String? = nil, now: Int64
     ) -> [PreparedRequest] {
         let kind = message.targetKind
-        // Topics and conditions have one delivery each; tokens share requests of up to 1000.
-        let size = kind == .tokens ? Self.maxTokensPerRequest : 1
-        return stride(from: 0, to: deliveries.count, by: size).map { start in
-            let chunk = Array(deliveries[start..<min(start + size, deliveries.count)])
+        return requestRuns(deliveries, kind: kind).map { chunk in
             let body = Self.body(for: message, targets: chunk.map(\.token), kind: kind, now: now)
             return PreparedRequest(
                 app: app, message: message, deliveries: chunk,

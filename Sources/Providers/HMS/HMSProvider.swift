@@ -61,9 +61,7 @@ public final class HMSProvider: Provider {
             (name: "Content-Type", value: "application/json; charset=UTF-8"),
             (name: "Authorization", value: "Bearer " + (credential ?? "")),
         ]
-        let size = kind == .tokens ? maxTargetsPerRequest : 1
-        return stride(from: 0, to: deliveries.count, by: size).map { start in
-            let run = Array(deliveries[start..<min(start + size, deliveries.count)])
+        return requestRuns(deliveries, kind: kind).map { run in
             let body = kind == .tokens
                 ? rendered.body(tokens: run.map(\.token)) : rendered.body(kind, target: run[0].token)
             return PreparedRequest(
@@ -83,8 +81,7 @@ public final class HMSProvider: Provider {
             HMSClassifier.classify(
                 status: status, headers: headers, body: body, targets: request.deliveries.map(\.token), now: now)
         case .failure(let failure):
-            Classifier.transportFailure(
-                reason: DeliveryReason(stored: failure.description), targetCount: request.deliveries.count)
+            Classifier.transportFailure(reason: DeliveryReason(failure), targetCount: request.deliveries.count)
         }
     }
 
