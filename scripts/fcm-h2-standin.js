@@ -209,11 +209,7 @@ const statsServer = http.createServer((req, res) => {
     res.end(JSON.stringify(Object.assign({}, stats, now)));
 });
 
-server.listen(0, '127.0.0.1', () => {
-    statsServer.listen(0, '127.0.0.1', () => {
-        console.log(JSON.stringify({ port: server.address().port, stats_port: statsServer.address().port }));
-    });
-});
+args.listenAndAnnounce(server, statsServer);
 process.on('SIGTERM', () => {
     if (arrivals) arrivals.end(() => process.exit(0)); else process.exit(0);
 });

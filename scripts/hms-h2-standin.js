@@ -104,9 +104,5 @@ const statsServer = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(stats));
 });
-server.listen(0, '127.0.0.1', () => {
-    statsServer.listen(0, '127.0.0.1', () => {
-        console.log(JSON.stringify({ port: server.address().port, stats_port: statsServer.address().port }));
-    });
-});
+args.listenAndAnnounce(server, statsServer);
 process.on('SIGTERM', () => process.exit(0));

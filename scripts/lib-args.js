@@ -1,5 +1,6 @@
-// The command line of the node scripts here (node's built-in modules, no packages): `--name value` pairs. What it
-// refuses ends the process with status 2, the reason on stderr.
+// The command line of the node scripts here (node's built-in modules, no packages): `--name value` pairs in, and for
+// the stand-ins the line that says where they listen out. What it refuses ends the process with status 2, the reason
+// on stderr.
 'use strict';
 
 const refuse = (message) => {
@@ -34,4 +35,15 @@ const target = (value) => {
     return { host: match[1].replace(/^\[(.*)\]$/, '$1'), port: Number(match[2]) };
 };
 
-module.exports = { parse, refuse, required, target };
+// Listens `server` and `statsServer` on loopback ports the kernel picks, calls `ready` (if given) once `server`
+// listens, then prints {"port", "stats_port"}: the line Benchmarks/common.sh and the tests read.
+const listenAndAnnounce = (server, statsServer, ready) => {
+    server.listen(0, '127.0.0.1', () => {
+        if (ready) ready();
+        statsServer.listen(0, '127.0.0.1', () => {
+            console.log(JSON.stringify({ port: server.address().port, stats_port: statsServer.address().port }));
+        });
+    });
+};
+
+module.exports = { listenAndAnnounce, parse, refuse, required, target };

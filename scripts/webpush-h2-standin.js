@@ -204,11 +204,8 @@ const statsServer = http.createServer((req, res) => {
     res.end(JSON.stringify(stats));
 });
 
-server.listen(0, '127.0.0.1', () => {
+args.listenAndAnnounce(server, statsServer, () => {
     origin = `https://127.0.0.1:${server.address().port}`;
-    statsServer.listen(0, '127.0.0.1', () => {
-        console.log(JSON.stringify({ port: server.address().port, stats_port: statsServer.address().port }));
-    });
 });
 process.on('SIGTERM', () => process.exit(0));
 process.on('SIGINT', () => process.exit(0));
