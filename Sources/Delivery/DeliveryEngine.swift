@@ -549,30 +549,32 @@ public final class DeliveryEngine: @unchecked Sendable {
         _ updates: [DeliveryUpdate], applied: AppliedOutcomes, app: String, into metrics: Metrics
     ) {
         let written = Set(applied.updated)
-        var outcomes: [String: Int] = [:]
+        // Counted by position, named once at the end: a batch of 1000 delivered rows hashes no name per row.
+        let names = ["delivered", "retry", "dropped", "released", "deferred", "dead"]
+        var outcomes = [Int](repeating: 0, count: names.count)
         var deadReasons: [String: Int] = [:]
         for update in updates where written.contains(update.id) {
             switch update {
-            case .delivered: outcomes["delivered", default: 0] += 1
-            case .retry: outcomes["retry", default: 0] += 1
-            case .dropped: outcomes["dropped", default: 0] += 1
-            case .release: outcomes["released", default: 0] += 1
-            case .deferred: outcomes["deferred", default: 0] += 1
+            case .delivered: outcomes[0] += 1
+            case .retry: outcomes[1] += 1
+            case .dropped: outcomes[2] += 1
+            case .release: outcomes[3] += 1
+            case .deferred: outcomes[4] += 1
             case .dead(_, let reason, _), .deadMessage(_, let reason, _):
-                outcomes["dead", default: 0] += 1
+                outcomes[5] += 1
                 deadReasons[reason.rawValue, default: 0] += 1
             case .expired:
-                outcomes["dead", default: 0] += 1
+                outcomes[5] += 1
                 deadReasons["Expired", default: 0] += 1
             case .forgetToken(_, .dead, let reason, _, _):
-                outcomes["dead", default: 0] += 1
+                outcomes[5] += 1
                 deadReasons[reason.rawValue, default: 0] += 1
             case .forgetToken:
-                outcomes["dropped", default: 0] += 1
+                outcomes[2] += 1
             }
         }
-        for (outcome, count) in outcomes {
-            metrics.increment("herald_deliveries_total", ["app": app, "outcome": outcome], by: Double(count))
+        for (name, count) in zip(names, outcomes) where count > 0 {
+            metrics.increment("herald_deliveries_total", ["app": app, "outcome": name], by: Double(count))
         }
         if applied.tokensDeleted > 0 {
             metrics.increment("herald_tokens_deleted_total", ["app": app], by: Double(applied.tokensDeleted))

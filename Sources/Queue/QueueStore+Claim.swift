@@ -16,17 +16,22 @@ extension QueueStore {
                 app: app, lane: lane, limit: limit - result.deliveries.count, owner: owner, leaseMillis: leaseMillis,
                 now: now)
         }
+        // A message's deliveries come out of the index together (a multicast's 1000 in a row): the set and the
+        // look-ups below hash a message id once per run of them, not once per delivery.
         var messageIDs: [String] = []
         var seen = Set<String>()
-        for delivery in result.deliveries where seen.insert(delivery.messageID).inserted {
-            messageIDs.append(delivery.messageID)
+        var previous: String?
+        for delivery in result.deliveries where delivery.messageID != previous {
+            previous = delivery.messageID
+            if seen.insert(delivery.messageID).inserted { messageIDs.append(delivery.messageID) }
         }
         result.messages = try claimedMessages(ids: messageIDs)
         // Expiry first: a row past its TTL is `Expired` whatever else might have settled it, so trimming the
         // bookkeeping that reconciliation reads (which only ever concerns rows older than the longest TTL) changes
         // no outcome.
+        var lookup = MessageLookup(result.messages)
         let expired = result.deliveries.filter { delivery in
-            guard let message = result.messages[delivery.messageID] else { return true }
+            guard let message = lookup[delivery.messageID] else { return true }
             return message.expiresAt <= now
         }
         if !expired.isEmpty {
@@ -57,9 +62,10 @@ extension QueueStore {
     func reconcileClaimed(_ result: inout ClaimResult, app: String, owner: String, now: Int64) throws {
         let anyTombstones = try hasTombstones()
         var drops: [DeliveryUpdate] = []
+        var lookup = MessageLookup(result.messages)
         for index in result.deliveries.indices {
             let delivery = result.deliveries[index]
-            guard let message = result.messages[delivery.messageID] else { continue }
+            guard let message = lookup[delivery.messageID] else { continue }
             if let collapseKey = message.collapseKey,
                let head = try collapseHead(app: app, collapseKey: collapseKey, token: delivery.token),
                head.supersedes(delivery.messageID, now: now) {
@@ -106,6 +112,24 @@ extension CollapseHead {
         case .delivered?, nil: return true
         case .queued?, .inflight?: return (expiresAt ?? 0) > now && (sendAt ?? 0) <= now
         case .dead?, .dropped?: return false
+        }
+    }
+}
+
+/// A claim's messages by id, remembering the last one asked for: consecutive deliveries of one message cost one
+/// hash of its id, not one each.
+private struct MessageLookup {
+    private let messages: [String: ClaimedMessage]
+    private var last: (id: String, message: ClaimedMessage?)?
+
+    init(_ messages: [String: ClaimedMessage]) { self.messages = messages }
+
+    subscript(id: String) -> ClaimedMessage? {
+        mutating get {
+            if let last, last.id == id { return last.message }
+            let message = messages[id]
+            last = (id, message)
+            return message
         }
     }
 }

@@ -46,13 +46,19 @@ extension SQLiteQueueStore: QueueStore {
             [.text(app), .integer(lane.rawValue), .integer(now), .integer(Int64(limit))]
         ) { ClaimedDelivery(id: $0.int64(0), messageID: $0.string(1), token: $0.string(2), attempts: $0.int(3)) }
         guard !ready.isEmpty else { return [] }
-        let leased = try connection.run(
+        let lease: [SQLValue] = [.text(owner), .integer(now + leaseMillis), .integer(now)]
+        let ids = ready.map(\.id)
+        let leased = try Self.consecutive(ids).map { range in
+            try connection.run(
+                """
+                UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
+                WHERE id BETWEEN ? AND ? AND state = 'queued'
+                """, lease + [.integer(range.lowerBound), .integer(range.upperBound)])
+        } ?? connection.run(
             """
             UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
             WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'
-            """,
-            [.text(owner), .integer(now + leaseMillis), .integer(now),
-             .text(JSON.array(ready.map { .int($0.id) }).serialized())])
+            """, lease + [.idList(ids)])
         guard leased == ready.count else {
             throw SQLiteError(
                 code: SQLITE_INTERNAL, message: "leased \(leased) of the \(ready.count) ready deliveries just read")
@@ -175,12 +181,17 @@ extension SQLiteQueueStore: QueueStore {
         return row
     }
 
-    /// One `UPDATE … FROM json_each` per status in the batch (all 200 in practice). The outcomes go in as one
-    /// JSON object, `{"<id>": "<FCM message id>" | null, …}`: `json_each` hands over each key and value as plain
-    /// SQL values, where an array of `[id, name, status]` triples cost three `->>` parses per row (~6k
-    /// instructions per row more). The statement returns nothing (a `RETURNING` row costs ~2.5k instructions):
-    /// when it wrote as many rows as it was given, it wrote them all; when fewer (leases lost meanwhile), the rows
-    /// now holding this very answer are the ones it wrote. Then the feed entries of the rows written.
+    /// One `UPDATE` per status in the batch (all 200 in practice), or per status and provider message id when the
+    /// rows share a few (`sharedNameStatements`): HMS names a whole request of up to 1000 tokens with one
+    /// `requestId`, and a batch holds the answers of a few requests. Rows under one name go in as one JSON array of
+    /// ids and the name as one value, `UPDATE … WHERE id IN (SELECT value FROM json_each(?))`. Rows with names of
+    /// their own (FCM's per-token message ids) go in as one JSON object, `{"<id>": "<FCM message id>" | null, …}`,
+    /// joined with `UPDATE … FROM json_each`: `json_each` hands over each key and value as plain SQL values, where an
+    /// array of `[id, name, status]` triples cost three `->>` parses per row (~6k instructions per row more); the
+    /// join itself costs ~8k instructions a row more than the array, which is why the array is taken whenever it
+    /// can be. The statements return nothing (a `RETURNING` row costs ~2.5k instructions): when one wrote as many
+    /// rows as it was given, it wrote them all; when fewer (leases lost meanwhile), the rows now holding this very
+    /// answer are the ones it wrote. Then the feed entries of the rows written.
     public func markDelivered(
         _ rows: [(id: Int64, fcmMessageID: String?, status: Int?)], charge: Int64, lease: HeldLease
     ) throws -> [Int64] {
@@ -189,41 +200,97 @@ extension SQLiteQueueStore: QueueStore {
         var written: [Int64] = []
         written.reserveCapacity(rows.count)
         for (status, rows) in byStatus {
-            var object: [UInt8] = [UInt8(ascii: "{")]
-            object.reserveCapacity(rows.count * 64)
-            for (index, row) in rows.enumerated() {
-                if index > 0 { object.append(UInt8(ascii: ",")) }
-                object.append(UInt8(ascii: "\""))
-                object += String(row.id).utf8
-                object += "\":".utf8
-                if let name = row.fcmMessageID { appendJSONString(name, to: &object) } else { object += "null".utf8 }
-            }
-            object.append(UInt8(ascii: "}"))
-            let outcomes = SQLValue.text(String(decoding: object, as: UTF8.self))
             let status = SQLValue.optional(status.map(Int64.init))
-            let count = try connection.run(
-                """
-                UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
-                    lease_expires_at = NULL, fcm_message_id = outcome.value, canonical_token = NULL,
-                    last_status = ?, updated_at = ?
-                FROM json_each(?) AS outcome
-                WHERE deliveries.id = CAST(outcome.key AS INTEGER) AND deliveries.state = 'inflight'
-                    AND deliveries.lease_owner = ?
-                """,
-                [.integer(charge), status, .integer(lease.now), outcomes, .text(lease.owner)])
-            let ids = count == rows.count ? rows.map(\.id) : try connection.query(
-                """
-                SELECT deliveries.id FROM json_each(?) AS outcome
-                JOIN deliveries ON deliveries.id = CAST(outcome.key AS INTEGER)
-                WHERE deliveries.state = 'delivered' AND deliveries.lease_owner IS NULL
-                    AND deliveries.updated_at = ? AND deliveries.last_status IS ?
-                    AND deliveries.fcm_message_id IS outcome.value
-                """,
-                [outcomes, .integer(lease.now), status]) { $0.int64(0) }
-            try recordOutcomes(of: ids)
-            written += ids
+            var byName: [String?: [Int64]] = [:]
+            for row in rows {
+                byName[row.fcmMessageID, default: []].append(row.id)
+                if byName.count > Self.sharedNameStatements { break }
+            }
+            if byName.count > Self.sharedNameStatements {
+                let ids = try markDelivered(named: rows, status: status, charge: charge, lease: lease)
+                try recordOutcomes(of: ids)
+                written += ids
+            } else {
+                for (name, ids) in byName {
+                    let ids = try markDelivered(ids, fcmMessageID: name, status: status, charge: charge, lease: lease)
+                    try recordOutcomes(of: ids)
+                    written += ids
+                }
+            }
         }
         return written
+    }
+
+    /// The most provider message ids a batch of one status may share and still be written one statement per id.
+    static let sharedNameStatements = 8
+
+    /// `rows` delivered under one provider message id (or none): their range when they are consecutive ids (a
+    /// multicast's request), else the ids as a JSON array.
+    private func markDelivered(
+        _ rows: [Int64], fcmMessageID: String?, status: SQLValue, charge: Int64, lease: HeldLease
+    ) throws -> [Int64] {
+        let name = SQLValue.optional(fcmMessageID)
+        let answer: [SQLValue] = [.integer(charge), name, status, .integer(lease.now)]
+        let count = try Self.consecutive(rows).map { range in
+            try connection.run(
+                """
+                UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
+                    lease_expires_at = NULL, fcm_message_id = ?, canonical_token = NULL, last_status = ?,
+                    updated_at = ?
+                WHERE id BETWEEN ? AND ? AND state = 'inflight' AND lease_owner = ?
+                """, answer + [.integer(range.lowerBound), .integer(range.upperBound), .text(lease.owner)])
+        } ?? connection.run(
+            """
+            UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
+                lease_expires_at = NULL, fcm_message_id = ?, canonical_token = NULL, last_status = ?, updated_at = ?
+            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'inflight' AND lease_owner = ?
+            """, answer + [.idList(rows), .text(lease.owner)])
+        if count == rows.count { return rows }
+        return try connection.query(
+            """
+            SELECT id FROM deliveries
+            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'delivered' AND lease_owner IS NULL
+                AND updated_at = ? AND last_status IS ? AND fcm_message_id IS ?
+            """,
+            [.idList(rows), .integer(lease.now), status, name]) { $0.int64(0) }
+    }
+
+    /// `rows` delivered under their own provider message ids: one JSON object of id → name.
+    private func markDelivered(
+        named rows: [(id: Int64, fcmMessageID: String?, status: Int?)], status: SQLValue, charge: Int64,
+        lease: HeldLease
+    ) throws -> [Int64] {
+        var object: [UInt8] = [UInt8(ascii: "{")]
+        object.reserveCapacity(rows.count * 64)
+        for (index, row) in rows.enumerated() {
+            if index > 0 { object.append(UInt8(ascii: ",")) }
+            object.append(UInt8(ascii: "\""))
+            object += String(row.id).utf8
+            object += "\":".utf8
+            if let name = row.fcmMessageID { appendJSONString(name, to: &object) } else { object += "null".utf8 }
+        }
+        object.append(UInt8(ascii: "}"))
+        let outcomes = SQLValue.text(String(decoding: object, as: UTF8.self))
+        let count = try connection.run(
+            """
+            UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
+                lease_expires_at = NULL, fcm_message_id = outcome.value, canonical_token = NULL,
+                last_status = ?, updated_at = ?
+            FROM json_each(?) AS outcome
+            WHERE deliveries.id = CAST(outcome.key AS INTEGER) AND deliveries.state = 'inflight'
+                AND deliveries.lease_owner = ?
+            """,
+            [.integer(charge), status, .integer(lease.now), outcomes, .text(lease.owner)])
+        if count == rows.count { return rows.map(\.id) }
+        return try connection.query(
+            """
+            SELECT deliveries.id FROM json_each(?) AS outcome
+            JOIN deliveries ON deliveries.id = CAST(outcome.key AS INTEGER)
+            WHERE deliveries.state = 'delivered' AND deliveries.lease_owner IS NULL
+                AND deliveries.updated_at = ? AND deliveries.last_status IS ?
+                AND deliveries.fcm_message_id IS outcome.value
+            """,
+            [outcomes, .integer(lease.now), status]) { $0.int64(0) }
     }
 
     public func markEnded(
@@ -294,6 +361,16 @@ extension SQLiteQueueStore: QueueStore {
         return ended.count
     }
 
+    /// The ids' range when they are consecutive and ascending (`[7, 8, 9]`), so that a statement can take them as
+    /// `id BETWEEN ? AND ?`: a walk along the table where `id IN (SELECT value FROM json_each(?))` first builds a
+    /// temporary index of the list and then looks each id up (~3k instructions a row more, `Benchmarks/hms.sh`'s
+    /// claims and answers of 1000 consecutive rows). Nil for any other list, duplicates included.
+    static func consecutive(_ ids: [Int64]) -> ClosedRange<Int64>? {
+        guard let first = ids.first, first <= Int64.max - Int64(ids.count - 1) else { return nil }
+        for (offset, id) in ids.enumerated() where id != first + Int64(offset) { return nil }
+        return first...(first + Int64(ids.count - 1))
+    }
+
     // MARK: - Leases
 
     /// The ids go in as one JSON array (`json_each`), so any number of them is one prepared statement.
@@ -304,7 +381,7 @@ extension SQLiteQueueStore: QueueStore {
             """
             UPDATE deliveries SET lease_expires_at = ?
             WHERE id IN (SELECT value FROM json_each(?)) AND state = 'inflight' AND lease_owner = ?
-            """, .integer(now + leaseMillis), .text(JSON.array(ids.map(JSON.int)).serialized()), .text(owner))
+            """, .integer(now + leaseMillis), .idList(ids), .text(owner))
     }
 
     @discardableResult

@@ -51,6 +51,41 @@ private let t0: Int64 = 1_700_000_000_000
             == ["c delivered - fcm-2 -"])
     }
 
+    /// A batch of successes as the providers give them: HMS names a whole request with one id (on SQLite, rows under
+    /// one id go in together: a range of ids when they are consecutive, else a list), FCM names every token (one row
+    /// each). A lease lost meanwhile keeps its row out of the answer and out of the feed, in every shape.
+    @Test(arguments: Engine.available)
+    func batchSuccessesAreWrittenAndFedOnlyWhereTheLeaseHeld(_ engine: Engine) throws {
+        let queue = try Queue(engine)
+        try queue.enqueue((0..<16).map { "t\($0)" }, at: t0)
+        let ids = try queue.claim(lease: 1_000, now: t0).deliveries.map(\.id)
+        #expect(ids.count == 16 && ids == ids.sorted())
+        let lost = ids[2]
+        try queue.store.write {
+            _ = try $0.renewLeases(ids.filter { $0 != lost }, owner: "w1", leaseMillis: 5_000, now: t0)
+        }
+        #expect(try queue.store.write { try $0.rescueExpiredLeases(now: t0 + 1_500) } == 1)
+        func delivered(_ id: Int64, _ name: String) -> DeliveryUpdate {
+            .delivered(id: id, fcmMessageID: name, canonicalToken: nil, status: 200)
+        }
+        // "r1": t0…t3 in order, the lost t2 among them; "r2": t5, t4, t7 (no range).
+        let shared = try queue.apply(
+            ids[0...3].map { delivered($0, "r1") } + [ids[5], ids[4], ids[7]].map { delivered($0, "r2") },
+            now: t0 + 2_000)
+        #expect(Set(shared.updated) == Set([0, 1, 3, 4, 5, 7].map { ids[$0] }))
+        // A name each: t6, t8…t15, and the lost t2 once more.
+        let own = try queue.apply(
+            ([6] + Array(8..<16) + [2]).map { delivered(ids[$0], "m\($0)") }, now: t0 + 2_001)
+        #expect(Set(own.updated) == Set(([6] + Array(8..<16)).map { ids[$0] }))
+        let name = { (index: Int) in [0, 1, 3].contains(index) ? "r1" : [4, 5, 7].contains(index) ? "r2" : "m\(index)" }
+        let rows = try queue.store.strings(
+            "SELECT token || ' ' || state || ' ' || coalesce(fcm_message_id, '-') FROM deliveries ORDER BY id")
+        #expect(rows == (0..<16).map { $0 == 2 ? "t2 queued -" : "t\($0) delivered \(name($0))" })
+        let feed = try queue.store.database.outcomes(after: 0, app: nil, limit: 100)
+        let expected = (0..<16).filter { $0 != 2 }.map { "t\($0) delivered - \(name($0)) -" }
+        #expect(Self.summary(feed).sorted() == expected.sorted())
+    }
+
     @Test(arguments: Engine.available) func theFeedPagesAfterASeqAndFiltersByApp(_ engine: Engine) throws {
         let queue = try Queue(engine)
         for index in 0..<5 {
