@@ -42,7 +42,8 @@ public final class DeliveryEngine: @unchecked Sendable {
     }
 
     public struct Options: Sendable {
-        /// Rows leased per claim (one multicast request's worth).
+        /// Rows leased per claim (one multicast request's worth; a multicast app's claim takes up to
+        /// `AppScheduler.requestsPerClaim` requests' worth).
         public var claimLimit = 1000
         /// How long a lease lasts unless renewed; the rescuer hands out again only rows whose lease nobody renewed.
         /// Held leases are renewed, and expired ones rescued, four times per lease.

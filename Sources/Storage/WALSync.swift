@@ -118,7 +118,7 @@ final class Checkpointer: @unchecked Sendable {
         try connection.requireWAL()
         let box = UncheckedBox(connection)
         let thread = Thread { [self] in
-            Thread.current.name = "herald-checkpoint"
+            Thread.current.name = "herald-ckpt"  // 15 bytes at most, or the name does not take
             let connection = box.take()
             while waitForRequest() {
                 var logFrames: Int32 = 0

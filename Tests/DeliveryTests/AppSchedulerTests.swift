@@ -46,6 +46,28 @@ import Testing
 
     // MARK: - Claim and send
 
+    /// Claims are taken one at a time: for a multicast provider (HMS, FCM legacy: 1000 tokens a request) a claim of
+    /// one request's worth left the window nearly empty while each claim went through the writer and back.
+    @Test func aMulticastClaimTakesSeveralRequestsWorth() {
+        var options = DeliveryEngine.Options()
+        options.policy = RetryPolicy()
+        var multicast = AppScheduler(
+            app: DeliveryEngine.App(
+                name: "default", provider: ScriptedProvider(credentialed: false, targetsPerRequest: 1000),
+                concurrency: 64, maxRate: nil),
+            options: options)
+        #expect(multicast.pump(now: now).claims == [AppScheduler.requestsPerClaim * 1000])
+        #expect(AppScheduler.requestsPerClaim * 1000 > options.claimLimit)
+        var single = scheduler(concurrency: 64)
+        #expect(single.pump(now: now).claims == [128], "one token a request: two windows, as before")
+        var small = AppScheduler(
+            app: DeliveryEngine.App(
+                name: "default", provider: ScriptedProvider(credentialed: false, targetsPerRequest: 1000),
+                concurrency: 1, maxRate: nil),
+            options: options)
+        #expect(small.pump(now: now).claims == [2000], "never more than two windows of requests")
+    }
+
     @Test func aClaimAsksForTwoWindowsAndSendsOneWindow() {
         var app = scheduler(concurrency: 3)
         #expect(app.pump(now: now).claims == [6], "two concurrencies' worth of requests waiting")
@@ -500,11 +522,15 @@ final class ScriptedProvider: Provider {
     private let credentialed: Bool
     private let legacy = LegacyProvider(app: "default", endpoint: "http://127.0.0.1:1/fcm/send", serverKey: "k")
 
-    init(credentialed: Bool = true) {
+    private let targetsPerRequest: Int
+
+    /// `targetsPerRequest`: what the scheduler is told a request may carry (the requests stay one token each).
+    init(credentialed: Bool = true, targetsPerRequest: Int = 1) {
         self.credentialed = credentialed
+        self.targetsPerRequest = targetsPerRequest
     }
 
-    var maxTargetsPerRequest: Int { 1 }
+    var maxTargetsPerRequest: Int { targetsPerRequest }
     var credentials: (any Credentials)? { credentialed ? scripted : nil }
 
     func requests(
