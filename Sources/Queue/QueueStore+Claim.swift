@@ -116,20 +116,22 @@ extension CollapseHead {
     }
 }
 
-/// A claim's messages by id, remembering the last one asked for: consecutive deliveries of one message cost one
-/// hash of its id, not one each.
+/// A claim's messages by id, remembering the last one asked for: consecutive deliveries of one message (which share
+/// one id string) cost one hash of it, not one each.
 private struct MessageLookup {
     private let messages: [String: ClaimedMessage]
-    private var last: (id: String, message: ClaimedMessage?)?
+    private var lastID: String?
+    private var lastMessage: ClaimedMessage?
 
     init(_ messages: [String: ClaimedMessage]) { self.messages = messages }
 
     subscript(id: String) -> ClaimedMessage? {
         mutating get {
-            if let last, last.id == id { return last.message }
-            let message = messages[id]
-            last = (id, message)
-            return message
+            if id != lastID {
+                lastID = id
+                lastMessage = messages[id]
+            }
+            return lastMessage
         }
     }
 }

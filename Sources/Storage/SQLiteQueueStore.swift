@@ -37,6 +37,7 @@ extension SQLiteQueueStore: QueueStore {
     public func leaseReady(
         app: String, lane: PriorityLane, limit: Int, owner: String, leaseMillis: Int64, now: Int64
     ) throws -> [ClaimedDelivery] {
+        var previous: String?
         let ready = try connection.query(
             """
             SELECT id, message_id, token, attempts FROM deliveries
@@ -44,7 +45,11 @@ extension SQLiteQueueStore: QueueStore {
             ORDER BY next_attempt_at LIMIT ?
             """,
             [.text(app), .integer(lane.rawValue), .integer(now), .integer(Int64(limit))]
-        ) { ClaimedDelivery(id: $0.int64(0), messageID: $0.string(1), token: $0.string(2), attempts: $0.int(3)) }
+        ) { row in
+            let message = row.string(1, reusing: previous)
+            previous = message
+            return ClaimedDelivery(id: row.int64(0), messageID: message, token: row.string(2), attempts: row.int(3))
+        }
         guard !ready.isEmpty else { return [] }
         let lease: [SQLValue] = [.text(owner), .integer(now + leaseMillis), .integer(now)]
         let ids = ready.map(\.id)

@@ -1,3 +1,4 @@
+import Foundation
 import CSQLite
 import Queue
 
@@ -121,4 +122,13 @@ public final class Statement {
     }
 
     public func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+
+    /// The column's text, as `previous` itself when it holds the same bytes: rows that repeat a value (a multicast's
+    /// 1000 deliveries of one message id) share one string instead of allocating one each.
+    public func string(_ column: Int32, reusing previous: String?) -> String {
+        guard var previous, let text = sqlite3_column_text(handle, column) else { return string(column) }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        let same = previous.withUTF8 { $0.count == count && (count == 0 || memcmp($0.baseAddress!, text, count) == 0) }
+        return same ? previous : string(column)
+    }
 }

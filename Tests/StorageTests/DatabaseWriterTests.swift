@@ -172,7 +172,8 @@ import Support
 
     /// Checkpoints run beside the writer: 10 MB written in 1 MB commits (fewer frames than the writer's own
     /// `Checkpointer.hardFrames`) reach the database file without the writer checkpointing. And the WAL restarts
-    /// instead of growing: 60 MB leave a WAL of about `hardFrames` pages at most.
+    /// instead of growing: 150 MB leave a WAL of about `hardFrames` pages (more by the commits made while the
+    /// thread's checkpoint kept the writer's own from running; twice that is the bound here).
     @Test func theWALIsCheckpointedBesideTheWriterAndStaysBounded() throws {
         let directory = TemporaryDirectory()
         let path = directory.path("herald.db")
@@ -190,12 +191,12 @@ import Support
         eventually("the checkpointer copies the WAL into the database file (\(size(path)) bytes)") {
             size(path) >= 9_000_000
         }
-        try fill(megabytes: 50)
+        try fill(megabytes: 140)
         let walBytes = size(path + "-wal")
         writer.close()
-        let bound = (Int(Checkpointer.hardFrames) + 512) * (4096 + 24)
+        let bound = 2 * Int(Checkpointer.hardFrames) * (4096 + 24)
         #expect(walBytes <= bound, "the WAL grew to \(walBytes) bytes")
-        #expect(size(path) >= 60_000_000)
+        #expect(size(path) >= 150_000_000)
     }
 
     @Test func writesAfterCloseFailInsteadOfVanishing() throws {
