@@ -2,7 +2,6 @@ import CSQLite
 import Foundation
 import Queue
 import Support
-import Synchronization
 
 /// How hard a commit tries to reach the disk before the caller is answered.
 public enum Durability: String, Sendable, CaseIterable {
@@ -16,12 +15,10 @@ public enum Durability: String, Sendable, CaseIterable {
 ///
 /// Writes from many threads are gathered: the writer thread takes every job waiting, runs them all in one
 /// `BEGIN IMMEDIATE` transaction (each inside its own savepoint, so one failing job does not undo the others),
-/// commits once, and only then are the jobs answered: group commit. With `Durability.full` a group with a durable
-/// job is answered after an fsync of the WAL that `WALSyncer` runs on a thread of its own, one for every group
-/// committed meanwhile, while the writer goes on with the next group; `Checkpointer` copies the WAL into the
-/// database file on another. Answers come from the syncer's thread, in commit order. When SQLite itself rolls the
-/// whole transaction back (disk full, I/O error), every job of the group is answered with an error and none is
-/// stored.
+/// commits once, and only then completes each job. With `Durability.full` that is one fsync for the group:
+/// group commit. When SQLite itself rolls the whole transaction back (disk full, I/O error), every job of the group
+/// is answered with an error and none is stored. Checkpoints (copying the WAL into the database file) run beside it,
+/// on `Checkpointer`'s thread.
 public final class DatabaseWriter: StoreWriter {
     private final class Job: @unchecked Sendable {
         /// Runs the work; returns the error it threw (its writes must then be undone), nil when it succeeded.
@@ -30,8 +27,6 @@ public final class DatabaseWriter: StoreWriter {
         let complete: (Error?) -> Void
         /// Whether its commit must reach the disk before it completes (see `enqueue(durable:)`).
         let durable: Bool
-        /// Whether it threw (its writes undone): a failed sync does not replace its own error.
-        var failed = false
 
         init(durable: Bool, run: @escaping (SQLiteQueueStore) -> Error?, complete: @escaping (Error?) -> Void) {
             self.durable = durable
@@ -45,51 +40,37 @@ public final class DatabaseWriter: StoreWriter {
     private let queue = JobQueue<Job>()
     private let finished = Rendezvous<Void>()
     private let durability: Durability
-    private let syncer: WALSyncer
     private let checkpointer: Checkpointer
     public let path: String
     /// The largest number of jobs committed together.
     private static let maxGroup = 4096
 
-    /// Opens the database (creating it 0600), sets WAL and `synchronous = NORMAL` (the syncs `durability` asks for
-    /// are `WALSyncer`'s) and checks that both took (throwing `DatabaseRequirementError` when not), applies
-    /// migrations, starts the threads. `syncWAL` is `fdatasync`; tests pass another.
-    public convenience init(path: String, durability: Durability = .full) throws {
-        try self.init(path: path, durability: durability, syncWAL: { fdatasync($0) })
-    }
-
-    init(path: String, durability: Durability, syncWAL: @escaping @Sendable (Int32) -> Int32) throws {
+    /// Opens the database (creating it 0600), sets WAL and durability and checks that both took (throwing
+    /// `DatabaseRequirementError` when not), applies migrations, starts the thread.
+    public init(path: String, durability: Durability = .full) throws {
         self.path = path
         self.durability = durability
         let connection = try Connection(path: path)
         try connection.requireWAL()
-        try connection.setSynchronous(.normal)
+        try connection.setSynchronous(durability)
         // Every job runs in a savepoint, so a statement that changes many rows (a claim, a batch of outcomes) keeps
         // a statement journal, which SQLite spills to a temporary file past 64 KiB: thousands of small writes a
         // second at FCM's rate. In memory it holds what the statement changed, until the statement ends.
         try connection.execute("PRAGMA temp_store = MEMORY")
         try Migrator.migrate(connection)
-        syncer = try WALSyncer(databasePath: path, sync: syncWAL)
-        do {
-            checkpointer = try Checkpointer(path: path)
-        } catch {
-            syncer.close()
-            throw error
-        }
+        checkpointer = try Checkpointer(path: path)
         checkpointer.install(on: connection)
         let box = UncheckedBox(connection)
-        let thread = Thread { [queue, finished, syncer, checkpointer] in
+        let thread = Thread { [queue, finished, checkpointer] in
             Thread.current.name = "herald-writer"  // set from the thread itself, so `top -H` and `perf` see it
-            Self.loop(connection: box.take(), queue: queue, durability: durability, syncer: syncer,
-                      checkpointer: checkpointer)
+            Self.loop(connection: box.take(), queue: queue, durability: durability, checkpointer: checkpointer)
             finished.fulfil(.success(()))
         }
         thread.start()
     }
 
-    /// Queues `work` for the next group commit; `completion` is called after the commit (and with `durable` under
-    /// `Durability.full`, after the WAL sync), or with the error that rolled the job or the group back: on the
-    /// syncer's thread, in commit order. Keep completions short.
+    /// Queues `work` for the next group commit; `completion` is called on the writer thread after the commit
+    /// (or with the error that rolled the job or the group back). Keep completions short.
     ///
     /// - Parameters:
     ///   - durable: false for writes that may be lost in a power cut without harm (a claim's leases: the rows simply
@@ -140,29 +121,40 @@ public final class DatabaseWriter: StoreWriter {
     }
 
     private static func loop(
-        connection: Connection, queue: JobQueue<Job>, durability: Durability, syncer: WALSyncer,
-        checkpointer: Checkpointer
+        connection: Connection, queue: JobQueue<Job>, durability: Durability, checkpointer: Checkpointer
     ) {
         let store = SQLiteQueueStore(connection: connection)
+        // The level in force; nil when a switch failed and reading it back failed too.
+        var level: Durability? = durability
         while true {
-            let group = queue.popBatch(limit: maxGroup)
+            var group = queue.popBatch(limit: maxGroup)
             if group.isEmpty { break }
-            if let failure = syncer.failure {
-                // A sync failed: what is committed from now on could not be promised either.
-                syncer.submit(.init(needsSync: false) { _ in for job in group { job.complete(failure) } })
-                continue
-            }
-            let (answers, committed) = commit(group, on: store)
-            let needsSync = committed && durability == .full && group.contains(where: \.durable)
-            syncer.submit(.init(needsSync: needsSync) { syncFailure in
-                for (job, answer) in zip(group, answers) {
-                    // A job that failed on its own keeps its own error; a failed sync is every other one's.
-                    job.complete(answer ?? (job.durable && !job.failed ? syncFailure : nil))
+            if durability == .full {
+                // The pragma cannot change inside a transaction: set it between groups, only when it differs.
+                let wanted: Durability = group.contains(where: \.durable) ? .full : .normal
+                if level != wanted {
+                    do {
+                        try connection.setSynchronous(wanted)
+                        level = wanted
+                    } catch {
+                        level = try? connection.synchronous()
+                        // Staying at FULL is only slower; committing a durable job without its fsync would
+                        // acknowledge what a power cut can take back.
+                        if wanted == .full, level != .full {
+                            Log.error("cannot switch to synchronous=FULL; refusing this group's durable writes", [
+                                "error": .string("\(error)"),
+                            ])
+                            for job in group where job.durable { job.complete(error) }
+                            group.removeAll(where: \.durable)
+                        } else {
+                            Log.warn("cannot switch synchronous", ["error": .string("\(error)")])
+                        }
+                    }
                 }
-            })
+            }
+            if !group.isEmpty { commit(group, on: store) }
         }
         checkpointer.close()
-        syncer.close()
         do {
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         } catch {
@@ -170,8 +162,7 @@ public final class DatabaseWriter: StoreWriter {
         }
     }
 
-    /// Runs `group` in one transaction, each job in a savepoint (a lone job needs none); returns what to answer each
-    /// job (nil: its own result) and whether the transaction committed.
+    /// Runs `group` in one transaction, each job in a savepoint (a lone job needs none), and answers every job.
     ///
     /// SQLite may roll back the whole transaction on its own when a statement fails with `SQLITE_FULL`,
     /// `SQLITE_IOERR` or `SQLITE_NOMEM` ("Response To Errors Within A Transaction"). Its savepoints are gone then,
@@ -180,7 +171,7 @@ public final class DatabaseWriter: StoreWriter {
     /// runs and every job of the group is answered with an error.
     ///
     /// Related SQLite documentation: https://sqlite.org/lang_transaction.html
-    private static func commit(_ group: [Job], on store: SQLiteQueueStore) -> (answers: [Error?], committed: Bool) {
+    private static func commit(_ group: [Job], on store: SQLiteQueueStore) {
         let connection = store.connection
         if connection.isInTransaction {
             // Only a failed ROLLBACK leaves one behind; BEGIN would fail for this and every later group.
@@ -189,7 +180,8 @@ public final class DatabaseWriter: StoreWriter {
         do {
             try connection.executeCached("BEGIN IMMEDIATE")
         } catch {
-            return (group.map { _ in error }, false)
+            for job in group { job.complete(error) }
+            return
         }
         let alone = group.count == 1
         var failures: [Error?] = []
@@ -200,16 +192,16 @@ public final class DatabaseWriter: StoreWriter {
                 failure = try run(job, on: store, inSavepoint: !alone)
             } catch {
                 // The savepoint could not be set, undone or released: what the job left is unknown.
-                return (abandon(group, failures: failures, cause: error, on: connection), false)
+                return abandon(group, failures: failures, cause: error, on: connection)
             }
             guard connection.isInTransaction else {
-                return (abandon(group, failures: failures + [failure], cause: failure, on: connection), false)
+                return abandon(group, failures: failures + [failure], cause: failure, on: connection)
             }
             failures.append(failure)
         }
         if alone, failures[0] != nil {
             rollBack(connection)
-            return ([nil], false)
+            return group[0].complete(nil)
         }
         do {
             try connection.executeCached("COMMIT")
@@ -217,23 +209,19 @@ public final class DatabaseWriter: StoreWriter {
             if connection.isInTransaction { rollBack(connection) }
             Log.error("group commit failed", ["error": .string("\(error)"), "jobs": .int(Int64(group.count))])
             // A job that failed on its own keeps its own error.
-            return (failures.map { $0 == nil ? error : nil }, false)
+            for (job, failure) in zip(group, failures) { job.complete(failure == nil ? error : nil) }
+            return
         }
-        return (group.map { _ in nil }, true)
+        for job in group { job.complete(nil) }
     }
 
     /// Runs one job, inside its own savepoint unless it is alone in the group; returns the error the job threw
     /// (its writes undone). Throws when the savepoint itself fails.
     private static func run(_ job: Job, on store: SQLiteQueueStore, inSavepoint: Bool) throws -> Error? {
         let connection = store.connection
-        guard inSavepoint else {
-            let failure = job.run(store)
-            job.failed = failure != nil
-            return failure
-        }
+        guard inSavepoint else { return job.run(store) }
         try connection.executeCached("SAVEPOINT job")
         let failure = job.run(store)
-        job.failed = failure != nil
         // When SQLite has rolled the whole transaction back, the savepoint is gone too: that is the caller's case.
         guard connection.isInTransaction else { return failure }
         if failure != nil { try connection.executeCached("ROLLBACK TO job") }
@@ -243,9 +231,7 @@ public final class DatabaseWriter: StoreWriter {
 
     /// The group's transaction is lost or cannot be trusted: rolls back what is left of it, runs no further job,
     /// and answers every job with an error. `failures` are the errors of the jobs already run, in order.
-    private static func abandon(_ group: [Job], failures: [Error?], cause: Error?, on connection: Connection)
-        -> [Error?]
-    {
+    private static func abandon(_ group: [Job], failures: [Error?], cause: Error?, on connection: Connection) {
         if connection.isInTransaction { rollBack(connection) }
         let reason = cause.map { "\($0)" } ?? "a job ended it"
         Log.error("group commit rolled back as a whole; no job of it is stored", [
@@ -256,8 +242,11 @@ public final class DatabaseWriter: StoreWriter {
             code: sqlite?.code ?? SQLITE_ABORT,
             extendedCode: sqlite?.extendedCode ?? SQLITE_ABORT | (2 << 8),  // SQLITE_ABORT_ROLLBACK (not imported)
             message: "the transaction this write was part of was rolled back (\(reason)); nothing of it was stored")
-        // A job that failed on its own keeps its own error; every other one gets the group's.
-        return group.indices.map { index in (index < failures.count ? failures[index] : nil) == nil ? lost : nil }
+        for (index, job) in group.enumerated() {
+            // A job that failed on its own keeps its own error; every other one gets the group's.
+            let ownFailure = index < failures.count ? failures[index] : nil
+            job.complete(ownFailure == nil ? lost : nil)
+        }
     }
 
     private static func rollBack(_ connection: Connection) {

@@ -67,107 +67,23 @@ import Support
         #expect(results.withLock { $0 } == ["kept-1": true, "undone": false, "kept-2": true])
     }
 
-    @Test func durableGroupsAreAnsweredAfterAWALSyncAndOthersWithoutOne() throws {
+    @Test func onlyGroupsWithADurableJobAreSyncedUnderFullDurability() throws {
         let directory = TemporaryDirectory()
-        let syncs = Atomic<Int>(0)
-        let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full, syncWAL: { fd in
-            syncs.add(1, ordering: .relaxed)
-            return fdatasync(fd)
-        })
-        // SQLite itself never waits for the disk at commit: the syncs are the syncer's.
-        #expect(try writer.write { try $0.connection.synchronous() } == .normal)
-        let before = syncs.load(ordering: .relaxed)
-        func syncsFor(durable: Bool) throws -> Int {
-            let start = syncs.load(ordering: .relaxed)
-            let rendezvous = Rendezvous<Void>()
-            writer.enqueue(durable: durable, { try $0.connection.run("INSERT INTO apps (name) VALUES (?)", .text("\(durable)-\(start)")) }) {
-                rendezvous.fulfil($0.map { _ in })
-            }
-            try rendezvous.wait()
-            return syncs.load(ordering: .relaxed) - start
-        }
-        #expect(try syncsFor(durable: false) == 0, "a claim-only group is answered without a sync")
-        #expect(try syncsFor(durable: true) == 1, "an ingest group is answered after one")
-        writer.close()
-        #expect(before >= 1, "the write above was durable too")
-
-        let relaxedSyncs = Atomic<Int>(0)
-        let relaxed = try DatabaseWriter(path: directory.path("normal.db"), durability: .normal, syncWAL: { fd in
-            relaxedSyncs.add(1, ordering: .relaxed)
-            return fdatasync(fd)
-        })
-        _ = try relaxed.write { try $0.connection.run("INSERT INTO apps (name) VALUES ('x')") }
-        relaxed.close()
-        #expect(relaxedSyncs.load(ordering: .relaxed) == 0, "--durability normal never syncs")
-    }
-
-    /// The writer runs the next group while the syncer waits for the disk; the answers still come in commit order,
-    /// so a claim is never answered before the ingest whose rows it took.
-    @Test func jobsAreAnsweredInCommitOrderWhileASyncIsUnderWay() throws {
-        let directory = TemporaryDirectory()
-        let syncing = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let holding = Atomic<Bool>(false)
-        let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full, syncWAL: { fd in
-            if holding.load(ordering: .relaxed) {
-                syncing.signal()
-                release.wait()
-            }
-            return fdatasync(fd)
-        })
-        holding.store(true, ordering: .relaxed)
-        let order = Mutex<[String]>([])
-        let done = DispatchGroup()
-        done.enter()
-        writer.enqueue(durable: true, { try $0.connection.run("INSERT INTO apps (name) VALUES ('ingest')") }) { _ in
-            order.withLock { $0.append("ingest") }
-            done.leave()
-        }
-        syncing.wait()  // the ingest group is committed; its sync waits
-        let committed = DispatchSemaphore(value: 0)
-        done.enter()
-        writer.enqueue(durable: false, { store in
-            defer { committed.signal() }
-            return try store.connection.queryOne("SELECT count(*) FROM apps WHERE name = 'ingest'") { $0.int(0) }
-        }) { result in
-            order.withLock { $0.append("claim saw \((try? result.get()).flatMap { $0 } ?? -1)") }
-            done.leave()
-        }
-        committed.wait()  // the writer went on: the claim ran while the ingest's sync was still under way
-        holding.store(false, ordering: .relaxed)
-        release.signal()
-        done.wait()
-        writer.close()
-        #expect(order.withLock { $0 } == ["ingest", "claim saw 1"])
-    }
-
-    /// After a failed sync the kernel may have dropped what it could not write: the durable jobs it covered hear of
-    /// it, and the writer takes nothing more (restart Herald; SQLite recovers what reached the disk).
-    @Test func aFailedWALSyncFailsItsDurableJobsAndEveryLaterWrite() throws {
-        let directory = TemporaryDirectory()
-        let failing = Atomic<Bool>(false)
-        let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full, syncWAL: { fd in
-            guard failing.load(ordering: .relaxed) else { return fdatasync(fd) }
-            errno = EIO
-            return -1
-        })
-        func run(durable: Bool, _ name: String) -> Result<Int, Error> {
+        let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full)
+        func synchronous(durable: Bool) throws -> Int {
             let rendezvous = Rendezvous<Int>()
-            writer.enqueue(durable: durable, { try $0.connection.run("INSERT INTO apps (name) VALUES (?)", .text(name)) }) {
+            writer.enqueue(durable: durable, { try $0.connection.queryOne("PRAGMA synchronous") { $0.int(0) } ?? -1 }) {
                 rendezvous.fulfil($0)
             }
-            return Result { try rendezvous.wait() }
+            return try rendezvous.wait()
         }
-        #expect(throws: Never.self) { try run(durable: true, "before").get() }
-        failing.store(true, ordering: .relaxed)
-        let lost = run(durable: true, "unsynced")
-        #expect(throws: SQLiteError.self, "a durable write answered although its sync failed") { try lost.get() }
-        #expect("\(lost)".contains("syncing the WAL failed"), "\(lost)")
-        failing.store(false, ordering: .relaxed)
-        #expect(throws: SQLiteError.self, "the writer takes no write after a failed sync") {
-            try run(durable: false, "later").get()
-        }
+        #expect(try synchronous(durable: false) == 1, "a claim-only group commits without fsync (NORMAL)")
+        #expect(try synchronous(durable: true) == 2, "an ingest group is synced (FULL)")
         writer.close()
+
+        let relaxed = try DatabaseWriter(path: directory.path("normal.db"), durability: .normal)
+        #expect(try relaxed.write { try $0.connection.queryOne("PRAGMA synchronous") { $0.int(0) } } == 1)
+        relaxed.close()
     }
 
     /// Checkpoints run beside the writer: 10 MB written in 1 MB commits (fewer frames than the writer's own
@@ -311,6 +227,40 @@ import Support
         let error = #expect(throws: (any Error).self) { try DatabaseWriter(path: ":memory:") }
         let text = error.map { "\($0)" } ?? ""
         #expect(text.contains("cannot use WAL journal mode on :memory:: got memory"), "\(text)")
+    }
+
+    /// Denies `PRAGMA synchronous = FULL` the way SQLite denies a statement: the switch back to FULL fails.
+    private static let denySynchronousFull: @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+        UnsafePointer<CChar>?
+    ) -> Int32 = { _, action, name, value, _, _ in
+        guard action == SQLITE_PRAGMA, let name, let value, String(cString: name).lowercased() == "synchronous" else {
+            return SQLITE_OK
+        }
+        return ["FULL", "2", "EXTRA", "3"].contains(String(cString: value).uppercased()) ? SQLITE_DENY : SQLITE_OK
+    }
+
+    @Test func aDurableWriteIsRefusedRatherThanCommittedWithoutFsyncWhenSynchronousFullFails() throws {
+        let directory = TemporaryDirectory()
+        let writer = try DatabaseWriter(path: directory.path("herald.db"), durability: .full)
+        func run<T: Sendable>(
+            durable: Bool, _ work: @escaping @Sendable (SQLiteQueueStore) throws -> T
+        ) -> Result<T, Error> {
+            let rendezvous = Rendezvous<T>()
+            writer.enqueue(durable: durable, work) { rendezvous.fulfil($0) }
+            return Result { try rendezvous.wait() }
+        }
+        // A claim-only group runs at NORMAL; from it on, switching back to FULL is denied.
+        _ = try run(durable: false) { store in
+            sqlite3_set_authorizer(store.connection.handle, Self.denySynchronousFull, nil)
+        }.get()
+        let durable = run(durable: true) { try $0.connection.run("INSERT INTO apps (name) VALUES ('durable')") }
+        #expect(throws: (any Error).self, "a durable write acknowledged at synchronous=NORMAL") { try durable.get() }
+        let relaxed = run(durable: false) { try $0.connection.run("INSERT INTO apps (name) VALUES ('relaxed')") }
+        #expect(throws: Never.self, "a write that needs no fsync still commits") { try relaxed.get() }
+        let names = try run(durable: false) { try $0.connection.query("SELECT name FROM apps") { $0.string(0) } }.get()
+        writer.close()
+        #expect(names == ["relaxed"])
     }
 }
 
