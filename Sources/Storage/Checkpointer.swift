@@ -35,6 +35,11 @@ final class Checkpointer: @unchecked Sendable {
                     connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied)
                 if code != SQLITE_OK, code & 0xff != SQLITE_BUSY {
                     Log.warn("checkpoint failed", ["error": .string(String(cString: sqlite3_errstr(code)))])
+                } else if code != SQLITE_OK || copied < logFrames {
+                    // Busy, or frames left behind (written meanwhile, or a reader's): again shortly, even if no
+                    // commit asks, so that the last commits before a quiet spell reach the database file too.
+                    usleep(10_000)
+                    request()
                 }
             }
             finished.fulfil(.success(()))
