@@ -22,21 +22,17 @@ extension SQLiteQueueStore {
     /// a trigger program per row and give up the one-pass update — about a third of the writer's time.)
     func recordOutcomes(of ids: [Int64]) throws {
         guard !ids.isEmpty else { return }
-        if let range = Self.consecutive(ids) {
-            try connection.run(
-                """
-                INSERT INTO outcomes (at, delivery_id, message_id, app, token, user, state, reason, provider_message_id)
-                SELECT updated_at, id, message_id, app, token, user, state, reason, fcm_message_id
-                FROM deliveries WHERE id BETWEEN ? AND ?
-                """, .integer(range.lowerBound), .integer(range.upperBound))
-            return
-        }
+        let rows = RowSet(ids)
+        // A range as `RowSet` takes it; a list joined rather than `IN`: ~1k instructions a row less here.
+        let source = rows.range != nil
+            ? "deliveries AS d WHERE \(rows.condition)"
+            : "json_each(?) AS ended JOIN deliveries AS d ON d.id = ended.value"
         try connection.run(
             """
             INSERT INTO outcomes (at, delivery_id, message_id, app, token, user, state, reason, provider_message_id)
             SELECT d.updated_at, d.id, d.message_id, d.app, d.token, d.user, d.state, d.reason, d.fcm_message_id
-            FROM json_each(?) AS ended JOIN deliveries AS d ON d.id = ended.value
-            """, .idList(ids))
+            FROM \(source)
+            """, rows.values)
     }
 
     /// Looks only at the oldest `limit` entries (seqs grow with time), as `pruneTokenEvents` does.

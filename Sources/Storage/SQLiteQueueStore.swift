@@ -51,19 +51,12 @@ extension SQLiteQueueStore: QueueStore {
             return ClaimedDelivery(id: row.int64(0), messageID: message, token: row.string(2), attempts: row.int(3))
         }
         guard !ready.isEmpty else { return [] }
-        let lease: [SQLValue] = [.text(owner), .integer(now + leaseMillis), .integer(now)]
-        let ids = ready.map(\.id)
-        let leased = try Self.consecutive(ids).map { range in
-            try connection.run(
-                """
-                UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
-                WHERE id BETWEEN ? AND ? AND state = 'queued'
-                """, lease + [.integer(range.lowerBound), .integer(range.upperBound)])
-        } ?? connection.run(
+        let rows = RowSet(ready.map(\.id))
+        let leased = try connection.run(
             """
             UPDATE deliveries SET state = 'inflight', lease_owner = ?, lease_expires_at = ?, updated_at = ?
-            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'queued'
-            """, lease + [.idList(ids)])
+            WHERE \(rows.condition) AND state = 'queued'
+            """, [.text(owner), .integer(now + leaseMillis), .integer(now)] + rows.values)
         guard leased == ready.count else {
             throw SQLiteError(
                 code: SQLITE_INTERNAL, message: "leased \(leased) of the \(ready.count) ready deliveries just read")
@@ -229,35 +222,26 @@ extension SQLiteQueueStore: QueueStore {
     /// The most provider message ids a batch of one status may share and still be written one statement per id.
     static let sharedNameStatements = 8
 
-    /// `rows` delivered under one provider message id (or none): their range when they are consecutive ids (a
-    /// multicast's request), else the ids as a JSON array.
+    /// `rows` delivered under one provider message id (or none), as one `RowSet`.
     private func markDelivered(
         _ rows: [Int64], fcmMessageID: String?, status: SQLValue, charge: Int64, lease: HeldLease
     ) throws -> [Int64] {
         let name = SQLValue.optional(fcmMessageID)
-        let answer: [SQLValue] = [.integer(charge), name, status, .integer(lease.now)]
-        let count = try Self.consecutive(rows).map { range in
-            try connection.run(
-                """
-                UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
-                    lease_expires_at = NULL, fcm_message_id = ?, canonical_token = NULL, last_status = ?,
-                    updated_at = ?
-                WHERE id BETWEEN ? AND ? AND state = 'inflight' AND lease_owner = ?
-                """, answer + [.integer(range.lowerBound), .integer(range.upperBound), .text(lease.owner)])
-        } ?? connection.run(
+        let set = RowSet(rows)
+        let count = try connection.run(
             """
             UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + ?, lease_owner = NULL,
                 lease_expires_at = NULL, fcm_message_id = ?, canonical_token = NULL, last_status = ?, updated_at = ?
-            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'inflight' AND lease_owner = ?
-            """, answer + [.idList(rows), .text(lease.owner)])
+            WHERE \(set.condition) AND state = 'inflight' AND lease_owner = ?
+            """, [.integer(charge), name, status, .integer(lease.now)] + set.values + [.text(lease.owner)])
         if count == rows.count { return rows }
         return try connection.query(
             """
             SELECT id FROM deliveries
-            WHERE id IN (SELECT value FROM json_each(?)) AND state = 'delivered' AND lease_owner IS NULL
+            WHERE \(set.condition) AND state = 'delivered' AND lease_owner IS NULL
                 AND updated_at = ? AND last_status IS ? AND fcm_message_id IS ?
             """,
-            [.idList(rows), .integer(lease.now), status, name]) { $0.int64(0) }
+            set.values + [.integer(lease.now), status, name]) { $0.int64(0) }
     }
 
     /// `rows` delivered under their own provider message ids: one JSON object of id → name.
@@ -366,14 +350,33 @@ extension SQLiteQueueStore: QueueStore {
         return ended.count
     }
 
-    /// The ids' range when they are consecutive and ascending (`[7, 8, 9]`), so that a statement can take them as
-    /// `id BETWEEN ? AND ?`: a walk along the table where `id IN (SELECT value FROM json_each(?))` first builds a
-    /// temporary index of the list and then looks each id up (~3k instructions a row more, `Benchmarks/hms.sh`'s
-    /// claims and answers of 1000 consecutive rows). Nil for any other list, duplicates included.
-    static func consecutive(_ ids: [Int64]) -> ClosedRange<Int64>? {
-        guard let first = ids.first, first <= Int64.max - Int64(ids.count - 1) else { return nil }
-        for (offset, id) in ids.enumerated() where id != first + Int64(offset) { return nil }
-        return first...(first + Int64(ids.count - 1))
+    /// Which rows a statement takes, given their ids: `id BETWEEN ? AND ?` when the ids are consecutive and
+    /// ascending (a multicast's claim or request), a walk along the table; else `id IN (SELECT value FROM
+    /// json_each(?))`, which first builds a temporary index of the list and then looks each id up (~3k instructions
+    /// a row more in `Benchmarks/hms.sh`'s claims and answers of 1000 consecutive rows).
+    struct RowSet {
+        /// The condition, with its parameters as `values` (in this order).
+        let condition: String
+        let values: [SQLValue]
+        /// The ids' range, when they make one (`[7, 8, 9]`; not duplicates, gaps or another order).
+        let range: ClosedRange<Int64>?
+
+        init(_ ids: [Int64]) {
+            range = Self.consecutive(ids)
+            if let range {
+                condition = "id BETWEEN ? AND ?"
+                values = [.integer(range.lowerBound), .integer(range.upperBound)]
+            } else {
+                condition = "id IN (SELECT value FROM json_each(?))"
+                values = [.idList(ids)]
+            }
+        }
+
+        private static func consecutive(_ ids: [Int64]) -> ClosedRange<Int64>? {
+            guard let first = ids.first, first <= Int64.max - Int64(ids.count - 1) else { return nil }
+            for (offset, id) in ids.enumerated() where id != first + Int64(offset) { return nil }
+            return first...(first + Int64(ids.count - 1))
+        }
     }
 
     // MARK: - Leases

@@ -13,15 +13,24 @@ import Testing
         #expect(read == ids)
     }
 
+    private func range(_ ids: [Int64]) -> ClosedRange<Int64>? { SQLiteQueueStore.RowSet(ids).range }
+
+    @Test func aRowSetIsARangeOrAList() {
+        let range = SQLiteQueueStore.RowSet([7, 8, 9])
+        #expect(range.condition == "id BETWEEN ? AND ?" && range.values == [.integer(7), .integer(9)])
+        let list = SQLiteQueueStore.RowSet([7, 9])
+        #expect(list.condition == "id IN (SELECT value FROM json_each(?))" && list.values == [.text("[7,9]")])
+    }
+
     @Test func onlyConsecutiveAscendingIdsMakeARange() {
-        #expect(SQLiteQueueStore.consecutive([7, 8, 9]) == 7...9)
-        #expect(SQLiteQueueStore.consecutive([42]) == 42...42)
-        #expect(SQLiteQueueStore.consecutive([]) == nil)
-        #expect(SQLiteQueueStore.consecutive([7, 9, 8]) == nil, "out of order")
-        #expect(SQLiteQueueStore.consecutive([7, 8, 10]) == nil, "a gap")
-        #expect(SQLiteQueueStore.consecutive([7, 7, 8]) == nil, "a duplicate")
-        #expect(SQLiteQueueStore.consecutive([Int64.max, Int64.min]) == nil, "no wrapping around")
+        #expect(range([7, 8, 9]) == 7...9)
+        #expect(range([42]) == 42...42)
+        #expect(range([]) == nil)
+        #expect(range([7, 9, 8]) == nil, "out of order")
+        #expect(range([7, 8, 10]) == nil, "a gap")
+        #expect(range([7, 7, 8]) == nil, "a duplicate")
+        #expect(range([Int64.max, Int64.min]) == nil, "no wrapping around")
         let top: ClosedRange<Int64> = (Int64.max - 1)...Int64.max
-        #expect(SQLiteQueueStore.consecutive([Int64.max - 1, Int64.max]) == top)
+        #expect(range([Int64.max - 1, Int64.max]) == top)
     }
 }
