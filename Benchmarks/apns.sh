@@ -111,24 +111,16 @@ APP=ios
 # H_DUPLICATES H_BAD_JWT H_JWTS H_OVER_LIMIT, and H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT (% of one core over the
 # rate window: the stand-in; every other process, the poller's curl and awk included; steal).
 measure_herald() { # $1 template database
-    local db=$WORK/run.db polls=$WORK/polls.txt before after text
+    local db=$WORK/run.db polls=$WORK/polls.txt before
     cp "$1" "$db"
     rm -f "$db-wal" "$db-shm"
     before=$(standin_stats)
     drain "$db" "$polls"
-    # Stop sending, let what is in flight land, then compare the two sides' counts.
-    "$HERALD" pause ios --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
-    sleep 3
-    text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
-    after=$(standin_stats)
-    stop_drain
-    H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="ios"')
-    H_WIRE=$(stat_growth "$before" "$after" requests)
-    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
-    H_SESSIONS=$(stat_growth "$before" "$after" sessions)
-    H_BAD_JWT=$(stat_growth "$before" "$after" bad_jwt)
-    H_JWTS=$(stat_growth "$before" "$after" jwts)
-    H_OVER_LIMIT=$(stat_growth "$before" "$after" over_limit)
+    stop_paused_drain "$db" ios "$before"
+    H_SESSIONS=$(stat_growth "$before" "$AFTER" sessions)
+    H_BAD_JWT=$(stat_growth "$before" "$AFTER" bad_jwt)
+    H_JWTS=$(stat_growth "$before" "$AFTER" jwts)
+    H_OVER_LIMIT=$(stat_growth "$before" "$AFTER" over_limit)
     check_delivered "$db" queued
     # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
     read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(rate_window "$polls")"

@@ -349,6 +349,20 @@ stop_drain() { # the poller and Herald
     POLLER_PID=""
     stop_herald
 }
+# Stops sending (pauses app $2 in database $1), lets what is in flight land, stops the drain, and compares the two
+# sides' counts against the stand-in's stats $3 from before the drain: sets AFTER (the stand-in's stats now),
+# H_COUNTED (requests Herald counted), H_WIRE (requests the stand-in saw) and H_DUPLICATES.
+stop_paused_drain() { # $1 database, $2 app, $3 the stand-in's stats before
+    local text
+    "$HERALD" pause "$2" --db "$1" >/dev/null 2>&1 || fail "herald pause failed"
+    sleep 3
+    text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
+    AFTER=$(standin_stats)
+    stop_drain
+    H_COUNTED=$(metric "$text" "herald_fcm_requests_total{app=\"$2\"")
+    H_WIRE=$(stat_growth "$3" "$AFTER" requests)
+    H_DUPLICATES=$(stat_growth "$3" "$AFTER" duplicates)
+}
 # Fails unless every delivery in database $1 ended delivered, or with $2 "queued" is that or still queued (the drain
 # was paused before the end), saying how the others ended.
 check_delivered() { # $1 database, $2 optional: queued

@@ -132,7 +132,7 @@ poller() { # $1 pid, $2 port
 # One drain of the backlog at the current stand-in. Sets H_RATE H_CPU_US H_CONN H_SESSIONS H_HWM H_WIRE H_COUNTED
 # H_DUPLICATES.
 measure_herald() { # $1 template database, $2 perf (1: record)
-    local db=$WORK/run.db polls=$WORK/polls.txt before after text deadline
+    local db=$WORK/run.db polls=$WORK/polls.txt before deadline
     cp "$1" "$db"
     rm -f "$db-wal" "$db-shm"
     before=$(standin_stats)
@@ -157,16 +157,8 @@ measure_herald() { # $1 template database, $2 perf (1: record)
         [[ -n $last ]] && ((last >= BACKLOG)) && break
         sleep 0.5
     done
-    # Stop sending, let what is in flight land, then compare the two sides' counts.
-    "$HERALD" pause default --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
-    sleep 3
-    text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
-    after=$(standin_stats)
-    stop_drain
-    H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="default"')
-    H_WIRE=$(stat_growth "$before" "$after" requests)
-    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
-    H_SESSIONS=$(stat_growth "$before" "$after" message_sessions)
+    stop_paused_drain "$db" default "$before"
+    H_SESSIONS=$(stat_growth "$before" "$AFTER" message_sessions)
     check_delivered "$db" queued
     # The rate window: from RAMP s after the first delivery to the 95 % mark, or DURATION s later at most.
     read -r H_RATE H_CPU_US H_CONN H_HWM <<<"$(awk -v ramp="$RAMP" -v duration="$DURATION" -v total="$BACKLOG" -v hz="$HZ" '

@@ -74,7 +74,7 @@ make_backlog() { # $1 path, $2 messages
 # One drain of the backlog. Sets H_RATE H_CPU_US H_CONN H_HWM H_WIRE H_COUNTED H_DUPLICATES H_BAD_VAPID
 # H_DECRYPTED H_DECRYPT_FAILURES H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT.
 measure_herald() { # $1 template database
-    local db=$WORK/run.db polls=$WORK/polls.txt before after text
+    local db=$WORK/run.db polls=$WORK/polls.txt before
     cp "$1" "$db"
     rm -f "$db-wal" "$db-shm"
     # Each drain sends the same messages again: duplicates are counted within one drain.
@@ -82,17 +82,10 @@ measure_herald() { # $1 template database
         fail "the stand-in did not forget its deliveries"
     before=$(standin_stats)
     drain "$db" "$polls"
-    "$HERALD" pause web --db "$db" >/dev/null 2>&1 || fail "herald pause failed"
-    sleep 3
-    text=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
-    after=$(standin_stats)
-    stop_drain
-    H_COUNTED=$(metric "$text" 'herald_fcm_requests_total{app="web"')
-    H_WIRE=$(stat_growth "$before" "$after" requests)
-    H_DUPLICATES=$(stat_growth "$before" "$after" duplicates)
-    H_BAD_VAPID=$(stat_growth "$before" "$after" bad_vapid)
-    H_DECRYPTED=$(stat_growth "$before" "$after" decrypted)
-    H_DECRYPT_FAILURES=$(stat_growth "$before" "$after" decrypt_failures)
+    stop_paused_drain "$db" web "$before"
+    H_BAD_VAPID=$(stat_growth "$before" "$AFTER" bad_vapid)
+    H_DECRYPTED=$(stat_growth "$before" "$AFTER" decrypted)
+    H_DECRYPT_FAILURES=$(stat_growth "$before" "$AFTER" decrypt_failures)
     check_delivered "$db" queued
     read -r H_RATE H_CPU_US H_CONN H_HWM H_STANDIN_PCT H_OTHERS_PCT H_STEAL_PCT <<<"$(rate_window "$polls")"
     rm -f "$db" "$db-wal" "$db-shm" "$db.lock"
