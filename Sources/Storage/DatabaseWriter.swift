@@ -17,8 +17,7 @@ public enum Durability: String, Sendable, CaseIterable {
 /// `BEGIN IMMEDIATE` transaction (each inside its own savepoint, so one failing job does not undo the others),
 /// commits once, and only then completes each job. With `Durability.full` that is one fsync for the group:
 /// group commit. When SQLite itself rolls the whole transaction back (disk full, I/O error), every job of the group
-/// is answered with an error and none is stored. Checkpoints (copying the WAL into the database file) run beside it,
-/// on `Checkpointer`'s thread.
+/// is answered with an error and none is stored.
 public final class DatabaseWriter: StoreWriter {
     private final class Job: @unchecked Sendable {
         /// Runs the work; returns the error it threw (its writes must then be undone), nil when it succeeded.
@@ -40,7 +39,6 @@ public final class DatabaseWriter: StoreWriter {
     private let queue = JobQueue<Job>()
     private let finished = Rendezvous<Void>()
     private let durability: Durability
-    private let checkpointer: Checkpointer
     public let path: String
     /// The largest number of jobs committed together.
     private static let maxGroup = 4096
@@ -58,12 +56,10 @@ public final class DatabaseWriter: StoreWriter {
         // second at FCM's rate. In memory it holds what the statement changed, until the statement ends.
         try connection.execute("PRAGMA temp_store = MEMORY")
         try Migrator.migrate(connection)
-        checkpointer = try Checkpointer(path: path)
-        checkpointer.install(on: connection)
         let box = UncheckedBox(connection)
-        let thread = Thread { [queue, finished, checkpointer] in
+        let thread = Thread { [queue, finished] in
             Thread.current.name = "herald-writer"  // set from the thread itself, so `top -H` and `perf` see it
-            Self.loop(connection: box.take(), queue: queue, durability: durability, checkpointer: checkpointer)
+            Self.loop(connection: box.take(), queue: queue, durability: durability)
             finished.fulfil(.success(()))
         }
         thread.start()
@@ -120,9 +116,7 @@ public final class DatabaseWriter: StoreWriter {
         try? finished.wait()
     }
 
-    private static func loop(
-        connection: Connection, queue: JobQueue<Job>, durability: Durability, checkpointer: Checkpointer
-    ) {
+    private static func loop(connection: Connection, queue: JobQueue<Job>, durability: Durability) {
         let store = SQLiteQueueStore(connection: connection)
         // The level in force; nil when a switch failed and reading it back failed too.
         var level: Durability? = durability
@@ -154,7 +148,6 @@ public final class DatabaseWriter: StoreWriter {
             }
             if !group.isEmpty { commit(group, on: store) }
         }
-        checkpointer.close()
         do {
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         } catch {

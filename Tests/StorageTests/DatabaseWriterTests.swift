@@ -86,35 +86,6 @@ import Support
         relaxed.close()
     }
 
-    /// Checkpoints run beside the writer: 10 MB written in 1 MB commits (fewer frames than the writer's own
-    /// `Checkpointer.hardFrames`) reach the database file without the writer checkpointing. And the WAL restarts
-    /// instead of growing: 150 MB leave a WAL of about `hardFrames` pages (more by the commits made while the
-    /// thread's checkpoint kept the writer's own from running; twice that is the bound here).
-    @Test func theWALIsCheckpointedBesideTheWriterAndStaysBounded() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path("herald.db")
-        func size(_ file: String) -> Int {
-            ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int) ?? 0
-        }
-        let writer = try DatabaseWriter(path: path, durability: .normal)
-        try writer.write { try $0.connection.execute("CREATE TABLE filler (bytes BLOB)") }
-        func fill(megabytes: Int) throws {
-            for _ in 0..<megabytes {
-                _ = try writer.write { try $0.connection.run("INSERT INTO filler (bytes) VALUES (randomblob(1000000))") }
-            }
-        }
-        try fill(megabytes: 10)
-        eventually("the checkpointer copies the WAL into the database file (\(size(path)) bytes)") {
-            size(path) >= 9_000_000
-        }
-        try fill(megabytes: 140)
-        let walBytes = size(path + "-wal")
-        writer.close()
-        let bound = 2 * Int(Checkpointer.hardFrames) * (4096 + 24)
-        #expect(walBytes <= bound, "the WAL grew to \(walBytes) bytes")
-        #expect(size(path) >= 150_000_000)
-    }
-
     @Test func writesAfterCloseFailInsteadOfVanishing() throws {
         let directory = TemporaryDirectory()
         let writer = try DatabaseWriter(path: directory.path("herald.db"))
