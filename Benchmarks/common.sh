@@ -509,3 +509,27 @@ INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_
 COMMIT;"
     done
 }
+
+# A backlog of $2 v1 messages of 1000 tokens each to HMS app "huawei" in database $1 (Benchmarks/hms.sh,
+# hms-writer.sh), as `POST /v1/messages` stores a message with "tokens" (format 'v1', the payload the message without
+# its target: notification, data and an android block; 1000 deliveries each, one distinct token per delivery, all
+# of a message due at once), with "huawei" paused.
+HMS_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87"},"android":{"priority":"NORMAL","notification":{"channel_id":"goals"}}}'
+hms_backlog() { # $1 path, $2 messages
+    local base count messages=$2 backlog=$(($2 * 1000))
+    base=$(($(now_ms) - 60000))
+    generate_backlog "$1" huawei <<SQL
+BEGIN;
+INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
+  SELECT printf('01BENCH%019d', value), 'huawei', NULL, '$HMS_PAYLOAD', 'tokens', NULL, 'normal', $V1_TTL, 0,
+         $base + value, $base + value + $V1_TTL * 1000, 'v1', 'token'
+  FROM generate_series(1, $messages);
+INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
+  SELECT printf('01BENCH%019d', value / 1000 + 1), 'huawei', printf('IQAAAACy0%08x%056x', value * 2654435761 & 4294967295, value),
+         'queued', $base + value / 1000 + 1, $base + value / 1000 + 1, 1, $base + value / 1000 + 1
+  FROM generate_series(0, $backlog - 1);
+COMMIT;
+SQL
+    count=$(sqlite3 "$1" "SELECT count(DISTINCT token) FROM deliveries")
+    ((count == backlog)) || fail "the backlog has $count distinct tokens, not $backlog"
+}

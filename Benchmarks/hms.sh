@@ -14,9 +14,9 @@
 #                (duplicates, must be 0), bodies it refused as no HMS message and sends without its access token
 #                (both must be 0)
 # The backlog is generated with the sqlite3 shell in the shape `POST /v1/messages` stores a v1 message with
-# "tokens" to an HMS app (format 'v1', the payload the message without its target: notification, data and an android
-# block; 1000 deliveries each, one distinct token per delivery), into a database made by `herald migrate` with app
-# "huawei" paused; `herald resume huawei` starts the drain. The stand-in's self-signed certificate is trusted through
+# "tokens" to an HMS app (common.sh's hms_backlog), into a database made by `herald migrate` with app "huawei"
+# paused; `herald resume huawei` starts the drain. (Benchmarks/hms-writer.sh counts the database's share of the
+# writer's work per token on the same backlog.) The stand-in's self-signed certificate is trusted through
 # SSL_CERT_FILE. Nothing leaves loopback.
 #
 # Usage, from the repository root (needs node, openssl, sqlite3 and curl):
@@ -62,28 +62,9 @@ printf '{"apps":[{"name":"huawei","provider":"hms","app_id":"10000001","client_s
     "$WORK/hms-secret" "$STANDIN_PORT" "$STANDIN_PORT" >"$CONFIG"
 
 # --- the backlog: MESSAGES messages of 1000 tokens each, as ingest stores them -------------------------------
-STORED_PAYLOAD='{"notification":{"title":"Portugal vs. Denmark","body":"Goal! Portugal lead 4-3 in the 87th minute."},"data":{"match_id":"m-20260611-por-den","score":"4x3","minute":"87"},"android":{"priority":"NORMAL","notification":{"channel_id":"goals"}}}'
-make_backlog() { # $1 path
-    local base count
-    base=$(($(now_ms) - 60000))
-    generate_backlog "$1" huawei <<SQL
-BEGIN;
-INSERT INTO messages (id, app, idempotency_key, payload, target_kind, collapse_key, priority, ttl_seconds, dry_run, created_at, expires_at, format, token_field)
-  SELECT printf('01BENCH%019d', value), 'huawei', NULL, '$STORED_PAYLOAD', 'tokens', NULL, 'normal', $V1_TTL, 0,
-         $base + value, $base + value + $V1_TTL * 1000, 'v1', 'token'
-  FROM generate_series(1, $MESSAGES);
-INSERT INTO deliveries (message_id, app, token, state, next_attempt_at, updated_at, priority_rank, created_at)
-  SELECT printf('01BENCH%019d', value / $TOKENS + 1), 'huawei', printf('IQAAAACy0%08x%056x', value * 2654435761 & 4294967295, value),
-         'queued', $base + value / $TOKENS + 1, $base + value / $TOKENS + 1, 1, $base + value / $TOKENS + 1
-  FROM generate_series(0, $BACKLOG - 1);
-COMMIT;
-SQL
-    count=$(sqlite3 "$1" "SELECT count(DISTINCT token) FROM deliveries")
-    ((count == BACKLOG)) || fail "the backlog has $count distinct tokens, not $BACKLOG"
-}
 TEMPLATE=$WORK/template.db
 log "preloading $MESSAGES messages of $TOKENS tokens"
-make_backlog "$TEMPLATE"
+hms_backlog "$TEMPLATE" "$MESSAGES"
 
 # --- one drain -----------------------------------------------------------------------------------------------
 # Sets H_RATE H_CPU_US H_HWM H_REQUESTS H_TOKENS H_DUPLICATES H_BAD H_BAD_AUTH.
