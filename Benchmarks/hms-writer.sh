@@ -30,7 +30,7 @@ bench_settings MESSAGES=40
 TOKENS=$((MESSAGES * 1000))
 CHILD_PID=""
 cleanup() {
-    [[ -n $CHILD_PID ]] && kill "$CHILD_PID" 2>/dev/null
+    if [[ -n $CHILD_PID ]]; then kill "$CHILD_PID" 2>/dev/null || true; fi
     remove_work
 }
 trap_cleanup
@@ -45,7 +45,7 @@ hms_backlog "$TEMPLATE" "$MESSAGES"
 
 # The statements, as SQLiteQueueStore writes them (a lease owner and request ids of the lengths Herald uses).
 replay() {
-    local claim first now=$(($(now_ms) + 60000)) owner=0b4c7e1e-2f0a-4a43-9d51-6a8f7a1f3c22
+    local claim first request now=$(($(now_ms) + 60000)) owner=0b4c7e1e-2f0a-4a43-9d51-6a8f7a1f3c22
     echo "PRAGMA synchronous = OFF;"
     for ((claim = 0; claim < MESSAGES / 4; claim++)); do
         first=$((claim * 4000 + 1))
