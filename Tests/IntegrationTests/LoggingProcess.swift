@@ -6,10 +6,29 @@ final class LoggingProcess: @unchecked Sendable {
         var description: String
     }
 
+    /// What the child wrote to stderr so far, appended by the reader thread.
+    private final class Output: @unchecked Sendable {
+        private let lock = NSLock()
+        private var data = Data()
+
+        func append(_ bytes: ArraySlice<UInt8>) {
+            lock.lock()
+            data.append(contentsOf: bytes)
+            lock.unlock()
+        }
+
+        var text: String {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
     let process = Process()
     private let stderrPipe = Pipe()
-    private let output = NSMutableData()
-    private let lock = NSLock()
+    private let output = Output()
+    /// Left by the reader thread at the end of stderr (the child gone): then every line is in `output`.
+    private let drained = DispatchGroup()
 
     /// Starts `herald arguments` with the test's environment minus `HERALD_*`, plus `environment`.
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
@@ -20,33 +39,41 @@ final class LoggingProcess: @unchecked Sendable {
         process.environment = env
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.append(data)
-        }
         try process.run()
+        // A thread of its own reads stderr with plain read(2) until the child closes it. FileHandle's
+        // readabilityHandler (a dispatch read source) crashed the whole test process now and then, in libdispatch's
+        // `_dispatch_event_loop_drain`, when it was cleared as the child ended (the race of the source's
+        // cancellation with the pipe's teardown, swift-corelibs-foundation #5507); the children it had started then
+        // held `swift test` up for good.
+        let descriptor = stderrPipe.fileHandleForReading.fileDescriptor
+        let output = output
+        drained.enter()
+        Thread { [drained] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(descriptor, &buffer, buffer.count)
+                if count > 0 {
+                    output.append(buffer[..<count])
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
+            }
+            drained.leave()
+        }.start()
     }
 
+    /// The pipe (and its descriptor, which the reader thread reads) lives until the reader has seen its end.
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        drained.wait()
     }
 
-    private func append(_ data: Data) {
-        lock.lock()
-        output.append(data)
-        lock.unlock()
-    }
-
-    var log: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: output as Data, as: UTF8.self)
-    }
+    var log: String { output.text }
 
     /// Log lines as JSON objects.
     var logLines: [[String: Any]] {
@@ -75,9 +102,8 @@ final class LoggingProcess: @unchecked Sendable {
     func stop(signal: Int32 = SIGTERM) -> Int32 {
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
-        // The process is gone, but its last lines may still sit in the pipe: read them before anyone looks.
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
-        append(stderrPipe.fileHandleForReading.readDataToEndOfFile())
+        // The process is gone, but its last lines may still sit in the pipe: wait until they are read.
+        drained.wait()
         return process.terminationStatus
     }
 }
