@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A `herald` child process whose JSON log lines (stderr) are collected as they arrive.
 final class LoggingProcess: @unchecked Sendable {
@@ -6,27 +7,10 @@ final class LoggingProcess: @unchecked Sendable {
         var description: String
     }
 
-    /// What the child wrote to stderr so far, appended by the reader thread.
-    private final class Output: @unchecked Sendable {
-        private let lock = NSLock()
-        private var data = Data()
-
-        func append(_ bytes: ArraySlice<UInt8>) {
-            lock.lock()
-            data.append(contentsOf: bytes)
-            lock.unlock()
-        }
-
-        var text: String {
-            lock.lock()
-            defer { lock.unlock() }
-            return String(decoding: data, as: UTF8.self)
-        }
-    }
-
     let process = Process()
     private let stderrPipe = Pipe()
-    private let output = Output()
+    /// What the child wrote to stderr so far, appended by the reader thread.
+    private let output = Locked(Data())
     /// Left by the reader thread at the end of stderr (the child gone): then every line is in `output`.
     private let drained = DispatchGroup()
 
@@ -53,7 +37,8 @@ final class LoggingProcess: @unchecked Sendable {
             while true {
                 let count = read(descriptor, &buffer, buffer.count)
                 if count > 0 {
-                    output.append(buffer[..<count])
+                    let bytes = buffer[..<count]
+                    output.withLock { $0.append(contentsOf: bytes) }
                 } else if count < 0, errno == EINTR {
                     continue
                 } else {
@@ -73,7 +58,7 @@ final class LoggingProcess: @unchecked Sendable {
         drained.wait()
     }
 
-    var log: String { output.text }
+    var log: String { output.withLock { String(decoding: $0, as: UTF8.self) } }
 
     /// Log lines as JSON objects.
     var logLines: [[String: Any]] {

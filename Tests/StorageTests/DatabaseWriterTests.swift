@@ -19,21 +19,25 @@ import Support
 
     /// SQLite checkpoints the WAL past `checkpointFrames` pages on the writer's commits: twice that many pages
     /// written, in commits of 1 MiB, leave a WAL no longer than the mark and one commit (its file is reused from the
-    /// start after each checkpoint, never grown past that).
+    /// start after each checkpoint, never grown past that). A frame is a page and its 24-byte header.
     @Test func theWALStaysWithinTheCheckpointMark() throws {
         let directory = TemporaryDirectory()
         let path = directory.path("herald.db")
         let writer = try DatabaseWriter(path: path)
-        try writer.write { try $0.connection.execute("CREATE TABLE filler (b BLOB NOT NULL)") }
-        let commits = 2 * DatabaseWriter.checkpointFrames / 256
+        let pageSize = try writer.write { store in
+            try store.connection.execute("CREATE TABLE filler (b BLOB NOT NULL)")
+            return try store.connection.queryOne("PRAGMA page_size") { $0.int(0) } ?? 0
+        }
+        let pagesPerCommit = (1 << 20) / pageSize
+        let commits = 2 * DatabaseWriter.checkpointFrames / pagesPerCommit
         for _ in 0..<commits {
             try writer.write { try $0.connection.execute("INSERT INTO filler (b) VALUES (zeroblob(1048576))") }
         }
         let walBytes = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
         let rows = try writer.write { try $0.connection.queryOne("SELECT count(*) FROM filler") { $0.int(0) } }
         writer.close()
-        let frameBytes = 4096 + 24
-        #expect(walBytes <= 32 + (DatabaseWriter.checkpointFrames + 300) * frameBytes, "WAL of \(walBytes) bytes")
+        let bound = 32 + (DatabaseWriter.checkpointFrames + pagesPerCommit + 44) * (pageSize + 24)
+        #expect(walBytes <= bound, "WAL of \(walBytes) bytes")
         #expect(rows == commits)
     }
 
