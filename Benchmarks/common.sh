@@ -433,8 +433,9 @@ migrate_and_pause() { # $1 --db value (a file or a URL): the schema, and app "de
         fail "herald migrate/pause failed"
     }
 }
+# Any further arguments are a command that runs sqlite3 (valgrind and its options, say).
 run_sqlite() { # $1 database, $2 SQL file, $3 what it does (for the error): sqlite3 as CHILD_PID, which cleanup stops
-    sqlite3 -bail "$1" <"$2" >"$WORK/sqlite3.out" 2>&1 &
+    "${@:4}" sqlite3 -bail "$1" <"$2" >"$WORK/sqlite3.out" 2>&1 &
     CHILD_PID=$!
     wait "$CHILD_PID" || {
         cat "$WORK/sqlite3.out" >&2

@@ -28,12 +28,7 @@ source "$(dirname "$0")/common.sh"
 bench_settings MESSAGES=40
 ((MESSAGES % 4 == 0)) || fail "HERALD_BENCH_MESSAGES must be a multiple of 4 (claims of four messages)"
 TOKENS=$((MESSAGES * 1000))
-CHILD_PID=""
-cleanup() {
-    if [[ -n $CHILD_PID ]]; then kill "$CHILD_PID" 2>/dev/null || true; fi
-    remove_work
-}
-trap_cleanup
+standin_run # no stand-in here: the cleanup of the work directory and the child (run_sqlite's)
 command -v valgrind >/dev/null || { need_root valgrind && install_package valgrind; }
 bench_tools sqlite3 valgrind
 build_herald
@@ -43,8 +38,9 @@ TEMPLATE=$WORK/template.db
 log "preloading $MESSAGES messages of 1000 tokens"
 hms_backlog "$TEMPLATE" "$MESSAGES"
 
-# The statements, as SQLiteQueueStore writes them (a lease owner and request ids of the lengths Herald uses).
-replay() {
+# The statements, as SQLiteQueueStore writes them (a lease owner and request ids of the lengths Herald uses); with
+# "no-feed", without the feed's INSERTs.
+replay() { # $1 feed | no-feed
     local claim first request now=$(($(now_ms) + 60000)) owner=0b4c7e1e-2f0a-4a43-9d51-6a8f7a1f3c22
     echo "PRAGMA synchronous = OFF;"
     for ((claim = 0; claim < MESSAGES / 4; claim++)); do
@@ -65,6 +61,9 @@ UPDATE deliveries SET state = 'delivered', reason = NULL, attempts = attempts + 
     lease_expires_at = NULL, fcm_message_id = '$((now + request))001230000000', canonical_token = NULL,
     last_status = 200, updated_at = $((now + 30))
     WHERE id BETWEEN $request AND $((request + 999)) AND state = 'inflight' AND lease_owner = '$owner';
+SQL
+            [[ $1 == feed ]] || continue
+            cat <<SQL
 INSERT INTO outcomes (at, delivery_id, message_id, app, token, user, state, reason, provider_message_id)
     SELECT d.updated_at, d.id, d.message_id, d.app, d.token, d.user, d.state, d.reason, d.fcm_message_id
     FROM deliveries AS d WHERE id BETWEEN $request AND $((request + 999));
@@ -73,10 +72,8 @@ SQL
         echo "COMMIT;"
     done
 }
-replay >"$WORK/replay.sql"
-# Without the feed's rows: the same replay less its INSERTs.
-grep -v -e '^INSERT INTO outcomes' -e '^    SELECT d.updated_at' -e '^    FROM deliveries AS d' "$WORK/replay.sql" \
-    >"$WORK/replay-no-feed.sql"
+replay feed >"$WORK/replay.sql"
+replay no-feed >"$WORK/replay-no-feed.sql"
 
 # Instructions a token of the replay $3 on a copy of the backlog changed by the SQL $2; $1 names the line.
 measure() { # $1 label, $2 SQL applied first, $3 replay file
@@ -84,11 +81,7 @@ measure() { # $1 label, $2 SQL applied first, $3 replay file
     cp "$TEMPLATE" "$db"
     rm -f "$db-wal" "$db-shm"
     [[ -n $2 ]] && sqlite3 "$db" "$2"
-    valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" sqlite3 -bail "$db" <"$3" \
-        >"$WORK/replay.out" 2>"$WORK/valgrind.err" &
-    CHILD_PID=$!
-    wait "$CHILD_PID" || { tail -5 "$WORK/valgrind.err" >&2; fail "the replay failed ($1)"; }
-    CHILD_PID=""
+    run_sqlite "$db" "$3" "the replay ($1)" valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out"
     total=$(awk '/^totals:/ { print $2 }' "$WORK/callgrind.out")
     [[ $(sqlite3 "$db" "SELECT count(*) FROM deliveries WHERE state = 'delivered'") == "$TOKENS" ]] ||
         fail "the replay did not deliver every token ($1)"
