@@ -17,7 +17,8 @@ public enum Durability: String, Sendable, CaseIterable {
 /// `BEGIN IMMEDIATE` transaction (each inside its own savepoint, so one failing job does not undo the others),
 /// commits once, and only then completes each job. With `Durability.full` that is one fsync for the group:
 /// group commit. When SQLite itself rolls the whole transaction back (disk full, I/O error), every job of the group
-/// is answered with an error and none is stored.
+/// is answered with an error and none is stored. The WAL is copied into the database file beside it, on
+/// `Checkpointer`'s thread.
 public final class DatabaseWriter: StoreWriter {
     private final class Job: @unchecked Sendable {
         /// Runs the work; returns the error it threw (its writes must then be undone), nil when it succeeded.
@@ -39,15 +40,16 @@ public final class DatabaseWriter: StoreWriter {
     private let queue = JobQueue<Job>()
     private let finished = Rendezvous<Void>()
     private let durability: Durability
+    private let checkpointer: Checkpointer
     public let path: String
     /// The largest number of jobs committed together.
     private static let maxGroup = 4096
-    /// The WAL's size, in pages, past which a commit checkpoints it into the database file (SQLite's automatic
-    /// checkpoint, on this thread; its default is 1,000). A multicast drain writes the same hot pages (the indexes'
-    /// insertion points, the outcome feed's tail) into the WAL over and over: each checkpoint copies every page once
-    /// and syncs the database file, so ten times fewer of them write those pages ten times less often. HMS's drain
-    /// (`Benchmarks/hms.sh`) went 1.11× faster with it, by the same instruction count: it was I/O the writer waited
-    /// for. The WAL file then stays near 40 MB (4 KiB pages) rather than 4 MB.
+    /// The WAL's size, in pages, past which a commit checkpoints it into the database file itself and so lets the
+    /// WAL start over (SQLite's automatic checkpoint mark is 1,000; `Checkpointer` copies frames beside the writer
+    /// from there on). A multicast drain writes the same hot pages (the indexes' insertion points, the outcome feed's
+    /// tail) into the WAL over and over: every checkpoint the writer waits for syncs the database file, and ten times
+    /// fewer of them made HMS's drain (`Benchmarks/hms.sh`) 1.11× faster, by the same instruction count. The WAL
+    /// file then stays near 40 MB (4 KiB pages) rather than 4 MB.
     static let checkpointFrames = 10_000
 
     /// Opens the database (creating it 0600), sets WAL and durability and checks that both took (throwing
@@ -62,12 +64,13 @@ public final class DatabaseWriter: StoreWriter {
         // a statement journal, which SQLite spills to a temporary file past 64 KiB: thousands of small writes a
         // second at FCM's rate. In memory it holds what the statement changed, until the statement ends.
         try connection.execute("PRAGMA temp_store = MEMORY")
-        try connection.execute("PRAGMA wal_autocheckpoint = \(Self.checkpointFrames)")
         try Migrator.migrate(connection)
+        checkpointer = try Checkpointer(path: path)
+        checkpointer.install(on: connection)
         let box = UncheckedBox(connection)
-        let thread = Thread { [queue, finished] in
+        let thread = Thread { [queue, finished, checkpointer] in
             Thread.current.name = "herald-writer"  // set from the thread itself, so `top -H` and `perf` see it
-            Self.loop(connection: box.take(), queue: queue, durability: durability)
+            Self.loop(connection: box.take(), queue: queue, durability: durability, checkpointer: checkpointer)
             finished.fulfil(.success(()))
         }
         thread.start()
@@ -124,7 +127,9 @@ public final class DatabaseWriter: StoreWriter {
         try? finished.wait()
     }
 
-    private static func loop(connection: Connection, queue: JobQueue<Job>, durability: Durability) {
+    private static func loop(
+        connection: Connection, queue: JobQueue<Job>, durability: Durability, checkpointer: Checkpointer
+    ) {
         let store = SQLiteQueueStore(connection: connection)
         // The level in force; nil when a switch failed and reading it back failed too.
         var level: Durability? = durability
@@ -156,6 +161,8 @@ public final class DatabaseWriter: StoreWriter {
             }
             if !group.isEmpty { commit(group, on: store) }
         }
+        checkpointer.uninstall(from: connection)
+        checkpointer.close()
         do {
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         } catch {

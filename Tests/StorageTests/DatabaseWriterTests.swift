@@ -17,9 +17,10 @@ import Support
         #expect(mode == "wal")
     }
 
-    /// SQLite checkpoints the WAL past `checkpointFrames` pages on the writer's commits: twice that many pages
-    /// written, in commits of 1 MiB, leave a WAL no longer than the mark and one commit (its file is reused from the
-    /// start after each checkpoint, never grown past that). A frame is a page and its 24-byte header.
+    /// The writer's commits checkpoint the WAL past `checkpointFrames` pages (after `Checkpointer`'s pass under way):
+    /// twice that many pages written, in commits of 1 MiB, leave a WAL no longer than the mark and one commit (its
+    /// file is reused from the start after each checkpoint, never grown past that). A frame is a page and its
+    /// 24-byte header.
     @Test func theWALStaysWithinTheCheckpointMark() throws {
         let directory = TemporaryDirectory()
         let path = directory.path("herald.db")
@@ -39,6 +40,31 @@ import Support
         let bound = 32 + (DatabaseWriter.checkpointFrames + pagesPerCommit + 44) * (pageSize + 24)
         #expect(walBytes <= bound, "WAL of \(walBytes) bytes")
         #expect(rows == commits)
+    }
+
+    /// Below the writer's own mark, pages reach the database file all the same: `Checkpointer` copies them beside
+    /// the writer once the WAL is past `Checkpointer.requestFrames`. (Only checkpoints write the database file; the
+    /// commits themselves go to the WAL.)
+    @Test func theWALIsCopiedIntoTheDatabaseFileBesideTheWriter() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("herald.db")
+        let writer = try DatabaseWriter(path: path)
+        defer { writer.close() }
+        let pageSize = try writer.write { store in
+            try store.connection.execute("CREATE TABLE filler (b BLOB NOT NULL)")
+            return try store.connection.queryOne("PRAGMA page_size") { $0.int(0) } ?? 0
+        }
+        let pagesPerCommit = (1 << 20) / pageSize
+        let commits = 2 * Int(Checkpointer.requestFrames) / pagesPerCommit + 1
+        #expect(commits * pagesPerCommit < DatabaseWriter.checkpointFrames, "the writer's own mark is not reached")
+        func databaseBytes() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        let before = try databaseBytes()
+        for _ in 0..<commits {
+            try writer.write { try $0.connection.execute("INSERT INTO filler (b) VALUES (zeroblob(1048576))") }
+        }
+        try eventually("the commits' pages in the database file") {
+            try databaseBytes() >= before + commits * (1 << 20)
+        }
     }
 
     @Test func concurrentWritesAreAllCommittedAndVisibleToReaders() throws {

@@ -1,0 +1,101 @@
+import CSQLite
+import Foundation
+import Support
+
+/// Copies the WAL into the database file on a thread and connection of its own, so that the writer does not stop
+/// for it: reading the frames, writing the pages and syncing the database file were a third of the writer's time in
+/// HMS's drain (`Benchmarks/hms.sh`) on a host whose syncs are slow.
+///
+/// The writer's connection gets a WAL hook in place of SQLite's automatic checkpoint. Past `requestFrames` frames a
+/// commit asks this thread for a `PASSIVE` checkpoint (which never blocks the writer, and leaves alone what a reader
+/// still needs). Past `DatabaseWriter.checkpointFrames` the commit checkpoints itself, as SQLite's automatic
+/// checkpoint would, after the thread's pass under way if one is: under a steady stream of commits only the
+/// writer's own checkpoint, between two of its transactions, finds every frame copied, which is what lets the next
+/// transaction start the WAL over from its beginning. So the WAL stays within the mark and a commit, as before; the
+/// writer's checkpoint only copies what the thread has not.
+final class Checkpointer: @unchecked Sendable {
+    /// SQLite's own automatic checkpoint mark.
+    static let requestFrames: Int32 = 1_000
+
+    private let condition = NSCondition()
+    /// A commit asked for a pass since the last one started.
+    private var wanted = false
+    private var closed = false
+    /// Held for each checkpoint, the thread's and the writer's, so that they take turns rather than one of them
+    /// finding the other's under way (`SQLITE_BUSY`) and doing nothing.
+    private let turn = NSLock()
+    private let finished = Rendezvous<Void>()
+
+    /// Opens its own connection to `path` (a database in WAL mode) and starts the thread.
+    init(path: String) throws {
+        let connection = try Connection(path: path)
+        // A connection opens the WAL with its first read; until then a checkpoint on it does nothing at all.
+        try connection.requireWAL()
+        let box = UncheckedBox(connection)
+        let thread = Thread { [self] in
+            Thread.current.name = "herald-ckpt"  // 15 bytes at most, or the name does not take
+            run(on: box.take())
+            finished.fulfil(.success(()))
+        }
+        thread.start()
+    }
+
+    /// Puts the WAL hook on the writer's `connection`; `uninstall` it before `close`.
+    func install(on connection: Connection) {
+        sqlite3_wal_hook(connection.handle, { context, db, name, frames in
+            guard let context else { return SQLITE_OK }
+            let checkpointer = Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue()
+            if frames >= Int32(DatabaseWriter.checkpointFrames) {
+                // A failure (a reader in the way, the disk full) is the next commit's to try again.
+                checkpointer.turn.withLock { _ = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
+            } else if frames >= Checkpointer.requestFrames {
+                checkpointer.request()
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    func uninstall(from connection: Connection) {
+        sqlite3_wal_hook(connection.handle, nil, nil)
+    }
+
+    /// Stops the thread (after the pass under way) and closes its connection.
+    func close() {
+        condition.withLock {
+            closed = true
+            condition.signal()
+        }
+        try? finished.wait()
+    }
+
+    private func request() {
+        condition.withLock {
+            wanted = true
+            condition.signal()
+        }
+    }
+
+    private func run(on connection: Connection) {
+        var lastFailure: Int32 = SQLITE_OK
+        while waitForRequest() {
+            let code = turn.withLock {
+                sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            }
+            // Busy (another process's checkpoint) leaves the frames to the next pass. A failure is logged once
+            // until the passes succeed again: every commit asks for one.
+            if code != SQLITE_OK, code & 0xff != SQLITE_BUSY, code != lastFailure {
+                Log.warn("checkpoint failed", ["error": .string(String(cString: sqlite3_errstr(code)))])
+            }
+            lastFailure = code & 0xff == SQLITE_BUSY ? lastFailure : code
+        }
+    }
+
+    /// Waits for a request; false once closed.
+    private func waitForRequest() -> Bool {
+        condition.withLock {
+            while !wanted && !closed { condition.wait() }
+            wanted = false
+            return !closed
+        }
+    }
+}
