@@ -46,7 +46,7 @@ public final class DatabaseWriter: StoreWriter {
     private static let maxGroup = 4096
     /// The WAL's size, in pages, past which a commit checkpoints it into the database file itself and so lets the
     /// WAL start over (SQLite's automatic checkpoint mark is 1,000; `Checkpointer` copies frames beside the writer
-    /// from there on). A multicast drain writes the same hot pages (the indexes' insertion points, the outcome feed's
+    /// meanwhile). A multicast drain writes the same hot pages (the indexes' insertion points, the outcome feed's
     /// tail) into the WAL over and over: every checkpoint the writer waits for syncs the database file, and ten times
     /// fewer of them made HMS's drain (`Benchmarks/hms.sh`) 1.11× faster, by the same instruction count. The WAL
     /// file then stays near 40 MB (4 KiB pages) rather than 4 MB.
