@@ -6,20 +6,18 @@ import Support
 /// for it: reading the frames, writing the pages and syncing the database file were a third of the writer's time in
 /// HMS's drain (`Benchmarks/hms.sh`) on a host whose syncs are slow.
 ///
-/// The writer's connection gets a WAL hook in place of SQLite's automatic checkpoint. A commit that grew the WAL by
-/// `passFrames` since the last one that did asks this thread for a `PASSIVE` checkpoint (which never blocks the
-/// writer, and leaves alone what a reader still needs): at a multicast drain's rate that is every commit, so the
-/// writer's own checkpoint finds next to nothing left to copy; at a trickle a pass per MiB of WAL, not per commit,
-/// as each pass syncs the database file. Past `DatabaseWriter.checkpointFrames` the commit checkpoints itself, as SQLite's automatic
-/// checkpoint would, after the thread's pass under way if one is: under a steady stream of commits only the
-/// writer's own checkpoint, between two of its transactions, finds every frame copied, which is what lets the next
-/// transaction start the WAL over from its beginning. So the WAL stays within the mark and a commit, as before; the
-/// writer's checkpoint only copies what the thread has not.
+/// The writer's connection gets a WAL hook in place of SQLite's automatic checkpoint. Every commit past `startFrames`
+/// asks this thread for a `PASSIVE` checkpoint (which never blocks the writer, and leaves alone what a reader still
+/// needs; requests made during a pass make one more pass, not one each). Not from the start of the WAL: each pass
+/// syncs the database file, and passes all along made the syncs of single-message ingest's commits wait behind them
+/// (5 % fewer messages a second). Past `DatabaseWriter.checkpointFrames` the commit checkpoints itself, as SQLite's
+/// automatic checkpoint would, after the thread's pass under way if one is: under a steady stream of commits only
+/// the writer's own checkpoint, between two of its transactions, finds every frame copied, which is what lets the
+/// next transaction start the WAL over from its beginning. So the WAL stays within the mark and a commit, as before;
+/// the writer's checkpoint only copies what the thread has not.
 final class Checkpointer: @unchecked Sendable {
-    /// 1 MiB of 4 KiB pages.
-    static let passFrames: Int32 = 256
-    /// The WAL's length at the last request. Only touched by the writer's commits.
-    private var requestedAt: Int32 = 0
+    /// Half the writer's own mark.
+    static let startFrames = Int32(DatabaseWriter.checkpointFrames / 2)
 
     private let condition = NSCondition()
     /// A commit asked for a pass since the last one started.
@@ -49,12 +47,10 @@ final class Checkpointer: @unchecked Sendable {
         sqlite3_wal_hook(connection.handle, { context, db, name, frames in
             guard let context else { return SQLITE_OK }
             let checkpointer = Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue()
-            if frames < checkpointer.requestedAt { checkpointer.requestedAt = 0 }  // the WAL started over
             if frames >= Int32(DatabaseWriter.checkpointFrames) {
                 // A failure (a reader in the way, the disk full) is the next commit's to try again.
                 checkpointer.turn.withLock { _ = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
-            } else if frames - checkpointer.requestedAt >= Checkpointer.passFrames {
-                checkpointer.requestedAt = frames
+            } else if frames >= Checkpointer.startFrames {
                 checkpointer.request()
             }
             return SQLITE_OK
