@@ -49,7 +49,9 @@ final class Checkpointer: @unchecked Sendable {
             let checkpointer = Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue()
             if frames >= Int32(DatabaseWriter.checkpointFrames) {
                 // A failure (a reader in the way, the disk full) is the next commit's to try again.
-                checkpointer.turn.withLock { _ = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
+                checkpointer.turn.withLock {
+                    _ = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                }
             } else if frames >= Checkpointer.startFrames {
                 checkpointer.request()
             }
@@ -83,12 +85,13 @@ final class Checkpointer: @unchecked Sendable {
             let code = turn.withLock {
                 sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             }
-            // Busy (another process's checkpoint) leaves the frames to the next pass. A failure is logged once
-            // until the passes succeed again: every commit asks for one.
-            if code != SQLITE_OK, code & 0xff != SQLITE_BUSY, code != lastFailure {
+            // Busy: another process's checkpoint under way; the frames are the next pass's.
+            if code & 0xff == SQLITE_BUSY { continue }
+            // Logged once until a pass succeeds again: every commit asks for one.
+            if code != SQLITE_OK, code != lastFailure {
                 Log.warn("checkpoint failed", ["error": .string(String(cString: sqlite3_errstr(code)))])
             }
-            lastFailure = code & 0xff == SQLITE_BUSY ? lastFailure : code
+            lastFailure = code
         }
     }
 

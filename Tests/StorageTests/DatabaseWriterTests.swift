@@ -57,7 +57,9 @@ import Support
         let pagesPerCommit = (1 << 20) / pageSize
         let commits = Int(Checkpointer.startFrames) / pagesPerCommit + 2
         #expect(commits * pagesPerCommit < DatabaseWriter.checkpointFrames, "the writer's own mark is not reached")
-        func databaseBytes() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        func databaseBytes() throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        }
         let before = try databaseBytes()
         for _ in 0..<commits {
             try writer.write { try $0.connection.execute("INSERT INTO filler (b) VALUES (zeroblob(1048576))") }
