@@ -19,10 +19,8 @@ final class Checkpointer: @unchecked Sendable {
     /// Half the writer's own mark.
     static let startFrames = Int32(DatabaseWriter.checkpointFrames / 2)
 
-    private let condition = NSCondition()
-    /// A commit asked for a pass since the last one started.
-    private var wanted = false
-    private var closed = false
+    /// The commits' requests: those made during a pass are taken together, for one more pass.
+    private let requests = JobQueue<Void>()
     /// Held for each checkpoint, the thread's and the writer's, so that they take turns rather than one of them
     /// finding the other's under way (`SQLITE_BUSY`) and doing nothing.
     private let turn = NSLock()
@@ -53,7 +51,7 @@ final class Checkpointer: @unchecked Sendable {
                     _ = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
                 }
             } else if frames >= Checkpointer.startFrames {
-                checkpointer.request()
+                checkpointer.requests.push(())
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
@@ -63,25 +61,15 @@ final class Checkpointer: @unchecked Sendable {
         sqlite3_wal_hook(connection.handle, nil, nil)
     }
 
-    /// Stops the thread (after the pass under way) and closes its connection.
+    /// Stops the thread (after the pass under way, and one for the requests waiting) and closes its connection.
     func close() {
-        condition.withLock {
-            closed = true
-            condition.signal()
-        }
+        requests.close()
         try? finished.wait()
-    }
-
-    private func request() {
-        condition.withLock {
-            wanted = true
-            condition.signal()
-        }
     }
 
     private func run(on connection: Connection) {
         var lastFailure: Int32 = SQLITE_OK
-        while waitForRequest() {
+        while !requests.popBatch(limit: .max).isEmpty {
             let code = turn.withLock {
                 sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             }
@@ -92,15 +80,6 @@ final class Checkpointer: @unchecked Sendable {
                 Log.warn("checkpoint failed", ["error": .string(String(cString: sqlite3_errstr(code)))])
             }
             lastFailure = code
-        }
-    }
-
-    /// Waits for a request; false once closed.
-    private func waitForRequest() -> Bool {
-        condition.withLock {
-            while !wanted && !closed { condition.wait() }
-            wanted = false
-            return !closed
         }
     }
 }

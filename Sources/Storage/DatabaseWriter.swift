@@ -40,7 +40,6 @@ public final class DatabaseWriter: StoreWriter {
     private let queue = JobQueue<Job>()
     private let finished = Rendezvous<Void>()
     private let durability: Durability
-    private let checkpointer: Checkpointer
     public let path: String
     /// The largest number of jobs committed together.
     private static let maxGroup = 4096
@@ -65,7 +64,7 @@ public final class DatabaseWriter: StoreWriter {
         // second at FCM's rate. In memory it holds what the statement changed, until the statement ends.
         try connection.execute("PRAGMA temp_store = MEMORY")
         try Migrator.migrate(connection)
-        checkpointer = try Checkpointer(path: path)
+        let checkpointer = try Checkpointer(path: path)
         checkpointer.install(on: connection)
         let box = UncheckedBox(connection)
         let thread = Thread { [queue, finished, checkpointer] in

@@ -25,15 +25,9 @@ import Support
         let directory = TemporaryDirectory()
         let path = directory.path("herald.db")
         let writer = try DatabaseWriter(path: path)
-        let pageSize = try writer.write { store in
-            try store.connection.execute("CREATE TABLE filler (b BLOB NOT NULL)")
-            return try store.connection.queryOne("PRAGMA page_size") { $0.int(0) } ?? 0
-        }
-        let pagesPerCommit = (1 << 20) / pageSize
+        let (pageSize, pagesPerCommit) = try makeFiller(writer)
         let commits = 2 * DatabaseWriter.checkpointFrames / pagesPerCommit
-        for _ in 0..<commits {
-            try writer.write { try $0.connection.execute("INSERT INTO filler (b) VALUES (zeroblob(1048576))") }
-        }
+        try writeMiB(commits, with: writer)
         let walBytes = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
         let rows = try writer.write { try $0.connection.queryOne("SELECT count(*) FROM filler") { $0.int(0) } }
         writer.close()
@@ -50,22 +44,32 @@ import Support
         let path = directory.path("herald.db")
         let writer = try DatabaseWriter(path: path)
         defer { writer.close() }
-        let pageSize = try writer.write { store in
-            try store.connection.execute("CREATE TABLE filler (b BLOB NOT NULL)")
-            return try store.connection.queryOne("PRAGMA page_size") { $0.int(0) } ?? 0
-        }
-        let pagesPerCommit = (1 << 20) / pageSize
+        let pagesPerCommit = try makeFiller(writer).pagesPerCommit
         let commits = Int(Checkpointer.startFrames) / pagesPerCommit + 2
         #expect(commits * pagesPerCommit < DatabaseWriter.checkpointFrames, "the writer's own mark is not reached")
         func databaseBytes() throws -> Int {
             (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         }
         let before = try databaseBytes()
-        for _ in 0..<commits {
-            try writer.write { try $0.connection.execute("INSERT INTO filler (b) VALUES (zeroblob(1048576))") }
-        }
+        try writeMiB(commits, with: writer)
         try eventually("the commits' pages in the database file") {
             try databaseBytes() >= before + commits * (1 << 20)
+        }
+    }
+
+    /// A table `filler` for `writeMiB`; the database's page size, and how many pages a commit of `writeMiB` fills.
+    private func makeFiller(_ writer: DatabaseWriter) throws -> (pageSize: Int, pagesPerCommit: Int) {
+        let pageSize = try writer.write { store in
+            try store.connection.execute("CREATE TABLE filler (b BLOB NOT NULL)")
+            return try store.connection.queryOne("PRAGMA page_size") { $0.int(0) } ?? 0
+        }
+        return (pageSize, (1 << 20) / pageSize)
+    }
+
+    /// `commits` commits of one 1 MiB row each into `filler`.
+    private func writeMiB(_ commits: Int, with writer: DatabaseWriter) throws {
+        for _ in 0..<commits {
+            try writer.write { try $0.connection.execute("INSERT INTO filler (b) VALUES (zeroblob(1048576))") }
         }
     }
 
